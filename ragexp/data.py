@@ -1,0 +1,137 @@
+"""The data model: documents, chunks with character offsets, gold evidence, eval items.
+
+Contracts
+---------
+- ``Chunk.text == corpus[chunk.doc_id].text[chunk.start:chunk.end]`` always; titles and heading
+  paths live in ``Chunk.title`` and never shift offsets.
+- Chunk ids are ``f"{doc_id}#chunk_{index}"`` with a 0-based ``index`` in document order (the
+  method article's ``doc_112#chunk_4``).
+- ``Evidence`` is independent of chunking: a whole document (``start is None``) or a half-open
+  character span ``[start, end)`` of one document, with a relevance ``grade`` (>= 1 relevant,
+  0 judged non-relevant, as in TREC qrels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+
+from ragexp.fingerprint import stable_hash
+
+CHUNK_SEPARATOR = "#chunk_"
+
+
+def chunk_id(doc_id: str, index: int) -> str:
+    return f"{doc_id}{CHUNK_SEPARATOR}{index}"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    id: str
+    text: str
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    id: str
+    doc_id: str
+    index: int
+    start: int
+    end: int
+    text: str
+    title: str = ""
+
+    def text_with_title(self) -> str:
+        """What encoders and BM25 index when titles are included: ``title + " " + text``."""
+        return f"{self.title} {self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    doc_id: str
+    start: int | None = None
+    end: int | None = None
+    grade: int = 1
+
+    @property
+    def is_span(self) -> bool:
+        return self.start is not None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class EvalItem:
+    id: str
+    query: str
+    evidence: tuple[Evidence, ...] = ()
+    gold_answer: str | None = None
+    answers: tuple[str, ...] = ()
+    key_facts: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    answerable: bool = True
+
+    @property
+    def reference_answers(self) -> tuple[str, ...]:
+        """Every acceptable gold answer: ``answers`` if given, else ``(gold_answer,)``."""
+        if self.answers:
+            return self.answers
+        return (self.gold_answer,) if self.gold_answer else ()
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["evidence"] = [e.to_dict() for e in self.evidence]
+        return out
+
+
+class Corpus(Mapping[str, Document]):
+    """Documents by id, in load order."""
+
+    def __init__(self, documents: Iterable[Document], source: str = "") -> None:
+        self._docs: dict[str, Document] = {}
+        for doc in documents:
+            if doc.id in self._docs:
+                raise ValueError(f"duplicate document id {doc.id!r}")
+            self._docs[doc.id] = doc
+        self.source = source
+        self._fingerprint: str | None = None
+
+    def __getitem__(self, doc_id: str) -> Document:
+        return self._docs[doc_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._docs)
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def documents(self) -> list[Document]:
+        return list(self._docs.values())
+
+    def fingerprint(self) -> str:
+        """SHA-256 over (id, title, text) of every document, in id order."""
+        if self._fingerprint is None:
+            self._fingerprint = stable_hash(sorted((d.id, d.title, d.text) for d in self._docs.values()))
+        return self._fingerprint
+
+
+@dataclass
+class EvalSet:
+    """A fixed list of eval items, plus where it came from."""
+
+    items: list[EvalItem]
+    source: str = ""
+    name: str = ""
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[EvalItem]:
+        return iter(self.items)
+
+    def fingerprint(self) -> str:
+        """SHA-256 over the resolved items (evidence as spans), independent of file layout."""
+        return stable_hash([item.to_dict() for item in self.items])

@@ -1,0 +1,37 @@
+"""One error type for bad user input, rendered as a single line and exit code 2."""
+
+from __future__ import annotations
+
+from os import PathLike
+
+USAGE_EXIT_CODE = 2
+
+
+class RagexpInputError(Exception):
+    """Bad input from the user: a file, a config value, an eval-set line.
+
+    ``str(err)`` is one line naming where the problem is: ``FILE:LINE: field 'F': message``.
+    The CLI prints it without a traceback and exits with :data:`USAGE_EXIT_CODE`.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | PathLike[str] | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = None if file is None else str(file)
+        self.line = line
+        self.field = field
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = self.file if self.line is None else f"{self.file}:{self.line}"
+            where += ": "
+        field = f"field '{self.field}': " if self.field else ""
+        return f"{where}{field}{self.message}"
