@@ -1,0 +1,51 @@
+"""``ragexp evalset``: check an eval set against a corpus.
+
+``ragexp evalset lint EVALSET --corpus PATH [--format text|json]``
+    Report every problem at once (see :mod:`ragexp.lint`). Exit 0 clean (warnings allowed), 1 on
+    lint errors, 2 on unusable input.
+``ragexp evalset resolve EVALSET --corpus PATH [--output FILE]``
+    Load the eval set exactly as a run does (the first error stops it, exit 2) and write it back
+    with every evidence resolved to a whole document or an explicit ``start``/``end`` span — e.g.
+    to turn ``gold_chunk_ids`` into spans before the chunking they refer to is changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ragexp.lint import lint_evalset
+from ragexp.loaders.corpus import load_corpus
+from ragexp.loaders.evalset import evalset_to_jsonl, load_evalset
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="evalset_action", metavar="ACTION", required=True)
+    lint = actions.add_parser("lint", help="report stale gold, duplicates, missing answers, category coverage")
+    resolve = actions.add_parser("resolve", help="load strictly and write the eval set with evidence as spans")
+    for action in (lint, resolve):
+        action.add_argument("evalset", metavar="EVALSET", help="eval set file (.jsonl, .yaml or .yml)")
+        action.add_argument("--corpus", required=True, help="corpus folder or corpus .jsonl the gold refers to")
+    lint.add_argument("--format", choices=("text", "json"), default="text", help="report format (default: text)")
+    resolve.add_argument("--output", "-o", type=Path, help="write here instead of standard output")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.evalset_action == "lint":
+        report = lint_evalset(args.evalset, args.corpus)
+        text = json.dumps(report.to_dict(), indent=2) if args.format == "json" else report.render_text()
+        print(text)
+        return report.exit_code
+    corpus = load_corpus(args.corpus)
+    evalset = load_evalset(args.evalset, corpus)
+    text = evalset_to_jsonl(evalset)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+    n_spans = sum(e.is_span for item in evalset for e in item.evidence)
+    n_docs = sum(not e.is_span for item in evalset for e in item.evidence)
+    print(f"resolved {len(evalset)} items: {n_spans} span and {n_docs} whole-document evidence", file=sys.stderr)
+    return 0

@@ -1,0 +1,529 @@
+"""The ragexp eval-set format, and the resolution of its gold evidence against a corpus.
+
+File layout (full reference: ``docs/evalset-format.md``)
+    JSONL: an optional header line ``{"ragexp_evalset": 1, "name": ..., "description": ..., "chunking": {...}}``, then one
+    item per line. YAML (``.yaml``/``.yml``): a mapping with optional header keys
+    (``ragexp_evalset``, ``name``, ``chunking``) and an ``items:`` list.
+Item
+    ``{"id": str, "query": str, "evidence": [...], "gold_chunk_ids": [str]?, "gold_answer": str?,
+    "answers": [str]?, "key_facts": [str]?, "tags": [str]?, "category": str?, "answerable": bool?}``;
+    ``category`` is one more tag; ``answerable`` defaults to true, and an unanswerable item has no
+    evidence.
+Evidence, resolved at load time into chunking-independent :class:`~ragexp.data.Evidence`
+    ``{"doc_id": X}`` the whole document; ``{"doc_id": X, "start": s, "end": e}`` the characters
+    ``[s, e)``; ``{"doc_id": X, "quote": q}`` the span where ``q`` occurs in the document (it must
+    occur exactly once, or ``"occurrence": n`` picks the n-th, 1-based, overlapping occurrences
+    counted); each may carry ``"grade": g`` (default 1; 0 = judged non-relevant).
+    ``gold_chunk_ids`` (the method article's ``"doc_112#chunk_4"``) become the span of that chunk
+    under the header's ``chunking``, so the loaded item no longer depends on any chunking.
+    Identical spans of one item are kept once.
+
+Two kinds of error
+    *Structural*: the file cannot be read as an eval set (malformed JSON/YAML, an item that is not an
+    object, a missing, mistyped or unknown field, a bad header). Raised at once, also by lint: the
+    input is unusable.
+    *Content*: a well-formed item does not fit the corpus or the rest of the set (unknown document,
+    quote not found or ambiguous, span out of range, chunk index out of range, duplicate id, empty
+    query, evidence contradicting ``answerable``). :func:`read_evalset` collects every one so
+    ``ragexp evalset lint`` can report them all; :func:`load_evalset` raises the first.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+
+import yaml
+
+from ragexp.chunking import make_chunker
+from ragexp.chunking.base import Chunker
+from ragexp.data import CHUNK_SEPARATOR, Chunk, Corpus, EvalItem, EvalSet, Evidence
+from ragexp.errors import RagexpInputError
+from ragexp.loaders.jsonl import iter_jsonl_objects, read_text
+
+FORMAT_VERSION = 1
+VERSION_KEY = "ragexp_evalset"
+HEADER_FIELDS = (VERSION_KEY, "name", "description", "chunking")
+ITEM_FIELDS = (
+    "id", "query", "evidence", "gold_chunk_ids", "gold_answer", "answers", "key_facts", "tags", "category",
+    "answerable",
+)  # fmt: skip
+EVIDENCE_FIELDS = ("doc_id", "start", "end", "quote", "occurrence", "grade")
+YAML_SUFFIXES = (".yaml", ".yml")
+
+# Content-problem kinds (how lint groups them).
+UNRESOLVED_GOLD = "unresolved-gold"
+DUPLICATE_ID = "duplicate-id"
+EMPTY_QUERY = "empty-query"
+INCONSISTENT_ITEM = "inconsistent-item"
+
+_REQUIRED_HINTS = {
+    "id": 'give every item a unique, stable id such as "q017"',
+    "query": "write the question as a user would ask it",
+    "doc_id": "name the corpus document that holds the evidence",
+}
+_JSON_TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+_MAX_IDS_FOR_SUGGESTIONS = 100_000
+
+
+@dataclass(frozen=True)
+class EvalSetProblem:
+    """A content error met while reading an eval set; ``kind`` is one of the module's kind constants."""
+
+    kind: str
+    error: RagexpInputError
+
+
+@dataclass
+class EvalSetReading:
+    """An eval set as read: items (each with the evidence that did resolve), the line each item
+    starts on, and every content problem in file order."""
+
+    evalset: EvalSet
+    item_lines: list[int]
+    problems: list[EvalSetProblem]
+
+
+def load_evalset(path: str | PathLike[str], corpus: Corpus) -> EvalSet:
+    """Load an eval set and resolve its evidence against ``corpus``; any error raises."""
+    reading = read_evalset(path, corpus)
+    if reading.problems:
+        raise reading.problems[0].error
+    return reading.evalset
+
+
+def read_evalset(path: str | PathLike[str], corpus: Corpus) -> EvalSetReading:
+    """Read an eval set, raising structural errors and collecting content problems."""
+    path = Path(path)
+    if not path.is_file():
+        raise RagexpInputError("no such file; pass the eval set (.jsonl, .yaml or .yml)", file=path)
+    header, header_line, records = _read_yaml(path) if path.suffix.lower() in YAML_SUFFIXES else _read_jsonl(path)
+    name, chunking = _check_header(header, path, header_line)
+    if not records:
+        raise RagexpInputError(
+            "the eval set holds no items; add one item per line (JSONL) or under items: (YAML)", file=path
+        )
+    reader = _ItemReader(path, corpus, chunking, header_line)
+    items: list[EvalItem] = []
+    first_line_of: dict[str, int] = {}
+    for line, obj in records:
+        item = reader.read_item(line, obj)
+        if item.id in first_line_of:
+            reader.problem(
+                DUPLICATE_ID,
+                f"duplicate item id {item.id!r} (first on line {first_line_of[item.id]}); ids must be unique so "
+                "per-query results stay comparable across runs — rename one",
+                line,
+                "id",
+            )
+        first_line_of.setdefault(item.id, line)
+        items.append(item)
+    meta = {"format": f"ragexp/{FORMAT_VERSION}"} | ({"chunking": chunking} if chunking is not None else {})
+    evalset = EvalSet(items=items, source=str(path), name=name or path.stem, meta=meta)
+    return EvalSetReading(evalset=evalset, item_lines=[line for line, _ in records], problems=reader.problems)
+
+
+def evalset_to_jsonl(evalset: EvalSet) -> str:
+    """The eval set in the ragexp JSONL format with every evidence written as it was resolved
+    (whole document or ``start``/``end`` span); :func:`load_evalset` reads it back to the same
+    :meth:`~ragexp.data.EvalSet.fingerprint`."""
+    lines = [json.dumps({VERSION_KEY: FORMAT_VERSION, "name": evalset.name}, ensure_ascii=False)]
+    for item in evalset:
+        obj: dict = {"id": item.id, "query": item.query, "evidence": [_evidence_entry(e) for e in item.evidence]}
+        if item.gold_answer is not None:
+            obj["gold_answer"] = item.gold_answer
+        for key in ("answers", "key_facts", "tags"):
+            if getattr(item, key):
+                obj[key] = list(getattr(item, key))
+        if not item.answerable:
+            obj["answerable"] = False
+        lines.append(json.dumps(obj, ensure_ascii=False))
+    return "\n".join(lines) + "\n"
+
+
+def _evidence_entry(evidence: Evidence) -> dict:
+    entry: dict = {"doc_id": evidence.doc_id}
+    if evidence.is_span:
+        entry |= {"start": evidence.start, "end": evidence.end}
+    if evidence.grade != 1:
+        entry["grade"] = evidence.grade
+    return entry
+
+
+# --- reading the file ------------------------------------------------------------------------
+
+
+def _read_jsonl(path: Path) -> tuple[dict, int | None, list[tuple[int, dict]]]:
+    header: dict = {}
+    header_line: int | None = None
+    records: list[tuple[int, dict]] = []
+    for line, obj in iter_jsonl_objects(path):
+        if VERSION_KEY in obj:
+            if records or header_line is not None:
+                raise RagexpInputError(
+                    "a header line may only come first; move it to the top of the file",
+                    file=path,
+                    line=line,
+                    field=VERSION_KEY,
+                )
+            header, header_line = obj, line
+        else:
+            records.append((line, obj))
+    return header, header_line, records
+
+
+def _read_yaml(path: Path) -> tuple[dict, int | None, list[tuple[int, dict]]]:
+    loader = yaml.SafeLoader(read_text(path))
+    try:
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or str(err)
+        raise RagexpInputError(
+            f"malformed YAML: {problem}", file=path, line=None if mark is None else mark.line + 1
+        ) from None
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+        raise RagexpInputError(
+            "a YAML eval set is a mapping with an `items:` list (and optional keys ragexp_evalset, name, chunking)",
+            file=path,
+            field="items",
+        )
+    items_node = next(value for key, value in root.value if key.value == "items")
+    lines = [node.start_mark.line + 1 for node in items_node.value]
+    for line, item in zip(lines, data["items"], strict=True):
+        if not isinstance(item, dict):
+            raise RagexpInputError(
+                f"each item must be a mapping, got {_type_name(item)}", file=path, line=line, field="items"
+            )
+    header = {key: value for key, value in data.items() if key != "items"}
+    return header, root.start_mark.line + 1, list(zip(lines, data["items"], strict=True))
+
+
+def _check_header(header: dict, path: Path, line: int | None) -> tuple[str | None, dict | None]:
+    fields = _Fields(header, path, line)
+    fields.reject_unknown(HEADER_FIELDS, "header")
+    version = header.get(VERSION_KEY, FORMAT_VERSION)
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        raise RagexpInputError(
+            f"unsupported eval-set format version {version!r}; this ragexp reads version {FORMAT_VERSION}",
+            file=path,
+            line=line,
+            field=VERSION_KEY,
+        )
+    chunking = fields.value("chunking", dict)
+    return fields.string("name"), chunking
+
+
+# --- resolving items -------------------------------------------------------------------------
+
+
+class _ItemReader:
+    """Turns raw item objects into :class:`EvalItem` s, resolving evidence against the corpus."""
+
+    def __init__(self, path: Path, corpus: Corpus, chunking: dict | None, header_line: int | None) -> None:
+        self.path = path
+        self.corpus = corpus
+        self.chunking = chunking
+        self.header_line = header_line
+        self.problems: list[EvalSetProblem] = []
+        self._chunker: Chunker | None = None
+        self._chunks: dict[str, list[Chunk]] = {}
+
+    def problem(self, kind: str, message: str, line: int, field: str) -> None:
+        error = RagexpInputError(message, file=self.path, line=line, field=field)
+        self.problems.append(EvalSetProblem(kind, error))
+
+    def read_item(self, line: int, obj: dict) -> EvalItem:
+        fields = _Fields(obj, self.path, line)
+        fields.reject_unknown(ITEM_FIELDS, "item")
+        item_id = fields.string("id", required=True)
+        query = fields.string("query", required=True)
+        entries = fields.objects("evidence")
+        chunk_ids = fields.strings("gold_chunk_ids")
+        answerable = fields.value("answerable", bool)
+        answerable = True if answerable is None else answerable
+        category = fields.string("category")
+        tags = [*fields.strings("tags"), *([category] if category else [])]
+        gold_answer, answers = fields.string("gold_answer"), fields.strings("answers")
+        key_facts = fields.strings("key_facts")
+        if not item_id.strip():
+            raise RagexpInputError(f"must not be empty; {_REQUIRED_HINTS['id']}", file=self.path, line=line, field="id")
+
+        evidence = [self._evidence(line, f"evidence[{i}]", entry) for i, entry in enumerate(entries)]
+        evidence += [self._chunk_evidence(line, f"gold_chunk_ids[{i}]", cid) for i, cid in enumerate(chunk_ids)]
+        resolved = self._deduplicate([e for e in evidence if e is not None], line)
+
+        if not query.strip():
+            self.problem(EMPTY_QUERY, "the query is empty; write the question or remove the item", line, "query")
+        if answerable and not evidence:
+            self.problem(
+                INCONSISTENT_ITEM,
+                'an answerable item needs gold evidence; add "evidence" (doc_id, span or quote) or '
+                '"gold_chunk_ids", or set "answerable": false if the corpus does not answer it',
+                line,
+                "evidence",
+            )
+        elif answerable and resolved and all(e.grade == 0 for e in resolved):
+            self.problem(
+                INCONSISTENT_ITEM,
+                "every evidence has grade 0 (non-relevant), so nothing counts as gold; grade the evidence >= 1",
+                line,
+                "evidence",
+            )
+        if not answerable and evidence:
+            field = "evidence" if entries else "gold_chunk_ids"
+            self.problem(
+                INCONSISTENT_ITEM,
+                'an item with "answerable": false cannot have gold evidence; remove the evidence or the flag',
+                line,
+                field,
+            )
+        return EvalItem(
+            id=item_id,
+            query=query,
+            evidence=tuple(resolved),
+            gold_answer=gold_answer,
+            answers=tuple(answers),
+            key_facts=tuple(key_facts),
+            tags=tuple(dict.fromkeys(tags)),
+            answerable=answerable,
+        )
+
+    def _evidence(self, line: int, field: str, entry: dict) -> Evidence | None:
+        fields = _Fields(entry, self.path, line, prefix=field)
+        fields.reject_unknown(EVIDENCE_FIELDS, "evidence")
+        doc_id = fields.string("doc_id", required=True)
+        start, end = fields.value("start", int), fields.value("end", int)
+        quote, occurrence = fields.string("quote"), fields.value("occurrence", int)
+        grade = fields.value("grade", int)
+        grade = 1 if grade is None else grade
+        if (start is None) != (end is None):
+            fields.fail("start" if start is None else "end", "a span needs both start and end (end exclusive)")
+        if quote is not None and start is not None:
+            fields.fail("quote", "give either a quote or a start/end span, not both")
+        if quote == "":
+            fields.fail("quote", "must not be empty; copy the evidence text from the document")
+        if occurrence is not None and (quote is None or occurrence < 1):
+            fields.fail("occurrence", "only a quote takes an occurrence, counted from 1")
+        if grade < 0:
+            fields.fail("grade", "must be >= 0 (0 = judged non-relevant, >= 1 relevant)")
+
+        document = self.corpus.get(doc_id)
+        if document is None:
+            self.problem(UNRESOLVED_GOLD, self._unknown_document(doc_id), line, f"{field}.doc_id")
+            return None
+        if quote is not None:
+            span = self._locate_quote(document.id, document.text, quote, occurrence, line, f"{field}.quote")
+            if span is None:
+                return None
+            start, end = span
+        elif start is not None and not 0 <= start < end <= len(document.text):
+            self.problem(UNRESOLVED_GOLD, self._bad_span(doc_id, start, end, len(document.text)), line, field)
+            return None
+        return Evidence(doc_id=doc_id, start=start, end=end, grade=grade)
+
+    def _locate_quote(
+        self, doc_id: str, text: str, quote: str, occurrence: int | None, line: int, field: str
+    ) -> tuple[int, int] | None:
+        positions = _occurrences(text, quote)
+        shown = _shorten(quote)
+        if not positions:
+            hint = " (it does occur ignoring case)" if quote.casefold() in text.casefold() else ""
+            self.problem(
+                UNRESOLVED_GOLD,
+                f"quote {shown} not found in document {doc_id!r}{hint}; the document may have changed since the "
+                "eval set was written — copy the text exactly from the current document (case and whitespace count)",
+                line,
+                field,
+            )
+            return None
+        if occurrence is None and len(positions) > 1:
+            self.problem(
+                UNRESOLVED_GOLD,
+                f"quote {shown} occurs {len(positions)} times in document {doc_id!r} (at offsets "
+                f'{_list_offsets(positions)}); add "occurrence": n (1-based) or quote a longer, unique passage',
+                line,
+                field,
+            )
+            return None
+        index = (occurrence or 1) - 1
+        if index >= len(positions):
+            self.problem(
+                UNRESOLVED_GOLD,
+                f"occurrence {occurrence} requested but quote {shown} occurs only {len(positions)} time(s) in "
+                f"document {doc_id!r}; fix the occurrence number",
+                line,
+                field,
+            )
+            return None
+        return positions[index], positions[index] + len(quote)
+
+    def _chunk_evidence(self, line: int, field: str, chunk_id: str) -> Evidence | None:
+        doc_id, separator, index = chunk_id.rpartition(CHUNK_SEPARATOR)
+        if not separator or not (index.isascii() and index.isdigit()):
+            self.problem(UNRESOLVED_GOLD, f"{chunk_id!r} is not a chunk id of the form 'DOC_ID#chunk_N'", line, field)
+            return None
+        if self.chunking is None:
+            self.problem(
+                UNRESOLVED_GOLD,
+                "gold_chunk_ids only mean something under the chunking that produced them; add a header line "
+                '{"ragexp_evalset": 1, "chunking": {...}} naming that chunking, or give the evidence as quotes '
+                "or spans",
+                line,
+                field,
+            )
+            return None
+        if doc_id not in self.corpus:
+            self.problem(UNRESOLVED_GOLD, self._unknown_document(doc_id), line, field)
+            return None
+        chunks = self._chunks_of(doc_id)
+        if int(index) >= len(chunks):
+            self.problem(
+                UNRESOLVED_GOLD,
+                f"chunk index {index} out of range: document {doc_id!r} has {len(chunks)} chunk(s) "
+                f"(chunk_0..chunk_{len(chunks) - 1}) under the header's chunking; the document or the chunking "
+                "changed since the eval set was exported — fix the header chunking or re-export the gold",
+                line,
+                field,
+            )
+            return None
+        chunk = chunks[int(index)]
+        return Evidence(doc_id=doc_id, start=chunk.start, end=chunk.end)
+
+    def _chunks_of(self, doc_id: str) -> list[Chunk]:
+        if doc_id not in self._chunks:
+            if self._chunker is None:
+                self._chunker = self._make_chunker()
+            self._chunks[doc_id] = list(self._chunker.chunk(self.corpus[doc_id]))
+        return self._chunks[doc_id]
+
+    def _make_chunker(self) -> Chunker:
+        try:
+            return make_chunker(self.chunking)
+        except RagexpInputError as err:
+            field = err.field or "chunking"
+            raise RagexpInputError(err.message, file=self.path, line=self.header_line, field=field) from None
+
+    def _deduplicate(self, evidence: Iterable[Evidence], line: int) -> list[Evidence]:
+        by_span: dict[tuple, Evidence] = {}
+        for item in evidence:
+            key = (item.doc_id, item.start, item.end)
+            seen = by_span.setdefault(key, item)
+            if seen.grade != item.grade:
+                self.problem(
+                    INCONSISTENT_ITEM,
+                    f"the same evidence ({_describe_span(item)}) is listed with grades {seen.grade} and {item.grade}; "
+                    "keep one",
+                    line,
+                    "evidence",
+                )
+        return list(by_span.values())
+
+    def _unknown_document(self, doc_id: str) -> str:
+        suggestion = ""
+        if len(self.corpus) <= _MAX_IDS_FOR_SUGGESTIONS:
+            close = difflib.get_close_matches(doc_id, list(self.corpus), n=1)
+            suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+        return (
+            f"unknown document id {doc_id!r}{suggestion}: it is not in the corpus {self.corpus.source} "
+            f"({len(self.corpus)} documents); fix the id, or rebuild this gold against the live corpus"
+        )
+
+    @staticmethod
+    def _bad_span(doc_id: str, start: int, end: int, length: int) -> str:
+        if start >= end:
+            return f"empty or reversed span [{start}, {end}): start must be < end (end is exclusive)"
+        return (
+            f"span [{start}, {end}) is out of range for document {doc_id!r} (length {length}); the document may "
+            'have changed since the eval set was written — re-locate the evidence, ideally as a "quote"'
+        )
+
+
+class _Fields:
+    """Typed access to the fields of one JSON/YAML object; problems raise naming file, line and field."""
+
+    def __init__(self, obj: Mapping, path: Path, line: int | None, prefix: str = "") -> None:
+        self.obj, self.path, self.line, self.prefix = obj, path, line, prefix
+
+    def fail(self, name: str, message: str):
+        field = f"{self.prefix}.{name}" if self.prefix else name
+        raise RagexpInputError(message, file=self.path, line=self.line, field=field)
+
+    def reject_unknown(self, known: Sequence[str], what: str) -> None:
+        for name in self.obj:
+            if name not in known:
+                close = difflib.get_close_matches(str(name), known, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                self.fail(str(name), f"unknown {what} field; {hint}known fields: {', '.join(known)}")
+
+    def value(self, name: str, expected: type, required: bool = False):
+        """The field's value if present and not null, checked to be of type ``expected``."""
+        value = self.obj.get(name)
+        if value is None:
+            if required:
+                hint = f"; {_REQUIRED_HINTS[name]}" if name in _REQUIRED_HINTS else ""
+                self.fail(name, f"missing required field{hint}")
+            return None
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            self.fail(name, f"must be {_article(expected)}, got {_type_name(value)} {_shorten(value)}")
+        return value
+
+    def string(self, name: str, required: bool = False) -> str | None:
+        return self.value(name, str, required)
+
+    def strings(self, name: str) -> list[str]:
+        return self._list(name, str)
+
+    def objects(self, name: str) -> list[dict]:
+        return self._list(name, dict)
+
+    def _list(self, name: str, element: type) -> list:
+        values = self.value(name, list) or []
+        for i, value in enumerate(values):
+            if not isinstance(value, element):
+                self.fail(f"{name}[{i}]", f"must be {_article(element)}, got {_type_name(value)} {_shorten(value)}")
+        return values
+
+
+def _occurrences(text: str, quote: str) -> list[int]:
+    """Start offsets of every occurrence of ``quote`` in ``text``, overlapping ones included."""
+    positions = []
+    position = text.find(quote)
+    while position != -1:
+        positions.append(position)
+        position = text.find(quote, position + 1)
+    return positions
+
+
+def _list_offsets(positions: list[int], limit: int = 5) -> str:
+    shown = ", ".join(str(p) for p in positions[:limit])
+    return shown + (", ..." if len(positions) > limit else "")
+
+
+def _describe_span(evidence: Evidence) -> str:
+    if evidence.is_span:
+        return f"{evidence.doc_id} [{evidence.start}, {evidence.end})"
+    return f"whole document {evidence.doc_id}"
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _article(expected: type) -> str:
+    name = _JSON_TYPE_NAMES[expected]
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
+def _shorten(value: object, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= limit:
+        return text
+    return text[: limit - 4] + '..."' if isinstance(value, str) else text[: limit - 3] + "..."
