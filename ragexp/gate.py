@@ -1,0 +1,451 @@
+"""The regression gate: is the candidate run worse than the baseline, beyond eval-set noise?
+
+Both runs must have been scored on the same eval set (equal ``evalset_fingerprint``; ``force``
+overrides) and are paired by ``query_id``; queries present in only one run are counted, not used.
+For each metric of the :class:`GateSpec`, over the queries where both runs have a value:
+
+- ``delta = mean(candidate) - mean(baseline)``; ``worse = -delta`` for higher-is-better metrics,
+  ``+delta`` for lower-is-better ones.
+- ``tolerance``: absolute, relative (``r * |mean(baseline)|``) or auto
+  (:func:`ragexp.stats.auto_tolerance` of the per-query differences).
+- CI of ``delta`` by paired bootstrap; p-value by the sign-flip test (exact for few changes).
+- verdict ``regression`` when ``worse > tolerance`` and, if the rule asks for significance,
+  ``p < alpha``; ``insufficient`` when fewer than ``min_n`` pairs; else ``pass``.
+
+A metric absent from both runs is skipped with a note; present in only one run is an error.
+The per-query diff lists the queries that got worse, the list a developer reads first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from ragexp import stats
+from ragexp.errors import RagexpInputError
+from ragexp.metrics._matrix import RELEVANCE_LEVEL
+from ragexp.metrics.ranking import trec_order
+from ragexp.results import RunResults
+
+DEFAULT_SPEC_PATH = Path(__file__).resolve().parent / "resources" / "gate_default.yaml"
+_SLACK = 1e-12
+"""Rounding slack: a drop exactly equal to the tolerance is not a regression."""
+
+PASS, REGRESSION, INSUFFICIENT = "pass", "regression", "insufficient"
+EXIT_CODES = {PASS: 0, REGRESSION: 1, INSUFFICIENT: 2}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How large a drop is still noise: ``absolute`` amount, ``relative`` fraction, or ``auto``."""
+
+    kind: str
+    value: float = 0.0
+    z: float = stats.DEFAULT_Z
+    floor_queries: float = 1.0
+
+    def resolve(self, baseline_mean: float, diffs: np.ndarray) -> float:
+        if self.kind == "absolute":
+            return self.value
+        if self.kind == "relative":
+            return self.value * abs(baseline_mean)
+        return stats.auto_tolerance(diffs, z=self.z, floor_queries=self.floor_queries)
+
+    def describe(self) -> str:
+        if self.kind == "absolute":
+            return f"abs {self.value:g}"
+        if self.kind == "relative":
+            return f"rel {self.value:.1%}"
+        return "auto" if self.z == stats.DEFAULT_Z else f"auto z={self.z:g}"
+
+
+@dataclass(frozen=True)
+class MetricRule:
+    metric: str
+    direction: str = "higher"
+    tolerance: Tolerance = Tolerance("auto")
+    min_n: int = 20
+    require_significance: bool = False
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True)
+class GateSpec:
+    """The gate's rules, usually read from YAML (see ``ragexp/resources/gate_default.yaml`` and docs/gate.md)."""
+
+    rules: tuple[MetricRule, ...]
+    defaults: MetricRule = MetricRule("*")
+    gold_k: int = 5
+    show_top: int = 20
+    n_resamples: int = stats.DEFAULT_RESAMPLES
+    seed: int = 0
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> "GateSpec":
+        """Read a spec file; ``None`` reads the default spec shipped in ``ragexp/resources/gate_default.yaml``."""
+        path = Path(path) if path is not None else DEFAULT_SPEC_PATH
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise RagexpInputError("no such gate spec file", file=path) from None
+        try:
+            node = yaml.compose(text)
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            raise RagexpInputError(
+                f"not valid YAML: {getattr(err, 'problem', err)}", file=path, line=mark.line + 1 if mark else None
+            ) from None
+        return _SpecParser(path, _key_lines(node)).parse(data)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping, source: str = "<gate spec>") -> "GateSpec":
+        return _SpecParser(source, {}).parse(data)
+
+    def select(self, metrics: Sequence[str]) -> "GateSpec":
+        """Only ``metrics``, in that order; a metric the spec does not name gets the spec defaults."""
+        by_name = {rule.metric: rule for rule in self.rules}
+        chosen = tuple(by_name.get(name) or replace(self.defaults, metric=name) for name in metrics)
+        return replace(self, rules=chosen)
+
+
+def _key_lines(node, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
+    """1-based line of every mapping key in a composed YAML tree, keyed by its path."""
+    lines: dict[tuple[str, ...], int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            path = prefix + (str(key.value),)
+            lines[path] = key.start_mark.line + 1
+            lines.update(_key_lines(value, path))
+    return lines
+
+
+class _SpecParser:
+    """Validates a spec mapping, raising :class:`RagexpInputError` with file, line and field."""
+
+    TOP_KEYS = {"defaults", "metrics", "per_query", "resampling"}
+    RULE_KEYS = {"direction", "tolerance", "min_n", "require_significance", "alpha"}
+
+    def __init__(self, source: str | Path, lines: dict[tuple[str, ...], int]) -> None:
+        self.source = source
+        self.lines = lines
+
+    def error(self, path: tuple[str, ...], message: str) -> RagexpInputError:
+        line = next((self.lines[path[:i]] for i in range(len(path), 0, -1) if path[:i] in self.lines), None)
+        return RagexpInputError(message, file=self.source, line=line, field=".".join(path) or None)
+
+    def mapping(self, value, path: tuple[str, ...], allowed: set[str] | None = None) -> Mapping:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.error(path, f"expected a mapping, got {type(value).__name__}")
+        if allowed is not None:
+            for key in value:
+                if key not in allowed:
+                    raise self.error(path + (str(key),), f"unknown key (expected one of {', '.join(sorted(allowed))})")
+        return value
+
+    def number(self, value, path, *, low: float, high: float = float("inf"), integer: bool = False) -> float:
+        kind = int if integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kind) or not low <= value <= high:
+            what = "an integer" if integer else "a number"
+            raise self.error(path, f"expected {what} in [{low:g}, {high:g}], got {value!r}")
+        return value
+
+    def parse(self, data) -> GateSpec:
+        data = self.mapping(data, (), self.TOP_KEYS)
+        defaults = self.rule("*", data.get("defaults"), ("defaults",), MetricRule("*"))
+        metrics = self.mapping(data.get("metrics"), ("metrics",))
+        if not metrics:
+            raise self.error(("metrics",), "the spec names no metrics")
+        rules = tuple(self.rule(str(name), body, ("metrics", str(name)), defaults) for name, body in metrics.items())
+        per_query = self.mapping(data.get("per_query"), ("per_query",), {"k", "top"})
+        resampling = self.mapping(data.get("resampling"), ("resampling",), {"n_resamples", "seed"})
+        return GateSpec(
+            rules=rules,
+            defaults=defaults,
+            gold_k=int(self.number(per_query.get("k", GateSpec.gold_k), ("per_query", "k"), low=1, integer=True)),
+            show_top=int(self.number(per_query.get("top", GateSpec.show_top), ("per_query", "top"), low=0, integer=True)),
+            n_resamples=int(
+                self.number(resampling.get("n_resamples", GateSpec.n_resamples), ("resampling", "n_resamples"),
+                            low=100, integer=True)
+            ),
+            seed=int(self.number(resampling.get("seed", GateSpec.seed), ("resampling", "seed"), low=0, integer=True)),
+        )
+
+    def rule(self, name: str, body, path: tuple[str, ...], base: MetricRule) -> MetricRule:
+        body = self.mapping(body, path, self.RULE_KEYS)
+        direction = body.get("direction", base.direction)
+        if direction not in ("higher", "lower"):
+            raise self.error(path + ("direction",), f"expected 'higher' or 'lower', got {direction!r}")
+        significance = body.get("require_significance", base.require_significance)
+        if not isinstance(significance, bool):
+            raise self.error(path + ("require_significance",), f"expected true or false, got {significance!r}")
+        return MetricRule(
+            metric=name,
+            direction=direction,
+            tolerance=self.tolerance(body["tolerance"], path + ("tolerance",)) if "tolerance" in body else base.tolerance,
+            min_n=int(self.number(body.get("min_n", base.min_n), path + ("min_n",), low=1, integer=True)),
+            require_significance=significance,
+            alpha=float(self.number(body.get("alpha", base.alpha), path + ("alpha",), low=1e-9, high=1)),
+        )
+
+    def tolerance(self, value, path: tuple[str, ...]) -> Tolerance:
+        if value == "auto":
+            return Tolerance("auto")
+        body = self.mapping(value, path, {"absolute", "relative", "auto"}) if isinstance(value, Mapping) else None
+        if not body or len(body) != 1:
+            raise self.error(path, "expected 'auto', {absolute: X}, {relative: R} or {auto: {z: Z, floor_queries: F}}")
+        [(kind, amount)] = body.items()
+        if kind == "auto":
+            options = self.mapping(amount, path + ("auto",), {"z", "floor_queries"})
+            return Tolerance(
+                "auto",
+                z=float(self.number(options.get("z", Tolerance.z), path + ("auto", "z"), low=0)),
+                floor_queries=float(
+                    self.number(options.get("floor_queries", Tolerance.floor_queries), path + ("auto", "floor_queries"), low=0)
+                ),
+            )
+        return Tolerance(kind, value=float(self.number(amount, path + (kind,), low=0)))
+
+
+@dataclass
+class MetricVerdict:
+    """One metric's comparison; statistics are ``None`` when there are too few pairs to compute them."""
+
+    metric: str
+    direction: str
+    n: int
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    tolerance: float | None
+    tolerance_rule: str
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    worse_queries: int
+    better_queries: int
+    require_significance: bool
+    alpha: float
+    verdict: str
+
+
+@dataclass
+class QueryRegression:
+    """A query that got worse: ``drops[metric]`` is how much worse (> 0) in the metric's direction."""
+
+    query_id: str
+    tags: list[str]
+    gold_lost: bool
+    baseline_rank: int | None
+    candidate_rank: int | None
+    drops: dict[str, float]
+
+    @property
+    def rank_dropped(self) -> bool:
+        return self.baseline_rank is not None and (self.candidate_rank is None or self.candidate_rank > self.baseline_rank)
+
+    @property
+    def severity(self) -> float:
+        """Sum of the metric drops; the sort key after ``gold_lost``."""
+        return sum(self.drops.values())
+
+
+@dataclass
+class GateReport:
+    baseline_label: str
+    candidate_label: str
+    baseline_fingerprint: str | None
+    candidate_fingerprint: str | None
+    forced: bool
+    n_paired: int
+    baseline_only: int
+    candidate_only: int
+    gold_k: int
+    show_top: int
+    metrics: list[MetricVerdict]
+    regressions: list[QueryRegression]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        """``regression`` if any metric regressed, else ``insufficient`` if any lacked pairs, else ``pass``."""
+        verdicts = {m.verdict for m in self.metrics}
+        return next((status for status in (REGRESSION, INSUFFICIENT) if status in verdicts), PASS)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+
+def _present_metrics(results: RunResults) -> set[str]:
+    return {name for row in results.per_query for name in row.get("metrics", {})}
+
+
+def _rows_by_id(results: RunResults, label: str) -> dict[str, dict]:
+    rows: dict[str, dict] = {}
+    for row in results.per_query:
+        query_id = row.get("query_id")
+        if query_id is None:
+            raise RagexpInputError(f"{label} results have a per-query row without 'query_id'", field="query_id")
+        if query_id in rows:
+            raise RagexpInputError(f"{label} results list query {query_id!r} twice", field="query_id")
+        rows[query_id] = row
+    return rows
+
+
+def check_fingerprints(baseline: RunResults, candidate: RunResults, force: bool) -> list[str]:
+    """Refuse runs scored on different eval sets unless ``force``; return notes for the report."""
+    base_fp = baseline.meta.get("evalset_fingerprint")
+    cand_fp = candidate.meta.get("evalset_fingerprint")
+    notes = []
+    if base_fp is None or cand_fp is None or base_fp != cand_fp:
+        message = (
+            f"eval set fingerprints differ: baseline {base_fp or 'missing'} vs candidate {cand_fp or 'missing'}; "
+            "the runs were not scored on the same eval set"
+        )
+        if not force:
+            raise RagexpInputError(message + " (pass --force to compare the common query ids anyway)",
+                                   field="evalset_fingerprint")
+        notes.append(message + " (compared anyway: --force)")
+    if baseline.meta.get("corpus_fingerprint") != candidate.meta.get("corpus_fingerprint"):
+        notes.append("corpus fingerprints differ: the runs searched different corpora")
+    return notes
+
+
+def first_relevant_rank(row: Mapping) -> int | None:
+    """1-based rank of the first relevant unit (grade >= 1) of ``row['ranking']``, else ``None``.
+
+    The ranking is read in trec_eval order (score descending, ties by id descending), the order
+    the retrieval metrics were computed in.
+    """
+    relevant = {unit for unit, grade in row.get("relevant", {}).items() if grade >= RELEVANCE_LEVEL}
+    ranking = trec_order((unit, score) for unit, score in row.get("ranking", []))
+    return next((rank for rank, (unit, _score) in enumerate(ranking, 1) if unit in relevant), None)
+
+
+def compare_metric(rule: MetricRule, base: np.ndarray, cand: np.ndarray, spec: GateSpec) -> MetricVerdict:
+    """Compare one metric over paired per-query values ``base[i]``, ``cand[i]``."""
+    n = int(base.size)
+    sign = 1.0 if rule.direction == "higher" else -1.0
+    diffs = cand - base
+    verdict = MetricVerdict(
+        metric=rule.metric, direction=rule.direction, n=n,
+        baseline=float(base.mean()) if n else None, candidate=float(cand.mean()) if n else None,
+        delta=float(diffs.mean()) if n else None, tolerance=None, tolerance_rule=rule.tolerance.describe(),
+        ci_low=None, ci_high=None, p_value=None,
+        worse_queries=int(np.count_nonzero(sign * diffs < 0)), better_queries=int(np.count_nonzero(sign * diffs > 0)),
+        require_significance=rule.require_significance, alpha=rule.alpha, verdict=INSUFFICIENT,
+    )
+    if n < rule.min_n:
+        return verdict
+    verdict.tolerance = rule.tolerance.resolve(verdict.baseline, diffs)
+    verdict.ci_low, verdict.ci_high = stats.paired_bootstrap_ci(
+        base, cand, n_resamples=spec.n_resamples, alpha=rule.alpha, seed=spec.seed
+    )
+    verdict.p_value = stats.sign_flip_p_value(base, cand, n_resamples=spec.n_resamples, seed=spec.seed)
+    dropped = -sign * verdict.delta > verdict.tolerance + _SLACK
+    significant = verdict.p_value < rule.alpha or not rule.require_significance
+    verdict.verdict = REGRESSION if dropped and significant else PASS
+    return verdict
+
+
+def query_regressions(
+    base_rows: Mapping[str, dict], cand_rows: Mapping[str, dict], common: Sequence[str],
+    rules: Sequence[MetricRule], gold_k: int,
+) -> list[QueryRegression]:
+    """Queries that got worse, worst first: gold lost from the top ``gold_k``, then total metric drop."""
+    found = []
+    for query_id in common:
+        base, cand = base_rows[query_id], cand_rows[query_id]
+        drops = {}
+        for rule in rules:
+            b, c = base.get("metrics", {}).get(rule.metric), cand.get("metrics", {}).get(rule.metric)
+            if b is not None and c is not None:
+                worse_by = (b - c) if rule.direction == "higher" else (c - b)
+                if worse_by > _SLACK:
+                    drops[rule.metric] = worse_by
+        base_rank, cand_rank = first_relevant_rank(base), first_relevant_rank(cand)
+        gold_lost = base_rank is not None and base_rank <= gold_k and (cand_rank is None or cand_rank > gold_k)
+        regression = QueryRegression(query_id, list(cand.get("tags", base.get("tags", []))), gold_lost,
+                                     base_rank, cand_rank, drops)
+        if drops or regression.rank_dropped:
+            found.append(regression)
+    found.sort(key=lambda r: (not r.gold_lost, -r.severity, r.query_id))
+    return found
+
+
+def run_gate(
+    baseline: RunResults,
+    candidate: RunResults,
+    spec: GateSpec | None = None,
+    *,
+    metrics: Sequence[str] | None = None,
+    force: bool = False,
+    baseline_label: str = "baseline",
+    candidate_label: str = "candidate",
+) -> GateReport:
+    """Gate ``candidate`` against ``baseline``; raises :class:`RagexpInputError` on unusable input.
+
+    ``metrics`` restricts the gate to those names (each must be present in both runs).
+    """
+    spec = spec or GateSpec.load()
+    if metrics:
+        spec = spec.select(metrics)
+    notes = check_fingerprints(baseline, candidate, force)
+    base_rows = _rows_by_id(baseline, baseline_label)
+    cand_rows = _rows_by_id(candidate, candidate_label)
+    common = sorted(base_rows.keys() & cand_rows.keys())
+    if not common:
+        raise RagexpInputError(f"{baseline_label} and {candidate_label} share no query ids", field="query_id")
+
+    in_base, in_cand = _present_metrics(baseline), _present_metrics(candidate)
+    compared_rules, verdicts = [], []
+    for rule in spec.rules:
+        if rule.metric not in in_base and rule.metric not in in_cand:
+            if metrics:
+                raise RagexpInputError(f"metric {rule.metric!r} is in neither run", field="metrics")
+            notes.append(f"{rule.metric}: in neither run, skipped")
+            continue
+        if rule.metric not in in_base or rule.metric not in in_cand:
+            missing = baseline_label if rule.metric not in in_base else candidate_label
+            raise RagexpInputError(
+                f"metric {rule.metric!r} is missing from the {missing} run; gate it on both runs or leave it out "
+                "(--metrics or the spec)", field="metrics",
+            )
+        pairs = [
+            (base_rows[q]["metrics"][rule.metric], cand_rows[q]["metrics"][rule.metric])
+            for q in common
+            if rule.metric in base_rows[q].get("metrics", {}) and rule.metric in cand_rows[q].get("metrics", {})
+        ]
+        values = np.asarray(pairs, dtype=np.float64).reshape(-1, 2)
+        if not np.all(np.isfinite(values)):
+            raise RagexpInputError(f"metric {rule.metric!r} has NaN or infinite per-query values", field="metrics")
+        verdict = compare_metric(rule, values[:, 0], values[:, 1], spec)
+        if verdict.verdict == INSUFFICIENT:
+            notes.append(f"{rule.metric}: only {verdict.n} paired queries, the spec asks for min_n={rule.min_n}")
+        verdicts.append(verdict)
+        compared_rules.append(rule)
+    if not verdicts:
+        raise RagexpInputError("none of the gated metrics is in either run", field="metrics")
+
+    return GateReport(
+        baseline_label=baseline_label,
+        candidate_label=candidate_label,
+        baseline_fingerprint=baseline.meta.get("evalset_fingerprint"),
+        candidate_fingerprint=candidate.meta.get("evalset_fingerprint"),
+        forced=force,
+        n_paired=len(common),
+        baseline_only=len(base_rows) - len(common),
+        candidate_only=len(cand_rows) - len(common),
+        gold_k=spec.gold_k,
+        show_top=spec.show_top,
+        metrics=verdicts,
+        regressions=query_regressions(base_rows, cand_rows, common, compared_rules, spec.gold_k),
+        notes=notes,
+    )
