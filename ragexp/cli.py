@@ -25,13 +25,15 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser; only ``command``'s module is imported (start-up stays fast)."""
     parser = argparse.ArgumentParser(prog="ragexp", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("run", help="run the Hydra app: ragexp run [overrides] [-m]", add_help=False)
     for name, help_text in COMMANDS.items():
-        module = _command_module(name)
-        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == command:
+            _command_module(name).add_arguments(command_parser)
     return parser
 
 
@@ -45,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
         from ragexp.app import run_app
 
         return run_app(argv[1:])
-    parser = build_parser()
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

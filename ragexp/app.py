@@ -1,0 +1,88 @@
+"""``ragexp run``: the Hydra app. One job = one evaluated pipeline = one MLflow run.
+
+A multirun (``-m``) sweeps the cross product of the overrides; :mod:`ragexp.sweep` makes it one
+parent run with a child per job. With ``resume=true`` (default) a sweep job whose config hash
+(semantic config + corpus and eval-set fingerprints) already has a FINISHED run is skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from ragexp import tracking
+from ragexp.config import register_schema, validate
+from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError
+from ragexp.results import ARTIFACT_NAME
+
+log = logging.getLogger("ragexp")
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "conf"
+
+
+def _raise_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def evaluate_and_log(cfg: DictConfig) -> dict | None:
+    """Run one job: returns the run's aggregate metrics, or ``None`` when resumed (skipped)."""
+    from ragexp.cache import StageCache
+    from ragexp.run_logger import log_evaluation
+    from ragexp.runner import config_hash, execute, prepare_data
+    from ragexp.summary import print_run_summary
+    from ragexp.sweep import current_parent_run
+
+    validate(cfg)
+    client = tracking.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s)
+    experiment_id = tracking.ensure_experiment(client, cfg.tracking.experiment)
+    cache = StageCache(Path(cfg.cache_dir))
+    data = prepare_data(cfg, cache, progress=cfg.progress)
+    parent = current_parent_run()
+    if parent and cfg.resume:
+        existing = tracking.find_finished_run(client, experiment_id, config_hash(cfg, data))
+        if existing:
+            log.info("resume: skipping, run %s already FINISHED with this config hash", existing)
+            return None
+    output = execute(cfg, cache=cache, data=data, progress=cfg.progress)
+    output_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else Path.cwd()
+    output.results.save(output_dir / ARTIFACT_NAME)  # local copy first: survives a store outage
+    overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    run_id = log_evaluation(
+        client, experiment_id, cfg, output, data.evalset, overrides=overrides, parent_run_id=parent
+    )
+    print_run_summary(output, run_id, cfg.tracking.uri)
+    return output.results.aggregates
+
+
+_started = False
+
+
+@hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
+def _hydra_main(cfg: DictConfig) -> None:
+    global _started
+    _started = True
+    try:
+        evaluate_and_log(cfg)
+    except RagexpInputError as err:
+        print(f"ragexp run: error: {err}", file=sys.stderr)
+        raise SystemExit(USAGE_EXIT_CODE) from None
+
+
+def run_app(argv: list[str]) -> int:
+    """Entry for ``ragexp run``; Hydra parses ``argv`` (overrides, ``-m``, ``--cfg`` ...)."""
+    register_schema()
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    sys.argv = ["ragexp run", *argv]
+    try:
+        _hydra_main()
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        # Hydra reports config errors (unknown option, bad override, schema type) with exit 1
+        # before the job starts: that is bad input, exit 2 like every other input error.
+        return USAGE_EXIT_CODE if code == 1 and not _started else code
+    return 0

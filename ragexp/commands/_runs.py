@@ -1,0 +1,46 @@
+"""Shared by the commands that read logged runs: tracking URI option, run lookup, results download."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from ragexp import tracking
+from ragexp.errors import RagexpInputError
+from ragexp.results import ARTIFACT_NAME, RunResults
+
+
+def add_tracking_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tracking-uri", default=None,
+        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)",
+    )
+
+
+def client_for(args: argparse.Namespace) -> tuple[MlflowClient, str]:
+    uri = args.tracking_uri or tracking.default_tracking_uri()
+    return tracking.connect(uri), uri
+
+
+def get_run(client: MlflowClient, run_id: str):
+    try:
+        return client.get_run(run_id)
+    except MlflowException:
+        raise RagexpInputError(f"no run with id {run_id!r} in this tracking store", field="RUN_ID") from None
+
+
+RUN_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def load_results(ref: str, tracking_uri: str | None = None) -> RunResults:
+    """A results file path, or an MLflow run id (32 hex digits) whose ``ragexp_results.json`` is downloaded."""
+    path = Path(ref)
+    if path.exists() or not RUN_ID.fullmatch(ref):
+        return RunResults.load(path)
+    uri = tracking_uri or tracking.default_tracking_uri()
+    get_run(tracking.connect(uri), ref)
+    return RunResults.load(tracking.download_artifact(ref, ARTIFACT_NAME, uri))

@@ -1,0 +1,42 @@
+"""``ragexp export``: a run's ranking and derived relevance in TREC format.
+
+Run file lines ``qid Q0 unit_id rank score ragexp``; qrels lines ``qid 0 unit_id grade``. Scores
+are written so trec_eval's ordering (score desc, id desc on ties) reproduces ragexp's ranks, so
+``trec_eval -m all_trec QRELS RUN`` or ranx reproduce ragexp's metrics.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ragexp.commands._runs import add_tracking_argument, load_results
+from ragexp.metrics.ranking import doc_level
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", metavar="RUN_ID", help="MLflow run id, or a ragexp_results.json file")
+    parser.add_argument("--run", required=True, type=Path, metavar="FILE", help="where to write the TREC run file")
+    parser.add_argument("--qrels", required=True, type=Path, metavar="FILE", help="where to write the TREC qrels file")
+    parser.add_argument("--level", choices=("chunk", "doc"), default="chunk", help="chunk ids or documents (best chunk)")
+    add_tracking_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    results = load_results(args.run_id, args.tracking_uri)
+    run_lines, qrels_lines = [], []
+    for row in results.per_query:
+        qid = row["query_id"]
+        ranking = [(cid, float(score)) for cid, score in row["ranking"]]
+        relevant = row["relevant"]
+        if args.level == "doc":
+            ranking, relevant = doc_level(ranking), row.get("doc_relevant", {})
+        for rank, (unit, score) in enumerate(ranking, start=1):
+            run_lines.append(f"{qid} Q0 {unit} {rank} {score:.10g} ragexp")
+        for unit, grade in sorted(relevant.items()):
+            qrels_lines.append(f"{qid} 0 {unit} {grade}")
+    for path, lines in ((args.run, run_lines), (args.qrels, qrels_lines)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {len(run_lines)} run lines to {args.run} and {len(qrels_lines)} qrels lines to {args.qrels}")
+    return 0

@@ -1,0 +1,24 @@
+"""``ragexp ui``: the MLflow UI on the configured store, bound to loopback unless told otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ragexp import tracking
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tracking-uri", default=None, help="store to show (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)")
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=5000)
+
+
+def run(args: argparse.Namespace) -> int:
+    uri = args.tracking_uri or tracking.default_tracking_uri()
+    tracking.connect(uri)  # fail fast (and create a fresh sqlite store) before the server starts
+    print(f"MLflow UI for {uri} at http://{args.host}:{args.port}  (Ctrl+C to stop)", flush=True)
+    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", args.host, "--port", str(args.port)]
+    os.execv(sys.executable, command)
+    return 0

@@ -1,0 +1,147 @@
+"""What one evaluated run writes to MLflow.
+
+params: the flattened resolved config; metrics: every aggregate (overall, ``doc_``, per tag,
+95% CIs, stage timings as ``time.*``); tags: config hash, corpus and eval-set fingerprints,
+code version, package versions; artifacts: resolved config and Hydra overrides, the portable
+``ragexp_results.json``, the per-query table (``log_table``), a recall@k curve; the eval set via
+``log_input`` with its fingerprint as digest. The run is opened only after everything was
+computed and is closed FINISHED only after the last write succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+from mlflow.tracking import MlflowClient
+from mlflow.tracking.fluent import _create_dataset_input
+from omegaconf import DictConfig, OmegaConf
+
+from ragexp import tracking
+from ragexp.data import EvalSet
+from ragexp.results import ARTIFACT_NAME
+from ragexp.runner import RunOutput, semantic_config
+from ragexp.sweep import terminal_status
+
+TABLE_DEPTH = 10
+
+
+def per_query_table(output: RunOutput) -> dict[str, list]:
+    """Columns of the per-query table: ids, query, tags, top ranked ids with scores, relevant ids,
+    first relevant rank, per-k hit/recall/precision, and generation columns when present."""
+    rows = output.results.per_query
+    ks = output.results.meta["ks"]
+    table: dict[str, list] = {
+        "query_id": [r["query_id"] for r in rows],
+        "query": [r["query"] for r in rows],
+        "tags": [",".join(r["tags"]) for r in rows],
+        "retrieved": [json.dumps([[cid, round(s, 6)] for cid, s in r["ranking"][:TABLE_DEPTH]]) for r in rows],
+        "relevant_ids": [json.dumps(sorted(cid for cid, g in r["relevant"].items() if g > 0)) for r in rows],
+        "first_relevant_rank": [r["first_relevant_rank"] if r["first_relevant_rank"] is not None else -1 for r in rows],
+    }
+    for k in ks:
+        for name in (f"hit_rate_at_{k}", f"recall_at_{k}", f"context_precision_at_{k}"):
+            table[name] = [r["metrics"].get(name) for r in rows]
+    table["mrr"] = [r["metrics"].get("mrr") for r in rows]
+    for column in ("answer", "failure_class", "faithfulness", "answer_relevance", "exact_match", "f1",
+                   "key_fact_recall", "generated_question", "claims"):
+        if any(column in r or column in r["metrics"] for r in rows):
+            table[column] = [_cell(r.get(column, r["metrics"].get(column))) for r in rows]
+    return table
+
+
+def _cell(value):
+    return json.dumps(value) if isinstance(value, (list, dict)) else value
+
+
+def recall_curve_png(output: RunOutput, path: Path) -> Path:
+    """Hit rate@k and recall@k against k, chunk- and document-level."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    agg = output.results.aggregates
+    ks = output.results.meta["ks"]
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for name in ("hit_rate", "recall", "doc_recall"):
+        values = [agg.get(f"{name}_at_{k}") for k in ks]
+        if all(v is not None for v in values):
+            ax.plot(ks, values, marker="o", label=name)
+    ax.set_xlabel("k")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(output.run_name, fontsize=7)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def evalset_dataset(evalset: EvalSet):
+    frame = pd.DataFrame(
+        {
+            "id": [i.id for i in evalset.items],
+            "query": [i.query for i in evalset.items],
+            "tags": [",".join(i.tags) for i in evalset.items],
+            "evidence": [json.dumps([e.to_dict() for e in i.evidence]) for i in evalset.items],
+            "gold_answer": [i.gold_answer or "" for i in evalset.items],
+        }
+    )
+    return mlflow.data.from_pandas(
+        frame, source=evalset.source or "ragexp", name=evalset.name or "evalset", digest=evalset.fingerprint()[:16]
+    )
+
+
+def log_evaluation(
+    client: MlflowClient,
+    experiment_id: str,
+    cfg: DictConfig,
+    output: RunOutput,
+    evalset: EvalSet,
+    *,
+    overrides: list[str],
+    parent_run_id: str | None,
+) -> str:
+    """Create the run, write everything, close it; returns the run id."""
+    results = output.results
+    tags = {
+        tracking.TAG_KIND: "job",
+        tracking.TAG_CONFIG_HASH: output.config_hash,
+        tracking.TAG_CORPUS_FP: results.meta["corpus_fingerprint"],
+        tracking.TAG_EVALSET_FP: results.meta["evalset_fingerprint"],
+        tracking.TAG_CODE_VERSION: tracking.code_version(),
+        tracking.TAG_VERSION: results.meta["ragexp_version"],
+        "ragexp.dataset": str(cfg.dataset.get("name", "")),
+        **tracking.package_versions(),
+    }
+    if parent_run_id:
+        tags[tracking.PARENT_TAG] = parent_run_id
+    run = client.create_run(experiment_id, run_name=output.run_name, tags=tags)
+    run_id = run.info.run_id
+    error: BaseException | None = None
+    try:
+        results.meta["run_id"] = run_id
+        metrics = {**results.aggregates, **{f"time.{k}": v for k, v in output.timings.items()}}
+        tracking.log_batched(client, run_id, params=tracking.flatten(semantic_config(cfg)), metrics=metrics)
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp_path = Path(tmp)
+            (tmp_path / "config").mkdir()
+            (tmp_path / "config" / "resolved.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
+            (tmp_path / "config" / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(overrides)), encoding="utf-8")
+            results.save(tmp_path / ARTIFACT_NAME)
+            (tmp_path / "plots").mkdir()
+            recall_curve_png(output, tmp_path / "plots" / "recall_at_k.png")
+            client.log_artifacts(run_id, str(tmp_path))
+        mlflow.log_table(per_query_table(output), artifact_file=tracking.PER_QUERY_TABLE, run_id=run_id)
+        client.log_inputs(run_id, datasets=[_create_dataset_input(evalset_dataset(evalset), "eval", None)])
+    except BaseException as err:  # noqa: BLE001 - any failure must leave the run FAILED/KILLED, then propagate
+        error = err
+        raise
+    finally:
+        client.set_terminated(run_id, status=terminal_status(error))
+    return run_id

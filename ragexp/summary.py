@@ -1,0 +1,55 @@
+"""Terminal output: a run's headline metrics and a side-by-side table of several runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+HEADLINE = ("hit_rate_at_{k}", "recall_at_{k}", "context_precision_at_{k}", "ndcg_at_{k}")
+LOWER_IS_BETTER_PREFIXES = ("time.", "judge_failures", "retrieval_failure", "generation_failure", "hallucinated")
+
+
+def lower_is_better(metric: str) -> bool:
+    return metric.startswith(LOWER_IS_BETTER_PREFIXES)
+
+
+def format_table(names: Sequence[str], rows: Mapping[str, Mapping[str, float | None]], metrics: Sequence[str]) -> str:
+    """Runs as rows, metrics as columns; the best value per column marked with ``*``."""
+    best: dict[str, float] = {}
+    for metric in metrics:
+        values = [rows[n].get(metric) for n in names if rows[n].get(metric) is not None]
+        if values and len(names) > 1:
+            best[metric] = min(values) if lower_is_better(metric) else max(values)
+    header = ["run", *metrics]
+    body = []
+    for name in names:
+        cells = [name]
+        for metric in metrics:
+            value = rows[name].get(metric)
+            if value is None:
+                cells.append("-")
+            else:
+                mark = "*" if metric in best and value == best[metric] else " "
+                cells.append(f"{value:.4f}{mark}")
+        body.append(cells)
+    widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+             for row in [header, *body]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def headline_metrics(ks: Sequence[int], available: Mapping[str, float]) -> list[str]:
+    k = 5 if 5 in ks else max(ks)
+    names = [p.format(k=k) for p in HEADLINE] + ["mrr"]
+    names += [m for m in ("faithfulness", "answer_relevance", "f1", "rate.retrieval_failure", "rate.generation_failure")
+              if m in available]
+    return [n for n in names if n in available]
+
+
+def print_run_summary(output, run_id: str, tracking_uri: str) -> None:
+    agg = output.results.aggregates
+    metrics = headline_metrics(output.results.meta["ks"], agg)
+    print(f"\n{output.run_name}  (run {run_id}, {int(agg.get('n_queries', 0))} queries, "
+          f"{int(agg.get('n_queries_no_gold', 0))} without gold)")
+    print(format_table(["this run"], {"this run": agg}, metrics))
+    print(f"logged to {tracking_uri}; open it with: ragexp ui")

@@ -1,0 +1,81 @@
+"""A Hydra multirun is one MLflow parent run with one child run per job.
+
+:class:`MlflowSweepCallback` (wired in ``conf/config.yaml`` under ``hydra.callbacks``) runs in the
+launching process: it creates the tracking store and the experiment ONCE, before any job
+starts (parallel workers creating a fresh sqlite store at once lose runs), opens the parent run
+and writes its id to ``<sweep dir>/.ragexp_parent_run`` where every job, in any launcher's
+worker process, finds it. At the end the parent is closed FINISHED when every child finished,
+else FAILED, with the child count as metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from mlflow.entities import RunStatus
+from omegaconf import DictConfig
+
+from ragexp import tracking
+
+PARENT_FILE = ".ragexp_parent_run"
+log = logging.getLogger(__name__)
+
+
+class MlflowSweepCallback(Callback):
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        client = tracking.connect(config.tracking.uri, config.tracking.connect_timeout_s)
+        experiment_id = tracking.ensure_experiment(client, config.tracking.experiment)
+        sweep_dir = Path(config.hydra.sweep.dir)
+        run = client.create_run(
+            experiment_id,
+            run_name=f"sweep {sweep_dir.name}",
+            tags={tracking.TAG_KIND: "sweep", tracking.TAG_VERSION: tracking.__version__},
+        )
+        overrides = list(config.hydra.overrides.task)
+        tracking.log_batched(client, run.info.run_id, params={"sweep.overrides": " ".join(overrides) or "(none)"})
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        (sweep_dir / PARENT_FILE).write_text(f"{run.info.run_id}\n{experiment_id}\n", encoding="utf-8")
+        log.info("MLflow parent run %s in experiment %r", run.info.run_id, config.tracking.experiment)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        marker = Path(config.hydra.sweep.dir) / PARENT_FILE
+        if not marker.exists():
+            return
+        parent_id, experiment_id = marker.read_text(encoding="utf-8").split()
+        client = tracking.connect(config.tracking.uri, config.tracking.connect_timeout_s)
+        children = client.search_runs(
+            [experiment_id], filter_string=f"tags.`{tracking.PARENT_TAG}` = '{parent_id}'", max_results=10_000
+        )
+        finished = sum(run.info.status == "FINISHED" for run in children)
+        tracking.log_batched(
+            client, parent_id, metrics={"sweep.children": len(children), "sweep.children_finished": finished}
+        )
+        status = "FINISHED" if children and finished == len(children) else "FAILED"
+        client.set_terminated(parent_id, status=status)
+
+
+def current_parent_run() -> str | None:
+    """The parent run id when this process runs a job of a multirun, else ``None``."""
+    if not HydraConfig.initialized():
+        return None
+    hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode != RunMode.MULTIRUN:
+        return None
+    marker = Path(hydra_cfg.sweep.dir) / PARENT_FILE
+    if not marker.exists():
+        return None
+    return marker.read_text(encoding="utf-8").split()[0]
+
+
+def terminal_status(error: BaseException | None) -> str:
+    """FINISHED, KILLED for interrupts and termination signals, FAILED for anything else."""
+    if error is None:
+        return RunStatus.to_string(RunStatus.FINISHED)
+    if isinstance(error, (KeyboardInterrupt, SystemExit)):
+        return RunStatus.to_string(RunStatus.KILLED)
+    return RunStatus.to_string(RunStatus.FAILED)

@@ -1,0 +1,110 @@
+"""The runner end to end through the real CLI: sweeps, MLflow contents, reproduce, parallel safety."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ragexp import tracking
+
+pytestmark = pytest.mark.slow
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def ragexp(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "ragexp.cli", *args], cwd=cwd, env=ENV, capture_output=True, text=True,
+                          timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"ragexp {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def dataset_args(tiny_dataset, db: Path) -> list[str]:
+    corpus, evalset = tiny_dataset
+    return ["dataset=evalset", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}",
+            f"tracking.uri=sqlite:///{db}", "tracking.experiment=tiny", "progress=false"]
+
+
+def job_runs(db: Path):
+    client = MlflowClient(f"sqlite:///{db}")
+    experiment = client.get_experiment_by_name("tiny")
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    parents = [r for r in runs if r.data.tags.get(tracking.TAG_KIND) == "sweep"]
+    children = [r for r in runs if r.data.tags.get(tracking.TAG_KIND) == "job"]
+    return client, parents, children
+
+
+def test_two_by_two_sweep_logs_parent_children_artifacts_and_metrics(tiny_dataset, tmp_path):
+    db = tmp_path / "mlflow.db"
+    ragexp(tmp_path, "run", "-m", *dataset_args(tiny_dataset, db), "chunking=fixed,recursive", "retrieval=bm25,dense",
+           "chunking.size=120", "chunking.overlap=20", "eval.ks=[1,3,5]")
+    client, parents, children = job_runs(db)
+    assert len(parents) == 1 and len(children) == 4
+    assert parents[0].info.status == "FINISHED"
+    assert {c.data.tags[tracking.PARENT_TAG] for c in children} == {parents[0].info.run_id}
+    names = {c.info.run_name for c in children}
+    assert "chunk=fixed-120c-20 emb=minilm search=bm25 rerank=none k=1,3,5" in names
+    expected = {f"{m}_at_{k}" for m in ("recall", "hit_rate", "context_precision", "ndcg", "mrr") for k in (1, 3, 5)}
+    expected |= {"mrr", "doc_ndcg_at_5", "doc_hit_rate_at_1", "n_queries", "n_queries_no_gold", "tag.synonym.hit_rate_at_5"}
+    for child in children:
+        assert child.info.status == "FINISHED"
+        assert expected <= set(child.data.metrics), expected - set(child.data.metrics)
+        assert child.data.metrics["n_queries_no_gold"] == 1.0  # the unanswerable item is reported, not dropped
+        artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
+        assert {"config", "ragexp_results.json", tracking.PER_QUERY_TABLE, "plots"} <= artifacts
+        config_files = {a.path for a in client.list_artifacts(child.info.run_id, "config")}
+        assert config_files == {tracking.CONFIG_ARTIFACT, tracking.OVERRIDES_ARTIFACT}
+        assert child.data.params["chunking.name"] in {"fixed", "recursive"}
+        assert child.data.tags[tracking.TAG_EVALSET_FP] and child.data.tags[tracking.TAG_CORPUS_FP]
+        assert len(child.inputs.dataset_inputs) == 1
+    # Re-launching the same sweep resumes: nothing new is computed or logged.
+    ragexp(tmp_path, "run", "-m", *dataset_args(tiny_dataset, db), "chunking=fixed,recursive", "retrieval=bm25,dense",
+           "chunking.size=120", "chunking.overlap=20", "eval.ks=[1,3,5]")
+    _, parents_after, children_after = job_runs(db)
+    assert len(children_after) == 4 and len(parents_after) == 2
+
+
+def test_reproduce_gives_identical_retrieval_metrics(tiny_dataset, tmp_path):
+    db = tmp_path / "mlflow.db"
+    ragexp(tmp_path, "run", *dataset_args(tiny_dataset, db), "retrieval=hybrid_rrf", "chunking=markdown")
+    _, _, children = job_runs(db)
+    assert len(children) == 1
+    proc = ragexp(tmp_path, "reproduce", children[0].info.run_id, "--tracking-uri", f"sqlite:///{db}")
+    assert "retrieval metrics identical" in proc.stdout
+
+
+def test_parallel_joblib_sweep_on_fresh_sqlite_store_loses_no_run(tiny_dataset, tmp_path):
+    for trial in range(2):
+        db = tmp_path / f"fresh-{trial}.db"
+        ragexp(tmp_path, "run", "-m", *dataset_args(tiny_dataset, db), "hydra/launcher=joblib", "hydra.launcher.n_jobs=4",
+               "retrieval=bm25", "chunking=fixed,recursive,sentence,none", f"cache_dir={tmp_path}/cache")
+        _, parents, children = job_runs(db)
+        assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+        assert len(children) == 4, f"trial {trial}: {len(children)} of 4 runs logged"
+        assert all(c.info.status == "FINISHED" for c in children)
+
+
+def test_unknown_group_option_lists_valid_ones(tmp_path):
+    proc = ragexp(tmp_path, "run", "retrieval=bm52", check=False)
+    assert proc.returncode == 2
+    assert "bm25" in proc.stderr and "hybrid_rrf" in proc.stderr
+
+
+def test_unreachable_tracking_server_fails_fast_naming_uri(tiny_dataset, tmp_path):
+    args = dataset_args(tiny_dataset, tmp_path / "x.db")
+    args[-3] = "tracking.uri=http://127.0.0.1:9"
+    proc = ragexp(tmp_path, "run", *args, "tracking.connect_timeout_s=2", check=False)
+    assert proc.returncode == 2
+    assert "http://127.0.0.1:9" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bad_k_fails_at_start_with_key_path(tiny_dataset, tmp_path):
+    proc = ragexp(tmp_path, "run", *dataset_args(tiny_dataset, tmp_path / "x.db"), "eval.ks=[0,5]", check=False)
+    assert proc.returncode == 2 and "eval.ks" in proc.stderr
+    assert not (tmp_path / "x.db").exists() or not job_runs(tmp_path / "x.db")[2]
