@@ -1,0 +1,90 @@
+"""The contracts every language model in ragexp meets.
+
+A :class:`ChatModel` turns a prompt (plain text or OpenAI-style chat messages) into an
+:class:`LLMResponse`. A :class:`ScoringModel` (local models only) returns log-probabilities of a
+continuation, used by judges that score by likelihood. A failed call raises
+:class:`LLMCallError` with a ``kind`` — callers count these failures, they never turn them into
+a default answer or score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+Prompt = str | list[dict]
+"""A prompt: plain text (sent as one user message) or a list of ``{"role", "content"}`` messages."""
+
+FailureKind = Literal["timeout", "http_4xx", "http_5xx", "connection", "malformed", "input_too_long"]
+FAILURE_KINDS: tuple[str, ...] = ("timeout", "http_4xx", "http_5xx", "connection", "malformed", "input_too_long")
+"""``input_too_long``: a local model's context window cannot hold the prompt (an HTTP endpoint
+reports the same as ``http_4xx``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LLMResponse:
+    """One completion. ``cached`` is True when it was served from a :class:`CallCache` without
+    calling the model; ``latency_s`` is then the latency of the original call."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool
+    model: str
+    latency_s: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class LLMCallError(Exception):
+    """A model call that failed for good: retries exhausted, a non-retryable HTTP status, or a
+    malformed response. ``kind`` is one of :data:`FAILURE_KINDS`; ``attempts`` counts the
+    requests made (1 = no retry)."""
+
+    def __init__(self, kind: FailureKind, message: str, *, attempts: int = 1, status: int | None = None) -> None:
+        if kind not in FAILURE_KINDS:
+            raise ValueError(f"unknown LLM failure kind {kind!r}")
+        self.kind = kind
+        self.attempts = attempts
+        self.status = status
+        super().__init__(f"{kind} after {attempts} attempt(s): {message}")
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything that completes prompts. ``model_id`` is the model's identity for caches and for
+    self-preference checks (a judge should not be the model that generated the answer)."""
+
+    model_id: str
+
+    def complete(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+    ) -> LLMResponse:
+        """Complete ``prompt``; raise :class:`LLMCallError` when the call fails."""
+
+
+@runtime_checkable
+class ScoringModel(Protocol):
+    """A model that exposes token log-probabilities (local models only)."""
+
+    model_id: str
+
+    def logprob(self, prefix: str, continuation: str) -> float:
+        """``sum_t log p(continuation_t | prefix, continuation_<t)`` in nats."""
+
+    def logprobs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """:meth:`logprob` for each ``(prefix, continuation)`` pair, batched."""
+
+
+def as_messages(prompt: Prompt) -> list[dict]:
+    """Normalise a prompt to chat messages: a string becomes one user message."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return [dict(message) for message in prompt]

@@ -1,0 +1,103 @@
+"""A disk cache of model calls: a second identical run makes zero calls.
+
+An entry's key is ``stable_hash({"model_id", "template", "messages", "params"})`` where
+``template`` names the prompt template and its version (e.g. ``"grounded_qa@v1"``, ``""`` for
+raw calls), ``messages`` are the full chat messages sent, and ``params`` every setting that
+changes the output (max_tokens, temperature, stop, endpoint). Each entry is one JSON file
+``<root>/<key[:2]>/<key>.json`` holding the key parts and the :class:`LLMResponse`; it is
+written to a temporary file and published with ``os.replace``, so readers see whole entries or
+none. An unreadable entry is a miss (and is overwritten by the fresh call), never trusted.
+Only JSON is read back, never pickle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ragexp.fingerprint import canonical_json, stable_hash
+from ragexp.llm.base import LLMResponse
+
+_RESPONSE_FIELDS = ("text", "prompt_tokens", "completion_tokens", "model", "latency_s")
+
+
+class CallCache:
+    """Response store keyed by everything that determines a model's output.
+
+    ``template`` is mixed into every key, so two prompt templates (or two versions of one)
+    never share entries. Counters ``hits`` and ``misses`` count lookups.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], template: str = "") -> None:
+        self.root = Path(root)
+        self.template = template
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+
+    def for_template(self, template: str) -> CallCache:
+        """The same store, keyed under another prompt template name/version."""
+        return CallCache(self.root, template=template)
+
+    def key_parts(self, model_id: str, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
+        return {"model_id": model_id, "template": self.template, "messages": messages, "params": params}
+
+    def path_for(self, parts: dict[str, Any]) -> Path:
+        key = stable_hash(parts)
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, parts: dict[str, Any]) -> LLMResponse | None:
+        """The stored response for ``parts`` with ``cached=True``, or ``None``."""
+        path = self.path_for(parts)
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            stored = entry["response"]
+            response = LLMResponse(cached=True, **{name: stored[name] for name in _RESPONSE_FIELDS})
+            found = entry["key"] == json.loads(canonical_json(parts))
+        except (OSError, ValueError, KeyError, TypeError):
+            found = False
+        with self._lock:
+            if found:
+                self.hits += 1
+            else:
+                self.misses += 1
+        return response if found else None
+
+    def put(self, parts: dict[str, Any], response: LLMResponse) -> None:
+        path = self.path_for(parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stored = {name: getattr(response, name) for name in _RESPONSE_FIELDS}
+        payload = canonical_json({"key": parts, "response": stored})
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(payload)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+
+def cached_call(
+    cache: CallCache | None,
+    model_id: str,
+    messages: list[dict],
+    params: dict[str, Any],
+    call: Callable[[], LLMResponse],
+) -> LLMResponse:
+    """Serve ``call()`` from ``cache`` when an identical call was made before; else make it and
+    store the response. A failed call raises and stores nothing."""
+    if cache is None:
+        return call()
+    parts = cache.key_parts(model_id, messages, params)
+    stored = cache.get(parts)
+    if stored is not None:
+        return stored
+    response = call()
+    cache.put(parts, response)
+    return response

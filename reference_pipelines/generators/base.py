@@ -1,0 +1,70 @@
+"""The generator protocol: a query and the retrieved chunks in, one :class:`Generation` out.
+
+A generator sees only the first ``context_k`` chunks it is given (the runner retrieves at least
+that deep). A failed model call is recorded in :attr:`Generation.error` with an empty answer,
+never raised mid-sweep and never replaced by a made-up answer, so it is counted as a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ragexp.data import Chunk
+
+REFUSAL_ANSWER = "I don't know based on the provided documents."
+"""The exact reply a grounded generator gives when the context lacks the answer."""
+
+
+def is_refusal(answer: str) -> bool:
+    """True when ``answer`` is the refusal reply (case, surrounding quotes and spaces ignored)."""
+    normalised = " ".join(answer.strip().strip("\"'").split()).lower().replace("\u2019", "'")
+    return normalised.startswith(REFUSAL_ANSWER.lower().rstrip("."))
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generated answer. ``context_ids`` are the chunks the generator was shown, in order."""
+
+    answer: str
+    prompt: str
+    model_id: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    error: str | None = None
+    cached: bool = False
+    context_ids: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    @property
+    def refused(self) -> bool:
+        return self.error is None and is_refusal(self.answer)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "context_ids": list(self.context_ids)}
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """``params`` is everything that determines the answers (for cache keys and run params)."""
+
+    context_k: int
+
+    @property
+    def params(self) -> dict[str, Any]: ...
+
+    def generate(self, query: str, contexts: Sequence[Chunk]) -> Generation: ...
+
+
+def format_context(chunks: Sequence[Chunk]) -> str:
+    """Numbered passages: ``[i] title\\ntext`` separated by blank lines (title line only if set)."""
+    blocks = []
+    for number, chunk in enumerate(chunks, start=1):
+        heading = f"[{number}] {chunk.title}".rstrip()
+        blocks.append(f"{heading}\n{chunk.text.strip()}")
+    return "\n\n".join(blocks)

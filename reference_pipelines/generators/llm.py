@@ -1,0 +1,114 @@
+"""Prompted generation through any :class:`~ragexp.llm.base.ChatModel`.
+
+The prompt is ``prompt_template`` with ``{context}`` replaced by the first ``context_k``
+chunks (see :func:`~reference_pipelines.generators.base.format_context`) and ``{query}`` by the
+question; it is sent as one user message, greedy (temperature 0). Model calls are cached under
+the runner's cache root (``<root>/llm_calls``), keyed by model, prompt version and template
+hash, the full prompt and the decoding settings, so a re-run makes no model calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ragexp.cache import StageCache
+from ragexp.data import Chunk
+from ragexp.errors import RagexpInputError
+from ragexp.llm.base import ChatModel, LLMCallError
+from ragexp.llm.call_cache import CallCache
+from ragexp.llm.models import build_chat_model
+from reference_pipelines.generators.base import REFUSAL_ANSWER, Generation, format_context
+
+GROUNDED_QA_TEMPLATE = (
+    "Answer the question using only the context below. Be concise: one or two sentences.\n"
+    f'If the context does not contain the answer, reply exactly: "{REFUSAL_ANSWER}"\n\n'
+    "Context:\n{context}\n\n"
+    "Question: {query}\n"
+    "Answer:"
+)
+PLACEHOLDERS = ("{context}", "{query}")
+
+
+class LLMGenerator:
+    """``model``: a built :class:`ChatModel` or a config mapping for
+    :func:`ragexp.llm.models.build_chat_model`. ``cache``: the runner's stage cache; model calls
+    are cached beneath its root (only for models built here from a mapping)."""
+
+    def __init__(
+        self,
+        model: Mapping[str, Any] | ChatModel,
+        prompt_template: str = GROUNDED_QA_TEMPLATE,
+        max_new_tokens: int = 128,
+        context_k: int = 3,
+        prompt_version: str = "v1",
+        cache: StageCache | None = None,
+    ) -> None:
+        missing = [p for p in PLACEHOLDERS if p not in prompt_template]
+        if missing:
+            raise RagexpInputError(f"the template lacks {' and '.join(missing)}", field="prompt_template")
+        if context_k < 1:
+            raise RagexpInputError(f"must be >= 1, got {context_k}", field="context_k")
+        if max_new_tokens < 1:
+            raise RagexpInputError(f"must be >= 1, got {max_new_tokens}", field="max_new_tokens")
+        self.prompt_template = prompt_template
+        self.template_sha256 = hashlib.sha256(prompt_template.encode("utf-8")).hexdigest()
+        self.prompt_version = prompt_version
+        self.max_new_tokens = int(max_new_tokens)
+        self.context_k = int(context_k)
+        if isinstance(model, Mapping):
+            call_cache = None
+            if cache is not None:
+                call_cache = CallCache(cache.root / "llm_calls", template=f"{prompt_version}:{self.template_sha256[:16]}")
+            self.model = build_chat_model(model, call_cache)
+        elif isinstance(model, ChatModel):
+            self.model = model
+        else:
+            raise RagexpInputError(f"expected a model config mapping or a ChatModel, got {type(model).__name__}", field="model")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {
+            "type": "llm",
+            "model_id": self.model.model_id,
+            "prompt_version": self.prompt_version,
+            "prompt_template_sha256": self.template_sha256,
+            "max_new_tokens": self.max_new_tokens,
+            "context_k": self.context_k,
+        }
+
+    def build_prompt(self, query: str, contexts: Sequence[Chunk]) -> str:
+        # one pass over the template, so braces inside the context or query are never re-read
+        context_part, query_part = self.prompt_template.split("{context}", 1)
+        return context_part.replace("{query}", query) + format_context(contexts[: self.context_k]) + query_part.replace(
+            "{query}", query
+        )
+
+    def generate(self, query: str, contexts: Sequence[Chunk]) -> Generation:
+        shown = list(contexts[: self.context_k])
+        prompt = self.build_prompt(query, shown)
+        context_ids = tuple(chunk.id for chunk in shown)
+        started = time.perf_counter()
+        try:
+            response = self.model.complete(prompt, max_tokens=self.max_new_tokens, temperature=0.0)
+        except LLMCallError as err:
+            return Generation(
+                answer="",
+                prompt=prompt,
+                model_id=self.model.model_id,
+                latency_s=time.perf_counter() - started,
+                error=f"{err.kind}: {err}",
+                context_ids=context_ids,
+            )
+        return Generation(
+            answer=response.text.strip(),
+            prompt=prompt,
+            model_id=self.model.model_id,
+            prompt_tokens=response.prompt_tokens,
+            completion_tokens=response.completion_tokens,
+            latency_s=response.latency_s,
+            cached=response.cached,
+            context_ids=context_ids,
+        )
