@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import time
 from pathlib import Path
 
 import hydra
@@ -32,7 +33,8 @@ def _raise_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
 def evaluate_and_log(cfg: DictConfig) -> dict | None:
     """Run one job: returns the run's aggregate metrics, or ``None`` when resumed (skipped)."""
     from ragexp.cache import StageCache
-    from ragexp.run_logger import log_evaluation
+    from ragexp.generation_step import generation_step
+    from ragexp.run_logger import log_evaluation, save_local
     from ragexp.runner import config_hash, execute, prepare_data
     from ragexp.summary import print_run_summary
     from ragexp.sweep import current_parent_run
@@ -48,15 +50,43 @@ def evaluate_and_log(cfg: DictConfig) -> dict | None:
         if existing:
             log.info("resume: skipping, run %s already FINISHED with this config hash", existing)
             return None
-    output = execute(cfg, cache=cache, data=data, progress=cfg.progress)
+    output = execute(cfg, cache=cache, data=data, progress=cfg.progress, generation_step=generation_step)
     output_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else Path.cwd()
-    output.results.save(output_dir / ARTIFACT_NAME)  # local copy first: survives a store outage
     overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
-    run_id = log_evaluation(
-        client, experiment_id, cfg, output, data.evalset, overrides=overrides, parent_run_id=parent
+    save_local(output_dir, cfg, output, overrides)  # first: the results survive a store outage
+    run_id = log_with_retries(
+        lambda: log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=overrides, parent_run_id=parent),
+        output_dir,
     )
     print_run_summary(output, run_id, cfg.tracking.uri)
     return output.results.aggregates
+
+
+LOG_ATTEMPTS = 3
+
+
+def log_with_retries(log_once, output_dir: Path, attempts: int = LOG_ATTEMPTS, backoff_s: float = 2.0) -> str:
+    """Log to MLflow, retrying with backoff; when the store stays unreachable, say where the
+    results are kept and how to upload them later (``ragexp upload DIR``), and fail the job."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return log_once()
+        except RagexpInputError:
+            raise
+        except Exception as err:  # the store went away mid-run: transport and store errors alike
+            if attempt == attempts:
+                raise TrackingUnavailable(
+                    f"could not log to the tracking store after {attempts} attempts ({type(err).__name__}: "
+                    f"{str(err).splitlines()[0][:200] if str(err) else ''}); results are kept in {output_dir}; "
+                    f"upload them later with: ragexp upload {output_dir}"
+                ) from err
+            log.warning("logging failed (attempt %d/%d): %s; retrying", attempt, attempts, err)
+            time.sleep(backoff_s * 2 ** (attempt - 1))
+    raise AssertionError("unreachable")
+
+
+class TrackingUnavailable(RuntimeError):
+    """The run was computed and saved locally, but MLflow could not be written."""
 
 
 _started = False
@@ -71,6 +101,9 @@ def _hydra_main(cfg: DictConfig) -> None:
     except RagexpInputError as err:
         print(f"ragexp run: error: {err}", file=sys.stderr)
         raise SystemExit(USAGE_EXIT_CODE) from None
+    except TrackingUnavailable as err:
+        print(f"ragexp run: error: {err}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def run_app(argv: list[str]) -> int:

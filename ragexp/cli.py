@@ -22,6 +22,7 @@ COMMANDS = {
     "ui": "start the MLflow UI on the configured store (loopback only by default)",
     "gate": "regression gate: baseline vs candidate with a tolerance sized to the eval set",
     "judge": "judge calibration: sample verdicts for review, measure agreement",
+    "upload": "log a run saved locally while the tracking store was unreachable",
 }
 
 

@@ -46,11 +46,21 @@ class RelevanceConfig:
 
 
 @dataclass
+class FailureConfig:
+    """When a generated answer counts as correct and faithful (failure classes)."""
+
+    min_f1: float = 0.5
+    min_key_fact_recall: float = 0.5
+    min_faithfulness: float = 0.5
+
+
+@dataclass
 class EvalConfig:
     ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
     retrieve_k: int = 100
     relevance: RelevanceConfig = field(default_factory=RelevanceConfig)
     bootstrap_resamples: int = 2000
+    failure: FailureConfig = field(default_factory=FailureConfig)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import warnings
 from pathlib import Path
 
 import mlflow
@@ -92,9 +93,24 @@ def evalset_dataset(evalset: EvalSet):
             "gold_answer": [i.gold_answer or "" for i in evalset.items],
         }
     )
-    return mlflow.data.from_pandas(
-        frame, source=evalset.source or "ragexp", name=evalset.name or "evalset", digest=evalset.fingerprint()[:16]
-    )
+    with warnings.catch_warnings():  # a local path is both a file and an artifact source to MLflow; either is fine
+        warnings.simplefilter("ignore", UserWarning)
+        return mlflow.data.from_pandas(
+            frame, source=evalset.source or "ragexp", name=evalset.name or "evalset", digest=evalset.fingerprint()[:16]
+        )
+
+
+LOCAL_CONFIG = "resolved.yaml"
+LOCAL_OVERRIDES = "overrides.yaml"
+
+
+def save_local(output_dir: Path, cfg: DictConfig, output: RunOutput, overrides: list[str]) -> Path:
+    """Everything :func:`log_evaluation` needs, written to ``output_dir`` before MLflow is touched,
+    so ``ragexp upload output_dir`` can log the run later if the store is unreachable."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / LOCAL_CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
+    (output_dir / LOCAL_OVERRIDES).write_text(OmegaConf.to_yaml(OmegaConf.create(overrides)), encoding="utf-8")
+    return output.results.save(output_dir / ARTIFACT_NAME)
 
 
 def log_evaluation(

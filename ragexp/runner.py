@@ -315,6 +315,7 @@ def execute(
         "ragexp_version": __version__,
     }
     timings["total_s"] = time.perf_counter() - started
+    meta["timings"] = timings
     return RunOutput(RunResults(meta=meta, aggregates=aggregates, per_query=per_query), meta["run_name"], output_hash, timings)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 HEADLINE = ("hit_rate_at_{k}", "recall_at_{k}", "context_precision_at_{k}", "ndcg_at_{k}")
-LOWER_IS_BETTER_PREFIXES = ("time.", "judge_failures", "retrieval_failure", "generation_failure", "hallucinated")
+LOWER_IS_BETTER_PREFIXES = ("time.", "judge_failures", "retrieval_failure", "generation_failure", "hallucinated",
+                            "generation_errors", "n_retrieval_failure", "n_generation_failure", "n_hallucinated")
 
 
 def lower_is_better(metric: str) -> bool:
@@ -41,7 +42,7 @@ def format_table(names: Sequence[str], rows: Mapping[str, Mapping[str, float | N
 def headline_metrics(ks: Sequence[int], available: Mapping[str, float]) -> list[str]:
     k = 5 if 5 in ks else max(ks)
     names = [p.format(k=k) for p in HEADLINE] + ["mrr"]
-    names += [m for m in ("faithfulness", "answer_relevance", "f1", "rate.retrieval_failure", "rate.generation_failure")
+    names += [m for m in ("faithfulness", "answer_relevance", "f1", "retrieval_failure_rate", "generation_failure_rate")
               if m in available]
     return [n for n in names if n in available]
 
@@ -49,7 +50,7 @@ def headline_metrics(ks: Sequence[int], available: Mapping[str, float]) -> list[
 def print_run_summary(output, run_id: str, tracking_uri: str) -> None:
     agg = output.results.aggregates
     metrics = headline_metrics(output.results.meta["ks"], agg)
-    print(f"\n{output.run_name}  (run {run_id}, {int(agg.get('n_queries', 0))} queries, "
-          f"{int(agg.get('n_queries_no_gold', 0))} without gold)")
+    print(f"\n{output.run_name}  (run {run_id}: {output.results.meta['n_queries']} queries, "
+          f"{int(agg.get('n_queries_no_gold', 0))} without gold evidence and left out of retrieval means)")
     print(format_table(["this run"], {"this run": agg}, metrics))
     print(f"logged to {tracking_uri}; open it with: ragexp ui")

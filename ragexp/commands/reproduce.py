@@ -32,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ragexp.cache import StageCache
+    from ragexp.generation_step import generation_step
     from ragexp.run_logger import log_evaluation
     from ragexp.runner import execute, prepare_data
 
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     ):
         if tags.get(tag) != now:
             print(f"warning: {label} differs: run has {tags.get(tag)!r}, now {now!r}", file=sys.stderr)
-    output = execute(cfg, cache=cache, data=data, progress=cfg.progress)
+    output = execute(cfg, cache=cache, data=data, progress=cfg.progress, generation_step=generation_step)
     if not args.no_log:
         experiment_id = original.info.experiment_id
         new_id = log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=[f"reproduce={args.run_id}"],

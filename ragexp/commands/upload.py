@@ -1,0 +1,49 @@
+"""``ragexp upload DIR``: log a run that was computed while the tracking store was unreachable.
+
+``DIR`` is the job's output folder, where every run saves ``resolved.yaml``, ``overrides.yaml``
+and ``ragexp_results.json`` before touching MLflow. Nothing is recomputed; the eval set is
+reloaded only to log it as the run's input, and must still have the saved fingerprint.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from ragexp import tracking
+from ragexp.errors import RagexpInputError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("output_dir", type=Path, metavar="DIR", help="a run's output folder (outputs/... or multirun/.../N)")
+    parser.add_argument("--tracking-uri", default=None, help="default: the uri saved with the run")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragexp.config import RagexpConfig
+    from ragexp.dataset import load_dataset
+    from ragexp.results import ARTIFACT_NAME, RunResults
+    from ragexp.run_logger import LOCAL_CONFIG, LOCAL_OVERRIDES, log_evaluation
+    from ragexp.runner import RunOutput
+
+    folder = args.output_dir
+    for name in (LOCAL_CONFIG, ARTIFACT_NAME):
+        if not (folder / name).exists():
+            raise RagexpInputError(f"no {name} here: not a ragexp run output folder", file=folder)
+    cfg = OmegaConf.merge(OmegaConf.structured(RagexpConfig), OmegaConf.load(folder / LOCAL_CONFIG))
+    overrides = list(OmegaConf.load(folder / LOCAL_OVERRIDES)) if (folder / LOCAL_OVERRIDES).exists() else []
+    results = RunResults.load(folder / ARTIFACT_NAME)
+    _, evalset = load_dataset(cfg.dataset)
+    if evalset.fingerprint() != results.meta.get("evalset_fingerprint"):
+        raise RagexpInputError("the eval set changed since this run was computed; refusing to log it against the new one",
+                               file=folder / ARTIFACT_NAME, field="meta.evalset_fingerprint")
+    uri = args.tracking_uri or cfg.tracking.uri
+    client = tracking.connect(uri, cfg.tracking.connect_timeout_s)
+    experiment_id = tracking.ensure_experiment(client, cfg.tracking.experiment)
+    output = RunOutput(results, results.meta["run_name"], results.meta["config_hash"], results.meta.get("timings", {}))
+    run_id = log_evaluation(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=None)
+    client.set_tag(run_id, "ragexp.uploaded_from", str(folder.resolve()))
+    print(f"logged {results.meta['run_name']} as run {run_id} to {uri}")
+    return 0
