@@ -19,6 +19,8 @@ def run(args: argparse.Namespace) -> int:
     uri = args.tracking_uri or tracking.default_tracking_uri()
     tracking.connect(uri)  # fail fast (and create a fresh sqlite store) before the server starts
     print(f"MLflow UI for {uri} at http://{args.host}:{args.port}  (Ctrl+C to stop)", flush=True)
-    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", args.host, "--port", str(args.port)]
+    # One worker: several workers on a 2-core machine kept dying and never became healthy.
+    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", args.host, "--port", str(args.port),
+               "--workers", "1"]
     os.execv(sys.executable, command)
     return 0
