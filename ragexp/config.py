@@ -58,6 +58,7 @@ class FailureConfig:
 class EvalConfig:
     ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
     retrieve_k: int = 100
+    context_k: int = 5
     relevance: RelevanceConfig = field(default_factory=RelevanceConfig)
     bootstrap_resamples: int = 2000
     failure: FailureConfig = field(default_factory=FailureConfig)
@@ -100,6 +101,8 @@ def validate(cfg: DictConfig) -> None:
         raise RagexpInputError("needs at least one cutoff, e.g. eval.ks=[1,3,5,10]", field="eval.ks")
     if any(k <= 0 for k in ks):
         raise RagexpInputError(f"every k must be a positive integer, got {ks}", field="eval.ks")
+    if cfg.eval.context_k <= 0:
+        raise RagexpInputError("must be a positive integer", field="eval.context_k")
     if cfg.eval.retrieve_k < 0:
         raise RagexpInputError("must be >= 0 (0 = max(eval.ks))", field="eval.retrieve_k")
     if cfg.eval.relevance.mode not in RELEVANCE_MODES:

@@ -210,6 +210,29 @@ def rerank(
     return [[(cid, score) for cid, score in ranking] for ranking in rows]
 
 
+#: ``context_<m>`` = ``<m>_at_{context depth}``: what the generator is (or would be) shown.
+CONTEXT_METRICS = ("hit_rate", "recall", "context_precision")
+
+
+def context_depth(cfg: DictConfig, generator: Any | None) -> int:
+    """How many chunks reach the generator: its ``context_k``, else ``eval.context_k``."""
+    return int(getattr(generator, "context_k", 0) or cfg.eval.context_k)
+
+
+def add_context_metrics(per_query: dict[str, dict[str, float]], aggregate: dict[str, float], depth: int) -> None:
+    """Alias the metrics at the context depth as ``context_hit_rate`` etc., so runs that hand a
+    different number of chunks to the generator (k=5 vs k=3) are compared and gated on one key."""
+    for name in CONTEXT_METRICS:
+        source = f"{name}_at_{depth}"
+        target = name if name == "context_precision" else f"context_{name}"
+        for metrics in per_query.values():
+            if source in metrics:
+                metrics[target] = metrics[source]
+        if source in aggregate:
+            aggregate[target] = aggregate[source]
+    aggregate["context_k"] = float(depth)
+
+
 def per_tag_means(per_query: Mapping[str, Mapping[str, float]], tags_by_query: Mapping[str, Sequence[str]]) -> dict[str, float]:
     """``tag.<tag>.<metric>``: the metric's mean over the queries carrying ``tag``."""
     sums: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -271,7 +294,9 @@ def execute(
     qids = [item.id for item in items]
     run = dict(zip(qids, rankings))
     ks = sorted(set(cfg.eval.ks))
-    chunk_eval = evaluate_run(run, data.chunk_qrels, ks)
+    depth_k = context_depth(cfg, generator)
+    chunk_eval = evaluate_run(run, data.chunk_qrels, sorted({*ks, depth_k}))
+    add_context_metrics(chunk_eval.per_query, chunk_eval.aggregate, depth_k)
     doc_eval = evaluate_run({q: doc_level(r) for q, r in run.items()}, data.doc_qrels, ks, prefix="doc_")
     tags_by_query = {item.id: item.tags for item in items}
     aggregates: dict[str, float] = {**chunk_eval.aggregate, **doc_eval.aggregate}
