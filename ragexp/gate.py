@@ -27,7 +27,7 @@ import yaml
 
 from ragexp import stats
 from ragexp.errors import RagexpInputError
-from ragexp.metrics._matrix import RELEVANCE_LEVEL
+from ragexp.metrics import RELEVANCE_LEVEL
 from ragexp.metrics.ranking import trec_order
 from ragexp.results import RunResults
 

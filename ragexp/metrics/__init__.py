@@ -1,0 +1,21 @@
+"""Retrieval metrics that equal trec_eval's, one metric per module over a vectorised gain matrix.
+
+:func:`evaluate_run` scores a run against qrels; :func:`trec_order` and :func:`doc_level` put
+rankings in trec_eval's order and collapse chunk rankings into document rankings. A unit is
+relevant iff its grade is >= :data:`RELEVANCE_LEVEL`.
+"""
+
+from ragexp.metrics._matrix import RELEVANCE_LEVEL
+from ragexp.metrics.evaluate import RetrievalEvaluation, evaluate_run, metric_names
+from ragexp.metrics.ranking import Ranking, doc_level, document_id, trec_order
+
+__all__ = [
+    "RELEVANCE_LEVEL",
+    "Ranking",
+    "RetrievalEvaluation",
+    "doc_level",
+    "document_id",
+    "evaluate_run",
+    "metric_names",
+    "trec_order",
+]
