@@ -1,0 +1,163 @@
+"""Dense retrieval: bi-encoder embeddings in a FAISS inner-product index.
+
+``score(q, d) = <e(q), e(d)>``; with normalised embeddings (the default) that is cosine.
+
+Index types: ``flat`` (exact), ``hnsw`` (graph; ``hnsw_m`` links per node, ``ef_search`` beam
+width at query time), ``ivf`` (k-means lists; ``ivf_nlist`` lists, default ``~4 sqrt(n)``
+capped so every list has at least :data:`MIN_TRAIN_PER_LIST` training vectors; ``nprobe``
+lists searched per query). IVF cannot be trained on fewer than ``MIN_TRAIN_PER_LIST`` vectors
+per list; such a corpus raises :class:`~ragexp.errors.RagexpInputError` naming ``flat``.
+
+Batch search runs on BLAS: faiss 1.15 ships ``distance_compute_blas_threshold = 128000``
+queries, so every realistic batch took the scalar scan; :func:`configure_faiss` lowers it to
+:data:`BLAS_THRESHOLD` and sets the OpenMP thread count, 1 by default: on shared or
+oversubscribed cores (parallel sweep jobs) OpenMP's spin-waiting made 2 threads ~4x slower than
+1 (``benchmarks/bench_faiss_search.py``); raise ``threads`` on an idle many-core machine.
+
+With a :class:`~ragexp.cache.StageCache`, passage embeddings are cached per (encoder identity,
+indexed chunks), query embeddings per (encoder identity, queries), and trained ``hnsw``/``ivf``
+indexes (``faiss.serialize_index`` bytes, a plain uint8 array) per (embeddings, index params).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import faiss
+import numpy as np
+
+from ragexp.cache import StageCache
+from ragexp.data import Chunk
+from ragexp.errors import RagexpInputError
+from ragexp.fingerprint import stable_hash
+from reference_pipelines.base import Ranking
+from reference_pipelines.encoders import Encoder, build_encoder
+from reference_pipelines.ranking import ChunkTable
+
+INDEX_TYPES = ("flat", "hnsw", "ivf")
+MIN_TRAIN_PER_LIST = 39  # faiss' own k-means warning threshold
+BLAS_THRESHOLD = 20  # queries per batch from which faiss computes distances with sgemm
+
+
+def configure_faiss(threads: int = 1) -> None:
+    faiss.omp_set_num_threads(threads)
+    faiss.cvar.distance_compute_blas_threshold = BLAS_THRESHOLD
+
+
+def auto_nlist(n_vectors: int) -> int:
+    """``round(4 sqrt(n))``, capped at ``n // MIN_TRAIN_PER_LIST``."""
+    return min(round(4 * math.sqrt(n_vectors)), n_vectors // MIN_TRAIN_PER_LIST)
+
+
+class DenseRetriever:
+    """``encoder``: an :class:`~reference_pipelines.encoders.Encoder` or its config mapping;
+    ``batch_size`` is the encoding batch size when the encoder is built from a mapping."""
+
+    def __init__(
+        self,
+        encoder: Mapping[str, Any] | Encoder | None = None,
+        index: str = "flat",
+        hnsw_m: int = 32,
+        hnsw_ef_construction: int = 200,
+        ef_search: int = 128,
+        ivf_nlist: int | None = None,
+        nprobe: int = 16,
+        batch_size: int = 64,
+        threads: int = 1,
+        include_title: bool = True,
+        cache: StageCache | None = None,
+    ) -> None:
+        if index not in INDEX_TYPES:
+            raise RagexpInputError(f"unknown index type {index!r}; use one of {', '.join(INDEX_TYPES)}", field="index")
+        if isinstance(encoder, Mapping) or encoder is None:
+            encoder = build_encoder({"model": "minilm", "batch_size": batch_size, **(encoder or {})})
+        self.encoder = build_encoder(encoder)
+        self.index_type = index
+        self.hnsw_m = hnsw_m
+        self.hnsw_ef_construction = hnsw_ef_construction
+        self.ef_search = ef_search
+        self.ivf_nlist = ivf_nlist
+        self.nprobe = nprobe
+        self.threads = threads
+        self.include_title = include_title
+        self.cache = cache
+        self._table: ChunkTable | None = None
+        self._index: faiss.Index | None = None
+
+    def _cached_array(self, stage: str, parts: Any, compute) -> np.ndarray:
+        return compute() if self.cache is None else self.cache.get_or_compute_array(stage, parts, compute)
+
+    def index(self, chunks: Sequence[Chunk]) -> None:
+        configure_faiss(self.threads)
+        self._table = table = ChunkTable.from_chunks(chunks, self.include_title)
+        embedding_key = {"encoder": self.encoder.identity, "chunks": table.fingerprint}
+        vectors = self._cached_array("embeddings", embedding_key, lambda: self.encoder.encode_passages(table.texts))
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if self.index_type == "flat":
+            self._index = faiss.IndexFlatIP(vectors.shape[1])
+            self._index.add(vectors)
+            return
+        index_key = {"embeddings": embedding_key, "params": self._index_params(len(vectors))}
+        serialized = self._cached_array("faiss-index", index_key, lambda: faiss.serialize_index(self._build(vectors)))
+        self._index = faiss.deserialize_index(np.ascontiguousarray(serialized, dtype=np.uint8))
+        self._set_search_params()
+
+    def _index_params(self, n_vectors: int) -> dict[str, Any]:
+        if self.index_type == "hnsw":
+            return {"type": "hnsw", "m": self.hnsw_m, "ef_construction": self.hnsw_ef_construction}
+        nlist = self.ivf_nlist or auto_nlist(n_vectors)
+        if nlist < 1 or n_vectors < MIN_TRAIN_PER_LIST * nlist:
+            raise RagexpInputError(
+                f"index type 'ivf' cannot hold a corpus of {n_vectors} chunks: k-means training needs "
+                f"{MIN_TRAIN_PER_LIST} vectors per list (nlist={max(nlist, 1)} needs >= {MIN_TRAIN_PER_LIST * max(nlist, 1)}); "
+                f"use index: flat (exact; fast up to ~1M chunks) or index: hnsw",
+                field="index",
+            )
+        return {"type": "ivf", "nlist": nlist}
+
+    def _build(self, vectors: np.ndarray) -> faiss.Index:
+        params = self._index_params(len(vectors))
+        dim = vectors.shape[1]
+        if params["type"] == "hnsw":
+            index = faiss.IndexHNSWFlat(dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = self.hnsw_ef_construction
+        else:
+            index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, params["nlist"], faiss.METRIC_INNER_PRODUCT)
+            index.train(vectors)
+        index.add(vectors)
+        return index
+
+    def _set_search_params(self) -> None:
+        if self.index_type == "hnsw":
+            self._index.hnsw.efSearch = self.ef_search
+        elif self.index_type == "ivf":
+            self._index.nprobe = min(self.nprobe, self._index.nlist)
+
+    def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        key = {"encoder": self.encoder.identity, "queries": stable_hash(list(queries))}
+        vectors = self._cached_array("query-embeddings", key, lambda: self.encoder.encode_queries(list(queries)))
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        if self._table is None or self._index is None:
+            raise RuntimeError("DenseRetriever.search called before index()")
+        if not queries:
+            return []
+        configure_faiss(self.threads)
+        vectors = self.encode_queries(queries)
+        n_total = self._index.ntotal
+        depth = min(k + 1, n_total)  # one extra row tells whether a score tie crosses the cut
+        scores, rows = self._index.search(vectors, depth)
+        rankings = []
+        for i in range(len(queries)):
+            query_scores, query_rows = scores[i], rows[i]
+            query_depth = depth
+            while query_depth < n_total and k < query_depth and query_scores[-1] == query_scores[k - 1]:
+                query_depth = min(2 * query_depth, n_total)
+                found_scores, found_rows = self._index.search(vectors[i : i + 1], query_depth)
+                query_scores, query_rows = found_scores[0], found_rows[0]
+            found = query_rows >= 0  # approximate indexes pad with -1 when they find fewer
+            rankings.append(self._table.top_k(query_scores[found], k, rows=query_rows[found]))
+        return rankings

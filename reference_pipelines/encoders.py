@@ -1,0 +1,177 @@
+"""Bi-encoders: text -> float32 embedding rows, for dense retrieval and embedding reranking.
+
+Every encoder prepends ``query_prefix`` to queries and ``passage_prefix`` to passages (e5-style
+``"query: "`` / ``"passage: "``), truncates to ``max_seq_length`` tokens and, with ``normalize``,
+scales rows to unit L2 norm (inner product = cosine). :attr:`Encoder.identity` is everything that
+determines the vectors (model name, weights hash, prefixes, length, normalisation), for cache keys.
+
+- :class:`SentenceTransformerEncoder`: any sentence-transformers / Hugging Face folder.
+- :class:`OnnxEncoder`: an ONNX BERT-style graph run by onnxruntime with a ``tokenizers``
+  tokenizer, mean pooling over the attention mask (sentence-transformers' pooling).
+
+Models are loaded on first use, from local files only (see :mod:`reference_pipelines.models`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from tqdm import tqdm
+
+from reference_pipelines.models import ONNX, ResolvedModel, model_identity, resolve_model, unloadable_model_error
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    identity: dict[str, Any]
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero)."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.maximum(norms, 1e-12)
+
+
+class _PrefixedEncoder:
+    """Shared config handling; subclasses implement ``_encode(texts) -> float32 rows``."""
+
+    def __init__(
+        self,
+        model: str,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        max_seq_length: int | None = None,
+        normalize: bool = True,
+        batch_size: int = 64,
+    ) -> None:
+        self.resolved: ResolvedModel = resolve_model(model)
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        self.max_seq_length = max_seq_length
+        self.normalize = normalize
+        self.batch_size = batch_size
+        self.identity = {
+            "encoder": type(self).__name__,
+            "model": model_identity(self.resolved),
+            "query_prefix": query_prefix,
+            "passage_prefix": passage_prefix,
+            "max_seq_length": max_seq_length,
+            "normalize": normalize,
+        }
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode([self.query_prefix + text for text in texts])
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode([self.passage_prefix + text for text in texts])
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
+class SentenceTransformerEncoder(_PrefixedEncoder):
+    """``max_seq_length=None`` keeps the model folder's own limit (256 for all-MiniLM-L6-v2)."""
+
+    def __init__(self, model: str = "minilm", device: str = "cpu", **config: Any) -> None:
+        super().__init__(model, **config)
+        self.device = device
+        self._model = None
+
+    @property
+    def model(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            try:
+                self._model = SentenceTransformer(str(self.resolved.path), device=self.device, local_files_only=True)
+            except (OSError, ValueError) as err:
+                raise unloadable_model_error(self.resolved.name, f"{self.resolved.path} is not a sentence-transformers or Hugging Face model ({err})")
+            if self.max_seq_length is not None:
+                self._model.max_seq_length = self.max_seq_length
+        return self._model
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        vectors = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=self.normalize,
+            convert_to_numpy=True,
+            show_progress_bar=len(texts) > self.batch_size,
+        )
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+
+class OnnxEncoder(_PrefixedEncoder):
+    """ONNX graph with ``input_ids``/``attention_mask`` (``token_type_ids`` if declared) inputs
+    and a ``(batch, tokens, dim)`` last-hidden-state output; embedding = masked mean of it."""
+
+    def __init__(self, model: str = "paraphrase-minilm-l3", threads: int | None = None, **config: Any) -> None:
+        super().__init__(model, **config)
+        if self.resolved.kind != ONNX:
+            raise unloadable_model_error(model, "OnnxEncoder needs an .onnx model")
+        self.threads = threads
+        self._session = None
+        self._tokenizer = None
+
+    def _load(self) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        options = onnxruntime.SessionOptions()
+        if self.threads:
+            options.intra_op_num_threads = self.threads
+        self._session = onnxruntime.InferenceSession(str(self.resolved.path), options, providers=["CPUExecutionProvider"])
+        tokenizer = Tokenizer.from_file(str(self.resolved.tokenizer))
+        max_length = self.max_seq_length or self.resolved.max_seq_length or 512
+        tokenizer.enable_truncation(max_length=max_length)
+        pad_token = "[PAD]" if tokenizer.token_to_id("[PAD]") is not None else "<pad>"
+        tokenizer.enable_padding(pad_id=tokenizer.token_to_id(pad_token) or 0, pad_token=pad_token)
+        self._tokenizer = tokenizer
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        hidden = [o.name for o in self._session.get_outputs() if len(o.shape) == 3]
+        if not hidden:
+            raise unloadable_model_error(self.resolved.name, "the ONNX graph has no (batch, tokens, dim) output to pool")
+        self._hidden_output = hidden[0]
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        if self._session is None:
+            self._load()
+        order = np.argsort([-len(text) for text in texts], kind="stable")  # similar lengths share a batch
+        rows: list[np.ndarray] = []
+        for start in tqdm(range(0, len(texts), self.batch_size), desc="onnx: encoding", unit="batch", leave=False, disable=len(texts) <= self.batch_size):
+            batch = self._tokenizer.encode_batch([texts[i] for i in order[start : start + self.batch_size]])
+            feeds = {
+                "input_ids": np.array([e.ids for e in batch], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in batch], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in batch], dtype=np.int64),
+            }
+            (hidden,) = self._session.run([self._hidden_output], {k: v for k, v in feeds.items() if k in self._input_names})
+            mask = feeds["attention_mask"][..., None].astype(np.float32)
+            rows.append((hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9))
+        vectors = np.empty((len(texts), rows[0].shape[1] if rows else 0), dtype=np.float32)
+        if rows:
+            vectors[order] = np.concatenate(rows)
+        return unit_rows(vectors) if self.normalize else vectors
+
+
+def build_encoder(spec: Mapping[str, Any] | Encoder) -> Encoder:
+    """An encoder from config: a built :class:`Encoder`, a mapping with ``_target_`` (Hydra), or a
+    plain mapping whose ``model`` picks the class (ONNX models -> :class:`OnnxEncoder`). A
+    ``name`` key is a config label (``embedding=minilm``) and is ignored."""
+    if isinstance(spec, Encoder):
+        return spec
+    config = {key: value for key, value in spec.items() if key != "name"}
+    if "_target_" in config:
+        from hydra.utils import instantiate
+
+        return instantiate(config)
+    if "model" not in config:
+        raise unloadable_model_error("<missing>", "the encoder config has no 'model'", field="encoder.model")
+    kind = resolve_model(config["model"]).kind
+    return OnnxEncoder(**config) if kind == ONNX else SentenceTransformerEncoder(**config)

@@ -1,0 +1,155 @@
+"""BM25: scores identical to rank_bm25 / bm25s, top-k order, tokenisation, caching, bad config."""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import io
+import json
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25L, BM25Okapi, BM25Plus
+
+from ragexp.cache import StageCache
+from ragexp.data import Chunk
+from ragexp.errors import RagexpInputError
+from reference_pipelines.bm25 import BM25Retriever
+from reference_pipelines.tokenize import Tokenizer
+
+RANK_BM25 = {"okapi": BM25Okapi, "bm25l": BM25L, "bm25plus": BM25Plus}
+
+
+def make_chunks(texts: list[str], titles: list[str] | None = None) -> list[Chunk]:
+    titles = titles or [""] * len(texts)
+    return [
+        Chunk(id=f"d{i:03d}#chunk_0", doc_id=f"d{i:03d}", index=0, start=0, end=len(t), text=t, title=title)
+        for i, (t, title) in enumerate(zip(texts, titles))
+    ]
+
+
+def zen_of_python() -> list[str]:
+    """Real English text from the standard library; every line also names "Python", so one term
+    occurs in every document (Okapi idf < 0, floored by epsilon)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        import this
+    lines = [line for line in codecs.decode(this.s, "rot13").splitlines()[2:] if line.strip()]
+    return [f"{line} -- Python" for line in lines]
+
+
+def assert_same_scores(ours: np.ndarray, theirs: np.ndarray) -> None:
+    scale = float(np.abs(theirs).max())
+    assert scale > 0
+    np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-9 * scale)
+
+
+@pytest.mark.parametrize("variant", sorted(RANK_BM25))
+@pytest.mark.parametrize("tokenizer", [{"stopwords": None, "stemmer": None}, {}], ids=["plain", "stop+stem"])
+def test_scores_equal_rank_bm25_on_zen(variant: str, tokenizer: dict) -> None:
+    docs = zen_of_python()
+    retriever = BM25Retriever(variant=variant, tokenizer=tokenizer)
+    retriever.index(make_chunks(docs))
+    queries = ["Python is better than ugly", "is is is", "special cases aren't special enough", "nothing matches xyzzy"]
+    reference = RANK_BM25[variant]([retriever.tokenizer(d) for d in docs])
+    expected = np.array([reference.get_scores(retriever.tokenizer(q)) for q in queries])
+    assert_same_scores(retriever.score_all(queries), expected)
+    if variant == "okapi":
+        python = retriever.tokenizer("Python")[0]
+        assert reference.idf[python] == pytest.approx(0.25 * reference.average_idf)  # the epsilon floor was used
+
+
+def test_okapi_negative_average_idf_is_reproduced() -> None:
+    """A corpus where most terms occur in most documents: the mean idf, and so the floor, is negative."""
+    docs = ["alpha beta gamma", "alpha beta delta", "alpha beta gamma delta", "alpha epsilon"]
+    retriever = BM25Retriever(variant="okapi", tokenizer={"stopwords": None, "stemmer": None})
+    retriever.index(make_chunks(docs))
+    reference = BM25Okapi([d.split() for d in docs])
+    assert reference.average_idf < 0
+    queries = ["alpha", "beta gamma", "epsilon alpha alpha"]
+    assert_same_scores(retriever.score_all(queries), np.array([reference.get_scores(q.split()) for q in queries]))
+
+
+@pytest.mark.parametrize("variant", sorted(RANK_BM25))
+def test_scores_equal_rank_bm25_on_scifact(variant: str, shared_data) -> None:
+    with open(shared_data / "scifact" / "corpus.jsonl", encoding="utf-8") as handle:
+        docs = [json.loads(line) for _, line in zip(range(250), handle)]
+    with open(shared_data / "scifact" / "queries.jsonl", encoding="utf-8") as handle:
+        queries = [json.loads(line)["text"] for _, line in zip(range(30), handle)]
+    chunks = make_chunks([d["text"] for d in docs], [d["title"] for d in docs])
+    retriever = BM25Retriever(variant=variant)
+    retriever.index(chunks)
+    reference = RANK_BM25[variant]([retriever.tokenizer(c.text_with_title()) for c in chunks])
+    expected = np.array([reference.get_scores(retriever.tokenizer(q)) for q in queries])
+    assert_same_scores(retriever.score_all(queries), expected)
+
+
+def test_lucene_variant_equals_bm25s() -> None:
+    bm25s = pytest.importorskip("bm25s")
+    docs = zen_of_python()
+    retriever = BM25Retriever(variant="lucene", k1=1.2, b=0.75, tokenizer={"stopwords": None, "stemmer": None})
+    retriever.index(make_chunks(docs))
+    reference = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+    reference.index([retriever.tokenizer(d) for d in docs], show_progress=False)
+    queries = ["better than ugly", "python namespaces idea"]
+    expected = np.array([reference.get_scores(retriever.tokenizer(q)) for q in queries])
+    np.testing.assert_allclose(retriever.score_all(queries), expected, rtol=1e-5)  # bm25s stores float32
+
+
+def test_search_is_top_k_of_scores_with_ties_by_id_descending() -> None:
+    docs = ["apple pie", "apple pie", "apple", "banana split", "apple apple pie", "cherry", "apple pie"]
+    retriever = BM25Retriever(variant="bm25plus", tokenizer={"stopwords": None, "stemmer": None})
+    retriever.index(make_chunks(docs))
+    scores = retriever.score_all(["apple pie"])[0]
+    assert scores[0] == scores[1] == scores[6] > scores[4]  # a three-way tie at the top
+    matching = [i for i, doc in enumerate(docs) if "apple" in doc]
+    expected = [(f"d{i:03d}#chunk_0", scores[i]) for i in sorted(matching, key=lambda i: (-scores[i], -i))]
+    for k in (2, 4, 100):  # the cut at 2 splits the tie: the higher ids win
+        (ranking,) = retriever.search(["apple pie"], k=k)
+        assert [cid for cid, _ in ranking] == [cid for cid, _ in expected[:k]]
+        assert [s for _, s in ranking] == pytest.approx([s for _, s in expected[:k]], rel=1e-12)
+    assert retriever.search(["durian"], k=5) == [[]]  # documents sharing no query term are not returned
+
+
+def test_queries_go_through_the_document_pipeline() -> None:
+    retriever = BM25Retriever()  # lowercase, Lucene stopwords, Snowball English
+    retriever.index(make_chunks(["The runner runs every morning.", "A quiet library.", "Some cheese."]))
+    (ranking,) = retriever.search(["RUNNING"], k=2)
+    assert [cid for cid, _ in ranking] == ["d000#chunk_0"]
+    assert Tokenizer()("The Runners are running into the libraries") == ["runner", "run", "librari"]
+
+
+def test_index_is_cached_and_identical(tmp_path) -> None:
+    docs = zen_of_python() + ["naïve façade — ünïcode tokens"]
+    cache = StageCache(tmp_path)
+    first = BM25Retriever(cache=cache)
+    first.index(make_chunks(docs))
+    second = BM25Retriever(cache=cache)
+    second.index(make_chunks(docs))
+    assert (cache.misses["bm25-index"], cache.hits["bm25-index"]) == (1, 1)
+    queries = ["naïve façade", "Python namespaces"]
+    np.testing.assert_array_equal(first.score_all(queries), second.score_all(queries))
+    assert first.search(queries, 5) == second.search(queries, 5)
+
+
+def test_include_title_false_indexes_text_only() -> None:
+    chunks = make_chunks(["body words here"], titles=["unique heading"])
+    with_title, without_title = BM25Retriever(), BM25Retriever(include_title=False)
+    with_title.index(chunks)
+    without_title.index(chunks)
+    assert with_title.search(["heading"], 1)[0] and without_title.search(["heading"], 1) == [[]]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"variant": "bm42"}, "variant"),
+        ({"b": 1.5}, "b"),
+        ({"tokenizer": {"stopwords": "klingon"}}, "stopwords"),
+        ({"tokenizer": {"stemmer": "snowball-klingon"}}, "stemmer"),
+        ({"tokenizer": {"token_pattern": "(unclosed"}}, "token_pattern"),
+    ],
+)
+def test_bad_config_names_the_field(kwargs: dict, field: str) -> None:
+    with pytest.raises(RagexpInputError) as err:
+        BM25Retriever(**kwargs)
+    assert err.value.field == field
