@@ -1,0 +1,36 @@
+"""Generation scoring: faithfulness by claims, answer relevance, correctness, failure classes,
+and the calibration of judges against human labels (see docs/judging.md).
+
+Modules: :mod:`~ragexp.judging.claims` (answer -> claims), :mod:`~ragexp.judging.faithfulness`,
+:mod:`~ragexp.judging.answer_relevance`, :mod:`~ragexp.judging.correctness` (SQuAD EM/F1, key
+facts, refusals), :mod:`~ragexp.judging.judges` (LLM, local-likelihood and lexical judges),
+:mod:`~ragexp.judging.failure`, :mod:`~ragexp.judging.calibration`.
+"""
+
+from ragexp.judging.answer_relevance import AnswerRelevanceResult, aggregate_answer_relevance, answer_relevance
+from ragexp.judging.correctness import correctness_metrics, is_refusal
+from ragexp.judging.failure import FailureClass, FailureThresholds, classify, failure_rates, gold_in_context
+from ragexp.judging.faithfulness import FAITHFULNESS_PROMPT, FaithfulnessResult, Verdict, aggregate_faithfulness, faithfulness
+from ragexp.judging.judges import LexicalJudge, LLMJudge, LocalLikelihoodJudge, warn_if_self_judging
+
+__all__ = [
+    "FAITHFULNESS_PROMPT",
+    "AnswerRelevanceResult",
+    "FailureClass",
+    "FailureThresholds",
+    "FaithfulnessResult",
+    "LLMJudge",
+    "LexicalJudge",
+    "LocalLikelihoodJudge",
+    "Verdict",
+    "aggregate_answer_relevance",
+    "aggregate_faithfulness",
+    "answer_relevance",
+    "classify",
+    "correctness_metrics",
+    "failure_rates",
+    "faithfulness",
+    "gold_in_context",
+    "is_refusal",
+    "warn_if_self_judging",
+]

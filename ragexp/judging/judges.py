@@ -1,0 +1,308 @@
+"""Claim judges: decide whether a context supports a claim, and write the question an answer
+responds to (for answer relevance).
+
+Every judge exposes ``model_id``, ``split_claims(answer)``, ``judge_claims(claims, context) ->
+list[Verdict]`` and ``generate_question(answer) -> str | None``.
+
+- :class:`LLMJudge` asks a chat model the faithfulness prompt and parses the reply strictly: the
+  first word, lower-cased and stripped of punctuation, must be ``yes`` or ``no``; anything else
+  (and any :class:`~ragexp.llm.LLMCallError`) is a judge failure (``supported=None``).
+- :class:`LocalLikelihoodJudge` scores with a local model's log-probabilities instead of reading
+  its text (see its docstring for the methods and how the default was chosen).
+- :class:`LexicalJudge` is a deterministic proxy: the share of the claim's content tokens found
+  in the context; it writes no questions, so answer relevance is undefined with it.
+
+Judging with the generator's own model invites self-preference bias (a judge is lenient with
+text that sounds like itself): :func:`warn_if_self_judging` warns loudly when the ids match.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import string
+import warnings
+from collections.abc import Sequence
+
+import Stemmer
+
+from ragexp.judging.answer_relevance import QUESTION_PROMPT, clean_generated_question
+from ragexp.judging.claims import ClaimSplitter, SentenceClaimSplitter, make_claim_splitter
+from ragexp.judging.faithfulness import FAITHFULNESS_PROMPT, Verdict
+from ragexp.llm.base import ChatModel, LLMCallError, ScoringModel, as_messages
+
+logger = logging.getLogger(__name__)
+
+_ALNUM_RUN = re.compile(r"[^\W_]+")
+_STRIP = string.punctuation + "\u201c\u201d\u2018\u2019"
+
+
+class SelfPreferenceWarning(UserWarning):
+    """The judge is the model that generated the answers it judges."""
+
+
+def warn_if_self_judging(judge_model_id: str, generator_model_id: str | None) -> bool:
+    """Warn (``warnings.warn`` and a WARNING log record) when judge and generator are one model."""
+    if generator_model_id is None or judge_model_id != generator_model_id:
+        return False
+    message = (
+        f"judge model {judge_model_id!r} is also the generator: self-preference bias makes "
+        "faithfulness optimistic; use an independently chosen judge model"
+    )
+    logger.warning(message)
+    warnings.warn(message, SelfPreferenceWarning, stacklevel=2)
+    return True
+
+
+def parse_yes_no(text: str) -> bool | None:
+    """``True``/``False`` for a reply whose first word is yes/no (any case, punctuation
+    stripped: ``"Yes."``, ``"**no**"``); ``None`` for anything else."""
+    words = text.split()
+    if not words:
+        return None
+    return {"yes": True, "no": False}.get(words[0].strip(_STRIP).lower())
+
+
+class LLMJudge:
+    """A chat model as judge: one call per claim with ``template`` (``{context}``, ``{claim}``)."""
+
+    def __init__(
+        self,
+        chat_model: ChatModel,
+        template: str = FAITHFULNESS_PROMPT,
+        claim_splitter: str | ClaimSplitter = "llm",
+        question_template: str = QUESTION_PROMPT,
+        max_tokens: int = 8,
+    ) -> None:
+        self.chat_model = chat_model
+        self.model_id = chat_model.model_id
+        self.template = template
+        self.question_template = question_template
+        self.max_tokens = max_tokens
+        self.claim_splitter = (
+            make_claim_splitter(claim_splitter, chat_model) if isinstance(claim_splitter, str) else claim_splitter
+        )
+
+    def split_claims(self, answer: str) -> list[str]:
+        return self.claim_splitter.split(answer)
+
+    def judge_claims(self, claims: Sequence[str], context: str) -> list[Verdict]:
+        return [self._judge(claim, context) for claim in claims]
+
+    def _judge(self, claim: str, context: str) -> Verdict:
+        prompt = self.template.format(context=context, claim=claim)
+        try:
+            response = self.chat_model.complete(prompt, max_tokens=self.max_tokens, temperature=0.0)
+        except LLMCallError as err:
+            return Verdict(claim, None, None, "", error=str(err))
+        supported = parse_yes_no(response.text)
+        if supported is None:
+            return Verdict(claim, None, None, response.text, error="verdict is neither yes nor no")
+        return Verdict(claim, supported, float(supported), response.text)
+
+    def generate_question(self, answer: str) -> str:
+        prompt = self.question_template.format(answer=answer)
+        response = self.chat_model.complete(prompt, max_tokens=64, temperature=0.0, stop=["\n\n"])
+        return clean_generated_question(response.text)
+
+
+_STOPWORDS = frozenset(
+    """a about above after again all also am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers him his how i if in into is it its itself just me more
+    most my no nor not of off on once only or other our out over own same she should so some such
+    than that the their them then there these they this those through to too under until up very
+    was we were what when where which while who whom why will with would you your yours
+    s t don doesn didn isn aren wasn weren cannot""".split()
+)
+
+
+class LexicalJudge:
+    """Deterministic support proxy::
+
+        support(claim, context) = |content(claim) ∩ content(context)| / |content(claim)|
+
+    where ``content(t)`` is the set of Snowball-stemmed lower-case alphanumeric runs of ``t``
+    (``idempotency_conflict`` -> ``idempot``, ``conflict``) minus English stop words. Supported iff ``support >= threshold``. A claim with no content token
+    (``"Yes."``) cannot be judged: a judge failure.
+    """
+
+    model_id = "lexical"
+
+    def __init__(self, threshold: float = 0.9, claim_splitter: ClaimSplitter | None = None) -> None:
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"lexical threshold must be in [0, 1], got {threshold}")
+        self.threshold = threshold
+        self.claim_splitter = claim_splitter or SentenceClaimSplitter()
+        self._stemmer = Stemmer.Stemmer("english")
+
+    def content_tokens(self, text: str) -> set[str]:
+        tokens = [t for t in _ALNUM_RUN.findall(text.lower()) if t not in _STOPWORDS]
+        return set(self._stemmer.stemWords(tokens))
+
+    def split_claims(self, answer: str) -> list[str]:
+        return self.claim_splitter.split(answer)
+
+    def judge_claims(self, claims: Sequence[str], context: str) -> list[Verdict]:
+        context_tokens = self.content_tokens(context)
+        return [self._judge(claim, context_tokens) for claim in claims]
+
+    def _judge(self, claim: str, context_tokens: set[str]) -> Verdict:
+        tokens = self.content_tokens(claim)
+        if not tokens:
+            return Verdict(claim, None, None, "", error="claim has no content token")
+        missing = sorted(tokens - context_tokens)
+        support = 1.0 - len(missing) / len(tokens)
+        raw = f"support={support:.3f}" + (f" missing={' '.join(missing)}" if missing else "")
+        return Verdict(claim, support >= self.threshold, support, raw)
+
+    def generate_question(self, answer: str) -> None:
+        return None
+
+
+LIKELIHOOD_METHODS = ("yes_no", "pmi", "pmi_min", "combo")
+CLAIM_WITH_CONTEXT = "Context:\n{context}\n\nClaim:"
+CLAIM_WITHOUT_CONTEXT = "Claim:"
+
+
+def _logsumexp(values: Sequence[float]) -> float:
+    top = max(values)
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+class LocalLikelihoodJudge:
+    """A small local model as judge, by likelihood instead of by its generated text.
+
+    Methods (``s`` is the verdict's ``score``; supported iff ``s > threshold``):
+
+    - ``yes_no``: the faithfulness prompt in the model's chat template (its ``render``; plain text
+      followed by ``Answer:`` without one), then
+      ``s = log(P(yes) + P(Yes)) - log(P(no) + P(No))`` for the assistant's first word.
+    - ``pmi``: how much the context raises the claim's likelihood, per word::
+
+          s = [log P(claim | "Context: {context} Claim:") - log P(claim | "Claim:")] / n_words
+
+    - ``pmi_min``: the same, word by word, keeping the least supported word
+      (``s = min_i [log P(w_i | context, w_<i) - log P(w_i | w_<i)]``), so one wrong number
+      or name sinks the claim.
+    - ``combo``: ``s = yes_no / yes_no_scale + pmi_min / pmi_min_scale``, both scores brought to a
+      common scale (the scales are their standard deviations on the calibration set).
+
+    The defaults come from the 72 hand-labelled claims of ``ragexp/datasets/demo/calibration.csv``
+    scored with SmolLM2-135M: each threshold is the one that agrees best with the human labels
+    there, the combo scales are the scores' standard deviations there, and ``pmi`` is the default
+    method because it did best under leave-one-passage-out cross-validation (accuracy 0.597,
+    kappa 0.194) and costs two forward passes per claim. All methods are close to chance with a
+    135M model; docs/judging.md lists every number. Re-measure with ``ragexp judge agreement
+    --judge local --method M`` before trusting another model.
+    Question writing (answer relevance) uses ``question_model`` if given, else the scoring
+    model when it can also complete prompts (greedy).
+    """
+
+    DEFAULT_THRESHOLDS = {"yes_no": -1.0, "pmi": 2.888, "pmi_min": -1.252, "combo": -4.23}
+    COMBO_SCALES = (0.2864, 0.8736)
+
+    def __init__(
+        self,
+        scoring_model: ScoringModel,
+        method: str = "pmi",
+        threshold: float | None = None,
+        template: str = FAITHFULNESS_PROMPT,
+        claim_splitter: ClaimSplitter | None = None,
+        question_model: ChatModel | None = None,
+        question_template: str = QUESTION_PROMPT,
+    ) -> None:
+        if method not in LIKELIHOOD_METHODS:
+            raise ValueError(f"unknown likelihood method {method!r}; use one of {', '.join(LIKELIHOOD_METHODS)}")
+        self.scoring_model = scoring_model
+        self.model_id = scoring_model.model_id
+        self.method = method
+        self.threshold = self.DEFAULT_THRESHOLDS[method] if threshold is None else threshold
+        self.template = template
+        self.claim_splitter = claim_splitter or SentenceClaimSplitter()
+        if question_model is None and isinstance(scoring_model, ChatModel):
+            question_model = scoring_model
+        self.question_model = question_model
+        self.question_template = question_template
+
+    def split_claims(self, answer: str) -> list[str]:
+        return self.claim_splitter.split(answer)
+
+    def judge_claims(self, claims: Sequence[str], context: str) -> list[Verdict]:
+        try:
+            scores = self.scores(claims, context)
+        except LLMCallError as err:
+            return [Verdict(claim, None, None, "", error=str(err)) for claim in claims]
+        return [self._verdict(claim, float(score)) for claim, score in zip(claims, scores)]
+
+    def _verdict(self, claim: str, score: float) -> Verdict:
+        raw = f"{self.method}={score:.4f} threshold={self.threshold:g}"
+        return Verdict(claim, score > self.threshold, score, raw)
+
+    def scores(self, claims: Sequence[str], context: str) -> list[float]:
+        """The method's support score for each claim (see the class docstring)."""
+        if self.method == "yes_no":
+            return self.yes_no_scores(claims, context)
+        if self.method == "pmi":
+            return self.pmi_scores(claims, context)
+        if self.method == "pmi_min":
+            return self.pmi_min_scores(claims, context)
+        yes_no_scale, pmi_min_scale = self.COMBO_SCALES
+        return [
+            y / yes_no_scale + p / pmi_min_scale
+            for y, p in zip(self.yes_no_scores(claims, context), self.pmi_min_scores(claims, context))
+        ]
+
+    def yes_no_scores(self, claims: Sequence[str], context: str) -> list[float]:
+        render = getattr(self.scoring_model, "render", None)
+        words = ("yes", "Yes", "no", "No")
+        pairs = []
+        for claim in claims:
+            prompt = self.template.format(context=context, claim=claim)
+            if render is not None:
+                pairs.extend((render(as_messages(prompt)), word) for word in words)
+            else:
+                pairs.extend((prompt + "\nAnswer:", " " + word) for word in words)
+        logprobs = self.scoring_model.logprobs(pairs)
+        return [
+            _logsumexp(logprobs[i : i + 2]) - _logsumexp(logprobs[i + 2 : i + 4]) for i in range(0, len(logprobs), 4)
+        ]
+
+    def pmi_scores(self, claims: Sequence[str], context: str) -> list[float]:
+        with_context = CLAIM_WITH_CONTEXT.format(context=context)
+        conditioned, unconditioned = self._paired_logprobs(
+            [(with_context, " " + claim) for claim in claims], [(CLAIM_WITHOUT_CONTEXT, " " + claim) for claim in claims]
+        )
+        return [(c - u) / max(1, len(claim.split())) for claim, c, u in zip(claims, conditioned, unconditioned)]
+
+    def _paired_logprobs(
+        self, first: list[tuple[str, str]], second: list[tuple[str, str]]
+    ) -> tuple[list[float], list[float]]:
+        """Score two equally long pair lists in one call; long-context pairs are kept together
+        so that batches pad little."""
+        logprobs = self.scoring_model.logprobs(first + second)
+        return logprobs[: len(first)], logprobs[len(first) :]
+
+    def pmi_min_scores(self, claims: Sequence[str], context: str) -> list[float]:
+        with_context = CLAIM_WITH_CONTEXT.format(context=context)
+        conditioned_pairs, unconditioned_pairs, owners = [], [], []
+        for index, claim in enumerate(claims):
+            words = claim.split()
+            for i, word in enumerate(words):
+                seen = "".join(" " + w for w in words[:i])
+                conditioned_pairs.append((with_context + seen, " " + word))
+                unconditioned_pairs.append((CLAIM_WITHOUT_CONTEXT + seen, " " + word))
+                owners.append(index)
+        conditioned, unconditioned = self._paired_logprobs(conditioned_pairs, unconditioned_pairs)
+        best: list[float] = [math.inf] * len(claims)
+        for index, c, u in zip(owners, conditioned, unconditioned):
+            best[index] = min(best[index], c - u)
+        return best
+
+    def generate_question(self, answer: str) -> str | None:
+        if self.question_model is None:
+            return None
+        prompt = self.question_template.format(answer=answer)
+        response = self.question_model.complete(prompt, max_tokens=64, temperature=0.0, stop=["\n\n"])
+        return clean_generated_question(response.text)
