@@ -10,6 +10,7 @@ computed and is closed FINISHED only after the last write succeeded.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 import warnings
@@ -159,5 +160,24 @@ def log_evaluation(
         error = err
         raise
     finally:
-        client.set_terminated(run_id, status=terminal_status(error))
+        _close(client, run_id, error)
     return run_id
+
+
+def _close(client: MlflowClient, run_id: str, error: BaseException | None) -> None:
+    """FINISHED after the last write; KILLED on interrupt; on any other error (including failing to
+    close) FAILED and then deleted: the results are on disk, and the retry (or ``ragexp upload``)
+    logs a complete run, so a half-written copy would only be debris (e.g. a sqlite lock under
+    parallel workers). If the store is down the run stays FAILED or RUNNING, never FINISHED."""
+    try:
+        client.set_terminated(run_id, status=terminal_status(error))
+    except Exception:
+        _discard(client, run_id)
+        raise
+    if isinstance(error, Exception):
+        _discard(client, run_id)
+
+
+def _discard(client: MlflowClient, run_id: str) -> None:
+    with contextlib.suppress(Exception):
+        client.delete_run(run_id)
