@@ -35,14 +35,15 @@ def evaluate_and_log(cfg: DictConfig) -> dict | None:
     from ragexp.cache import StageCache
     from ragexp.generation_step import generation_step
     from ragexp.run_logger import log_evaluation, save_local
-    from ragexp.runner import config_hash, execute, prepare_data
+    from ragexp.runner import build_pipeline, config_hash, execute, prepare_data
     from ragexp.summary import print_run_summary
     from ragexp.sweep import current_parent_run
 
     validate(cfg)
+    cache = StageCache(Path(cfg.cache_dir))
+    pipeline = build_pipeline(cfg, cache)  # a bad parameter fails before the store or the cache is touched
     client = tracking.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s)
     experiment_id = tracking.ensure_experiment(client, cfg.tracking.experiment)
-    cache = StageCache(Path(cfg.cache_dir))
     data = prepare_data(cfg, cache, progress=cfg.progress)
     parent = current_parent_run()
     if parent and cfg.resume:
@@ -50,7 +51,9 @@ def evaluate_and_log(cfg: DictConfig) -> dict | None:
         if existing:
             log.info("resume: skipping, run %s already FINISHED with this config hash", existing)
             return None
-    output = execute(cfg, cache=cache, data=data, progress=cfg.progress, generation_step=generation_step)
+    output = execute(
+        cfg, cache=cache, data=data, pipeline=pipeline, progress=cfg.progress, generation_step=generation_step
+    )
     output_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else Path.cwd()
     overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
     save_local(output_dir, cfg, output, overrides)  # first: the results survive a store outage

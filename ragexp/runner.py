@@ -131,13 +131,15 @@ def build_component(node: DictConfig | None, group: str, cache: StageCache) -> A
         kwargs["cache"] = cache
     try:
         return instantiate(spec, **kwargs)
-    except RagexpInputError as err:
-        if err.field and not err.field.startswith(group):
-            err.field = f"{group}.{err.field}"
-        raise RagexpInputError(err.message, file=err.file, line=err.line, field=err.field or group) from None
     except Exception as err:
-        cause = err.__cause__ or err
-        raise RagexpInputError(f"cannot build {target}: {cause}", field=group) from None
+        # Hydra wraps the constructor's exception in InstantiationException; the cause names the field.
+        cause = err if isinstance(err, RagexpInputError) else (err.__cause__ or err)
+        if not isinstance(cause, RagexpInputError):
+            raise RagexpInputError(f"cannot build {target}: {cause}", field=group) from None
+        field = cause.field or group
+        if not field.startswith(f"{group}.") and field != group:
+            field = f"{group}.{field}"
+        raise RagexpInputError(cause.message, file=cause.file, line=cause.line, field=field) from None
 
 
 class _RetrieveAdapter:
@@ -257,28 +259,46 @@ def run_label(cfg: DictConfig, data: PreparedData) -> str:
     return " ".join(parts)
 
 
-def execute(
-    cfg: DictConfig,
-    *,
-    cache: StageCache,
-    data: PreparedData | None = None,
-    progress: bool = True,
-    generation_step: Callable[..., Any] | None = None,
-) -> RunOutput:
-    """Evaluate the pipeline ``cfg`` describes. Bad config raises before any expensive work."""
-    validate(cfg)
-    timings: dict[str, float] = {}
-    started = time.perf_counter()
-    data = data or prepare_data(cfg, cache, progress=progress)
-    timings["prepare_s"] = time.perf_counter() - started
+@dataclass
+class Pipeline:
+    """The built components of one configuration; models load lazily, on first use."""
 
+    retriever: Any
+    reranker: Any | None
+    generator: Any | None
+
+
+def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
+    """Build retriever, reranker and generator; a bad parameter fails here, before chunking or caching."""
     retriever = build_component(cfg.retrieval, "retrieval", cache)
     if retriever is None:
         raise RagexpInputError("needs a _target_ (e.g. retrieval=bm25)", field="retrieval")
     if not hasattr(retriever, "search") and hasattr(retriever, "retrieve"):
         retriever = _RetrieveAdapter(retriever)
-    reranker = build_component(cfg.get("reranker"), "reranker", cache)
-    generator = build_component(cfg.get("generator"), "generator", cache)
+    return Pipeline(
+        retriever,
+        build_component(cfg.get("reranker"), "reranker", cache),
+        build_component(cfg.get("generator"), "generator", cache),
+    )
+
+
+def execute(
+    cfg: DictConfig,
+    *,
+    cache: StageCache,
+    data: PreparedData | None = None,
+    pipeline: Pipeline | None = None,
+    progress: bool = True,
+    generation_step: Callable[..., Any] | None = None,
+) -> RunOutput:
+    """Evaluate the pipeline ``cfg`` describes. Bad config raises before any expensive work."""
+    validate(cfg)
+    pipeline = pipeline or build_pipeline(cfg, cache)
+    retriever, reranker, generator = pipeline.retriever, pipeline.reranker, pipeline.generator
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    data = data or prepare_data(cfg, cache, progress=progress)
+    timings["prepare_s"] = time.perf_counter() - started
     depth = retrieval_depth(cfg, reranker, generator)
 
     t0 = time.perf_counter()

@@ -39,7 +39,7 @@ def make_chunker(cfg: Mapping[str, Any]) -> Chunker:
     """The chunker ``cfg`` describes; bad names or options raise ``RagexpInputError`` naming the field."""
     options = {str(key): _plain(value) for key, value in cfg.items()}
     name = options.pop("name", None)
-    if name not in CHUNKERS:
+    if not isinstance(name, str) or name not in CHUNKERS:
         raise RagexpInputError(
             f"unknown chunker {name!r}; valid names: {', '.join(CHUNKERS)}", field="chunking.name"
         )

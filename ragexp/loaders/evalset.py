@@ -195,7 +195,12 @@ def _read_yaml(path: Path) -> tuple[dict, int | None, list[tuple[int, dict]]]:
             file=path,
             field="items",
         )
-    items_node = next(value for key, value in root.value if key.value == "items")
+    items_keys = [value for key, value in root.value if key.value == "items"]
+    if len(items_keys) > 1:
+        raise RagexpInputError(
+            "the `items:` key appears more than once", file=path, line=items_keys[1].start_mark.line + 1, field="items"
+        )
+    items_node = items_keys[0]
     lines = [node.start_mark.line + 1 for node in items_node.value]
     for line, item in zip(lines, data["items"], strict=True):
         if not isinstance(item, dict):

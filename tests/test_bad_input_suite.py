@@ -1,0 +1,485 @@
+"""Bad input across ``ragexp run`` and the Python API: one message naming the input and the field,
+exit code 2, no traceback, and nothing half-written (no MLflow run, no stage-cache entry).
+
+A subprocess costs 5-50 s on a loaded machine, so only eight cases go through the real
+``ragexp run`` (marked slow); everything else calls the API a run calls (``load_corpus``,
+``load_evalset``, ``make_chunker``, ``runner.execute``) in process, and hypothesis feeds random
+garbage lines and random field types to ``load_evalset``. The five basic eval-set cases of
+``ragexp evalset resolve`` live in ``test_bad_input_evalset.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragexp.cache import StageCache
+from ragexp.chunking import CHUNKERS, make_chunker
+from ragexp.data import Corpus, Document
+from ragexp.errors import RagexpInputError
+from ragexp.loaders.corpus import load_corpus
+from ragexp.loaders.evalset import EVIDENCE_FIELDS, ITEM_FIELDS, load_evalset
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+ERROR_PREFIX = "ragexp run: error: "
+# MLflow logs two INFO lines while it creates a fresh sqlite store; they are not ragexp's message.
+MLFLOW_LOG_LINE = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d INFO mlflow\.")
+DOC_TEXT = "Failed deliveries are retried with exponential backoff for 24 hours.\n"
+GOOD_ITEM = {"id": "q1", "query": "How long are deliveries retried?", "evidence": [{"doc_id": "webhooks", "quote": "24 hours"}]}
+
+
+def write_evalset(path: Path, *items: dict | str) -> Path:
+    """A JSONL eval set: ``GOOD_ITEM`` on line 1, then ``items`` (objects or raw lines)."""
+    lines = [json.dumps(GOOD_ITEM), *(item if isinstance(item, str) else json.dumps(item) for item in items)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def item(**fields) -> dict:
+    """A valid second item with ``fields`` replaced (``None`` removes a field)."""
+    base = {"id": "q2", "query": "How long may a delivery take?", "evidence": [{"doc_id": "webhooks", "start": 0, "end": 17}]}
+    return {key: value for key, value in (base | fields).items() if value is not None}
+
+
+def stage_cache_files(cache_dir: Path) -> list[Path]:
+    """Every file below the stage cache (published entries and leftover staging folders)."""
+    return sorted(p for p in cache_dir.rglob("*") if p.is_file()) if cache_dir.exists() else []
+
+
+def logged_runs(db: Path) -> list:
+    """Every run in the sqlite MLflow store at ``db`` (none when the store was never created)."""
+    if not db.exists():
+        return []
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{db}")
+    experiment_ids = [e.experiment_id for e in client.search_experiments()]
+    return client.search_runs(experiment_ids) if experiment_ids else []
+
+
+# --- through the real CLI: ``ragexp run`` in a subprocess --------------------------------------
+
+
+def ragexp_run(workdir: Path, corpus: Path, evalset: Path, *overrides: str) -> subprocess.CompletedProcess:
+    args = [
+        "run", "dataset=evalset", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}",
+        f"tracking.uri=sqlite:///{workdir / 'mlflow.db'}", "tracking.experiment=bad-input", "progress=false",
+        "retrieval=bm25", "chunking=fixed", "chunking.size=120", "chunking.overlap=20", f"cache_dir={workdir / 'cache'}",
+        *overrides,
+    ]  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "ragexp.cli", *args], cwd=workdir, env=ENV, capture_output=True, text=True, timeout=600
+    )
+
+
+def assert_nothing_written(workdir: Path) -> None:
+    assert logged_runs(workdir / "mlflow.db") == []
+    assert stage_cache_files(workdir / "cache") == []
+    assert not list(workdir.rglob("ragexp_results.json"))
+
+
+def assert_one_error_line(proc: subprocess.CompletedProcess, *expected: str) -> None:
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and not MLFLOW_LOG_LINE.match(line)]
+    assert len(lines) == 1 and lines[0].startswith(ERROR_PREFIX), proc.stderr[-3000:]
+    for part in expected:
+        assert part in lines[0], (part, lines[0])
+
+
+def _malformed_jsonl(tmp: Path, corpus: Path):
+    evalset = write_evalset(tmp / "evalset.jsonl", '{"id": "q2", "query": ')
+    return evalset, (), (f"{evalset}:2: ", "malformed JSON")
+
+
+def _malformed_yaml(tmp: Path, corpus: Path):
+    evalset = tmp / "evalset.yaml"
+    evalset.write_text("items:\n  - id: q1\n    query: [How long are\n", encoding="utf-8")
+    return evalset, (), (f"{evalset}:", "malformed YAML")
+
+
+def _span_start_is_a_string(tmp: Path, corpus: Path):
+    evalset = write_evalset(tmp / "evalset.jsonl", item(evidence=[{"doc_id": "webhooks", "start": "10", "end": 20}]))
+    return evalset, (), (f"{evalset}:2: field 'evidence[0].start': must be an integer", '"10"')
+
+
+def _non_utf8_corpus_file(tmp: Path, corpus: Path):
+    (corpus / "legacy.txt").write_bytes("Caf\u00e9 menu\n".encode("latin-1"))
+    return write_evalset(tmp / "evalset.jsonl"), (), (f"{corpus / 'legacy.txt'}:1: ", "not valid UTF-8", "0xe9")
+
+
+def _empty_corpus(tmp: Path, corpus: Path):
+    for file in corpus.iterdir():
+        file.unlink()
+    return write_evalset(tmp / "evalset.jsonl"), (), (f"{corpus}: ", "empty corpus")
+
+
+def _overlap_not_below_size(tmp: Path, corpus: Path):
+    return write_evalset(tmp / "evalset.jsonl"), ("chunking.overlap=120",), ("field 'chunking.overlap'", "(120)")
+
+
+def _unknown_model(tmp: Path, corpus: Path):
+    overrides = ("retrieval=dense", "embedding.model=nope")
+    return write_evalset(tmp / "evalset.jsonl"), overrides, ("'nope'", "minilm", "paraphrase-minilm-l3")
+
+
+CLI_CASES = [
+    pytest.param(_malformed_jsonl, id="malformed-jsonl"),
+    pytest.param(_malformed_yaml, id="malformed-yaml"),
+    pytest.param(_span_start_is_a_string, id="span-start-string"),
+    pytest.param(_non_utf8_corpus_file, id="non-utf8-corpus"),
+    pytest.param(_empty_corpus, id="empty-corpus"),
+    pytest.param(_overlap_not_below_size, id="overlap-ge-size"),
+    pytest.param(_unknown_model, id="unknown-model"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make_case", CLI_CASES)
+def test_run_fails_with_one_line_and_writes_nothing(make_case, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "webhooks.md").write_text(DOC_TEXT, encoding="utf-8")
+    evalset, overrides, expected = make_case(tmp_path, corpus)
+    proc = ragexp_run(tmp_path, corpus, evalset, *overrides)
+    assert_one_error_line(proc, *expected)
+    assert_nothing_written(tmp_path)
+
+
+@pytest.mark.slow
+def test_run_with_unknown_config_option_lists_the_valid_ones(tiny_dataset, tmp_path: Path) -> None:
+    corpus, evalset = tiny_dataset
+    proc = ragexp_run(tmp_path, corpus, evalset, "embedding=nope")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "Could not find 'embedding/nope'" in proc.stderr
+    assert "minilm" in proc.stderr and "paraphrase_minilm_l3" in proc.stderr
+    assert not (tmp_path / "mlflow.db").exists()
+    assert_nothing_written(tmp_path)
+
+
+# --- the eval set through the loader a run calls -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus() -> Corpus:
+    keys = Document("keys", "Keys rotate without downtime.\n", "Keys")
+    return Corpus([Document("webhooks", DOC_TEXT, "Webhooks"), keys])
+
+
+def gold(doc_id: str = "webhooks", **fields) -> list[dict]:
+    """A one-entry evidence list."""
+    return [{"doc_id": doc_id, **fields}]
+
+
+# case id -> (second item, field named, part of the message)
+EVALSET_ITEM_CASES = {
+    "query-int": (item(query=5), "query", "must be a string, got integer 5"),
+    "tags-string": (item(tags="x"), "tags", 'must be an array, got string "x"'),
+    "tag-int": (item(tags=["ok", 3]), "tags[1]", "must be a string, got integer 3"),
+    "answerable-string": (item(answerable="no"), "answerable", "must be a boolean"),
+    "evidence-object": (item(evidence={"doc_id": "keys"}), "evidence", "must be an array, got object"),
+    "grade-float": (item(evidence=gold("keys", grade=1.5)), "evidence[0].grade", "must be an integer"),
+    "end-bool": (item(evidence=gold(start=0, end=True)), "evidence[0].end", "must be an integer, got boolean"),
+    "missing-id": (item(id=None), "id", "missing required field"),
+    "missing-query": (item(query=None), "query", "missing required field"),
+    "missing-doc-id": (item(evidence=[{"quote": "24 hours"}]), "evidence[0].doc_id", "missing required field"),
+    "missing-end": (item(evidence=gold(start=3)), "evidence[0].end", "needs both start and end"),
+    "missing-evidence": (item(evidence=None), "evidence", "an answerable item needs gold evidence"),
+    "misspelt-field": (item(evidance=[]), "evidance", "did you mean 'evidence'?"),
+    "duplicate-id": (item(id="q1"), "id", "duplicate item id 'q1' (first on line 1)"),
+    "empty-query": (item(query="   "), "query", "the query is empty"),
+    "quote-case": (item(evidence=gold(quote="24 HOURS")), "evidence[0].quote", "(it does occur ignoring case)"),
+    "occurrence-past-end": (item(evidence=gold(quote="e", occurrence=99)), "evidence[0].quote", "occurrence 99 requested"),
+    "empty-span": (item(evidence=gold(start=9, end=9)), "evidence[0]", "empty or reversed span"),
+    "chunk-ids-no-chunking": (item(evidence=[], gold_chunk_ids=["webhooks#chunk_0"]), "gold_chunk_ids[0]", "add a header"),
+    "not-a-chunk-id": (item(evidence=[], gold_chunk_ids=["webhooks-0"]), "gold_chunk_ids[0]", "DOC_ID#chunk_N"),
+    "unanswerable-with-gold": (item(answerable=False), "evidence", '"answerable": false cannot have gold evidence'),
+}
+
+
+@pytest.mark.parametrize(("bad_item", "field", "message"), EVALSET_ITEM_CASES.values(), ids=EVALSET_ITEM_CASES)
+def test_bad_item_names_file_line_and_field(tmp_path: Path, corpus: Corpus, bad_item: dict, field: str, message: str):
+    evalset = write_evalset(tmp_path / "evalset.jsonl", bad_item)
+    with pytest.raises(RagexpInputError) as caught:
+        load_evalset(evalset, corpus)
+    assert (caught.value.file, caught.value.line, caught.value.field) == (str(evalset), 2, field)
+    assert message in caught.value.message
+    assert str(caught.value).startswith(f"{evalset}:2: field '{field}': ") and "\n" not in str(caught.value)
+
+
+def test_gold_chunk_id_past_the_last_chunk_resolves_nowhere(tmp_path: Path, corpus: Corpus) -> None:
+    evalset = tmp_path / "evalset.jsonl"
+    header = {"ragexp_evalset": 1, "chunking": {"name": "fixed", "size": 40, "overlap": 0}}
+    evalset.write_text(
+        json.dumps(header) + "\n" + json.dumps(item(evidence=[], gold_chunk_ids=["webhooks#chunk_7"])) + "\n", "utf-8"
+    )
+    with pytest.raises(RagexpInputError, match=r"chunk index 7 out of range: document 'webhooks' has 2 chunk") as caught:
+        load_evalset(evalset, corpus)
+    assert (caught.value.line, caught.value.field) == (2, "gold_chunk_ids[0]")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "message"),
+    [
+        pytest.param("items:\n  - id: q1\n    query: [open\n", 4, None, "malformed YAML", id="unclosed-flow"),
+        pytest.param("items:\n\t- id: q1\n", 2, None, "malformed YAML", id="tab-indent"),
+        pytest.param("- id: q1\n", None, "items", "a YAML eval set is a mapping", id="list-root"),
+        pytest.param("items:\n  - q1\n", 2, "items", "each item must be a mapping, got string", id="scalar-item"),
+        pytest.param("items:\n  - id: q1\n    query: 2024-05-01\n", 2, "query", 'got date "2024-05-01"', id="date-query"),
+        pytest.param("items:\n  - !!python/object:os.system {}\n", 2, None, "could not determine a constructor", id="tag"),
+        pytest.param("ragexp_evalset: 2\nitems: []\n", 1, "ragexp_evalset", "unsupported eval-set format", id="version"),
+    ],
+)
+def test_bad_yaml_evalset_is_one_error(tmp_path: Path, corpus: Corpus, text: str, line, field, message: str) -> None:
+    evalset = tmp_path / "evalset.yaml"
+    evalset.write_text(text, encoding="utf-8")
+    with pytest.raises(RagexpInputError) as caught:
+        load_evalset(evalset, corpus)
+    assert (caught.value.file, caught.value.line, caught.value.field) == (str(evalset), line, field)
+    assert message in caught.value.message and "\n" not in str(caught.value)
+
+
+def test_yaml_with_two_items_keys_is_an_input_error(tmp_path: Path, corpus: Corpus) -> None:
+    evalset = tmp_path / "evalset.yaml"
+    evalset.write_text("items: []\nitems:\n  - {id: q1, query: q, evidence: [{doc_id: keys}]}\n", encoding="utf-8")
+    with pytest.raises(RagexpInputError):
+        load_evalset(evalset, corpus)
+
+
+def test_header_chunking_with_a_list_name_is_an_input_error(tmp_path: Path, corpus: Corpus) -> None:
+    evalset = tmp_path / "evalset.jsonl"
+    evalset.write_text(
+        json.dumps({"ragexp_evalset": 1, "chunking": {"name": ["fixed"]}}) + "\n"
+        + json.dumps(item(evidence=[], gold_chunk_ids=["keys#chunk_0"])) + "\n",
+        "utf-8",
+    )  # fmt: skip
+    with pytest.raises(RagexpInputError):
+        load_evalset(evalset, corpus)
+
+
+def test_non_utf8_evalset_names_the_line(tmp_path: Path, corpus: Corpus) -> None:
+    evalset = write_evalset(tmp_path / "evalset.jsonl", item(query="Caf\u00e9?"))
+    evalset.write_bytes(evalset.read_bytes().replace("Caf\\u00e9".encode(), b"Caf\xe9"))
+    with pytest.raises(RagexpInputError, match="not valid UTF-8 \\(byte 0xe9") as caught:
+        load_evalset(evalset, corpus)
+    assert (caught.value.file, caught.value.line) == (str(evalset), 2)
+
+
+# --- the corpus ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "field", "message"),
+    [
+        pytest.param(b'{"_id": "a", "text": "ok"}\n{"_id": "b", "text": "caf\xe9"}\n', 2, None, "not valid UTF-8", id="non-utf8"),
+        pytest.param(b'{"_id": "a", "text": 5}\n', 1, "text", "must be a string, got int 5", id="text-int"),
+        pytest.param(b'{"title": "t", "text": "x"}\n', 1, "_id", "missing document id", id="missing-id"),
+        pytest.param(b'{"_id": "a"}\n', 1, "text", "missing required field 'text'", id="missing-text"),
+        pytest.param(b'{"_id": "a", "text": "x"}\n{"_id": "a", "text": "y"}\n', 2, "_id", "duplicate document id", id="dup-id"),
+        pytest.param(b'["a", "b"]\n', 1, None, "expected a JSON object per line", id="array-line"),
+        pytest.param(b"\n\n", None, None, "empty corpus: the file holds no documents", id="empty-jsonl"),
+    ],
+)
+def test_bad_jsonl_corpus_is_one_error(tmp_path: Path, content: bytes, line, field, message: str) -> None:
+    path = tmp_path / "corpus.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(RagexpInputError) as caught:
+        load_corpus(path)
+    assert (caught.value.file, caught.value.line, caught.value.field) == (str(path), line, field)
+    assert message in caught.value.message
+
+
+def test_non_utf8_file_in_a_corpus_folder_names_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "good.md").write_text(DOC_TEXT, encoding="utf-8")
+    (tmp_path / "legacy.txt").write_bytes(b"line one\nSch\xf6n\n")
+    with pytest.raises(RagexpInputError, match=r"byte 0xf6 at offset 12") as caught:
+        load_corpus(tmp_path)
+    assert (caught.value.file, caught.value.line) == (str(tmp_path / "legacy.txt"), 2)
+
+
+# --- chunking and run config through runner.execute: fail before any stage is cached ------------
+
+
+@pytest.mark.parametrize("name", [name for name in CHUNKERS if "overlap" in CHUNKERS[name].__dataclass_fields__])
+@pytest.mark.parametrize("excess", [0, 1, 1000])
+def test_overlap_not_below_size_names_chunking_overlap(name: str, excess: int) -> None:
+    size_option = "max_size" if name == "markdown" else "size"
+    with pytest.raises(RagexpInputError, match=rf"must be smaller than chunking\.{size_option} \(100\)") as caught:
+        make_chunker({"name": name, size_option: 100, "overlap": 100 + excess})
+    assert caught.value.field == "chunking.overlap"
+
+
+def compose_run_config(tiny_dataset, cache_dir: Path, *overrides: str):
+    from hydra import compose, initialize_config_dir
+
+    from ragexp.app import CONFIG_DIR
+    from ragexp.config import register_schema
+
+    corpus, evalset = tiny_dataset
+    register_schema()
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        return compose("config", overrides=[
+            "dataset=evalset", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}", "retrieval=bm25",
+            "chunking=fixed", "chunking.size=120", "chunking.overlap=20", f"cache_dir={cache_dir}", "progress=false",
+            *overrides,
+        ])  # fmt: skip
+
+
+CONFIG_ERROR_CASES = [
+    pytest.param(("chunking.overlap=120",), "chunking.overlap", id="overlap-ge-size"),
+    pytest.param(("eval.ks=[0]",), "eval.ks", id="k-zero"),
+    pytest.param(("eval.ks=[5,-1]",), "eval.ks", id="k-negative"),
+    pytest.param(("eval.ks=[]",), "eval.ks", id="no-k"),
+    pytest.param(("eval.relevance.min_fraction=0",), "eval.relevance.min_fraction", id="min-fraction-zero"),
+]
+
+
+def execute_expecting_input_error(cfg) -> RagexpInputError:
+    from ragexp.runner import execute
+
+    with pytest.raises(RagexpInputError) as caught:
+        execute(cfg, cache=StageCache(cfg.cache_dir), progress=False)
+    return caught.value
+
+
+@pytest.mark.parametrize(("overrides", "field"), CONFIG_ERROR_CASES)
+def test_config_error_names_the_key_and_caches_nothing(tiny_dataset, tmp_path: Path, overrides, field: str) -> None:
+    cfg = compose_run_config(tiny_dataset, tmp_path / "cache", *overrides)
+    assert execute_expecting_input_error(cfg).field == field
+    assert stage_cache_files(tmp_path / "cache") == []
+
+
+@pytest.mark.parametrize("overrides", [("retrieval.k1=-1",), ("retrieval=dense", "embedding.model=nope")], ids=["k1", "model"])
+def test_component_config_error_caches_nothing(tiny_dataset, tmp_path: Path, monkeypatch, overrides) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    execute_expecting_input_error(compose_run_config(tiny_dataset, tmp_path / "cache", *overrides))
+    assert stage_cache_files(tmp_path / "cache") == []
+
+
+def test_component_config_error_names_the_nested_key(tmp_path: Path) -> None:
+    from omegaconf import OmegaConf
+
+    from ragexp.runner import build_component
+
+    node = OmegaConf.create({"name": "bm25", "_target_": "reference_pipelines.bm25.BM25Retriever", "k1": -1})
+    with pytest.raises(RagexpInputError) as caught:
+        build_component(node, "retrieval", StageCache(tmp_path))
+    assert caught.value.field == "retrieval.k1"
+
+
+def test_unknown_model_lists_the_short_names(tiny_dataset, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cfg = compose_run_config(tiny_dataset, tmp_path / "cache", "retrieval=dense", "embedding.model=nope")
+    error = execute_expecting_input_error(cfg)
+    assert re.search(r"cannot load model 'nope'.*short name: minilm .*paraphrase-minilm-l3", error.message), error
+
+
+# --- a huge document ----------------------------------------------------------------------------
+
+
+def huge_document(size: int) -> str:
+    """``size`` characters of Markdown (sections, paragraphs of random words) with one unique
+    sentence near the end."""
+    rng = random.Random(7)
+    words = "delivery webhook retry backoff key scope quota refund invoice plan region token".split()
+    parts, length, section = ["# Handbook\n\n"], 0, 0
+    while length < size - 200:
+        if rng.random() < 0.05:
+            section += 1
+            paragraph = f"## Section {section}\n\n"
+        else:
+            paragraph = " ".join(rng.choice(words) for _ in range(rng.randint(30, 120))) + ".\n\n"
+        parts.append(paragraph)
+        length += len(paragraph)
+    parts.append("The zephyr vault opens with code 7741 only.\n")
+    return "".join(parts)
+
+
+@pytest.mark.slow
+def test_five_megabyte_document_chunks_and_runs(tmp_path: Path, monkeypatch) -> None:
+    from ragexp.runner import execute
+
+    corpus_dir = tmp_path / "corpus"
+    corpus_dir.mkdir()
+    text = huge_document(5_000_000)
+    (corpus_dir / "handbook.md").write_text(text, encoding="utf-8")
+    evalset = tmp_path / "evalset.jsonl"
+    evalset.write_text(json.dumps({"id": "vault", "query": "Which code opens the zephyr vault?",
+                                   "evidence": [{"doc_id": "handbook", "quote": "code 7741"}]}) + "\n", "utf-8")
+    corpus = load_corpus(corpus_dir)
+    assert len(corpus["handbook"].text) >= 4_999_800
+
+    chunks = make_chunker({"name": "sentence", "size": 512}).chunk(corpus["handbook"])
+    assert all(chunk.text == text[chunk.start : chunk.end] and len(chunk.text) <= 512 for chunk in chunks)
+    assert "".join(text[a.end : b.start] for a, b in zip(chunks, chunks[1:])).strip() == ""  # every word is in a chunk
+
+    overrides = ("chunking.size=512", "chunking.overlap=64", "eval.ks=[1,10]")
+    cfg = compose_run_config((corpus_dir, evalset), tmp_path / "cache", *overrides)
+    output = execute(cfg, cache=StageCache(cfg.cache_dir), progress=False)
+    assert output.results.aggregates["n_chunks"] >= 5_000_000 / 512
+    assert output.results.aggregates["hit_rate_at_10"] == 1.0
+
+
+# --- hypothesis: random garbage must end in RagexpInputError, never another exception ------------
+
+JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=9)
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+EVIDENCE = st.dictionaries(
+    st.sampled_from([*EVIDENCE_FIELDS, "doc"]),
+    JSON_VALUES | st.sampled_from(["webhooks", "keys", "24 hours", "e"]) | st.integers(-3, 80),
+    max_size=5,
+)
+ITEMS = st.dictionaries(
+    st.sampled_from([*ITEM_FIELDS, "evidance"]),
+    JSON_VALUES | st.lists(EVIDENCE, max_size=3) | st.lists(st.text(max_size=5), max_size=3),
+    max_size=8,
+)
+FUZZ = settings(max_examples=60, deadline=None)
+
+
+@FUZZ
+@given(lines=st.lists(st.binary(max_size=30) | JSON_VALUES.map(json.dumps).map(str.encode), min_size=1, max_size=4))
+def test_garbage_jsonl_lines_raise_input_errors_only(tmp_path_factory, corpus: Corpus, lines: list[bytes]) -> None:
+    path = tmp_path_factory.mktemp("fuzz") / "evalset.jsonl"
+    path.write_bytes(json.dumps(GOOD_ITEM).encode() + b"\n" + b"\n".join(lines) + b"\n")
+    try:
+        load_evalset(path, corpus)
+    except RagexpInputError as err:
+        assert err.file == str(path) and "\n" not in str(err)
+
+
+@FUZZ
+@given(obj=ITEMS)
+def test_random_field_types_raise_input_errors_only_and_alike_in_jsonl_and_yaml(
+    tmp_path_factory, corpus: Corpus, obj: dict
+) -> None:
+    folder = tmp_path_factory.mktemp("fuzz")
+    outcomes = []
+    for path, text in [
+        (folder / "evalset.jsonl", json.dumps(obj) + "\n"),
+        (folder / "evalset.yaml", yaml.safe_dump({"items": [obj]}, allow_unicode=True)),
+    ]:
+        path.write_text(text, encoding="utf-8")
+        try:
+            outcomes.append(("ok", load_evalset(path, corpus).fingerprint()))
+        except RagexpInputError as err:
+            assert err.file == str(path) and "\n" not in str(err)
+            named = re.split(r"[.\[]", err.field or "")[0]
+            assert named in obj or named in ("id", "query", "doc_id", "evidence"), err
+            outcomes.append(("error", err.field))  # messages may differ: safe_dump sorts mapping keys
+    assert outcomes[0] == outcomes[1]
