@@ -8,6 +8,7 @@ parent run with a child per job. With ``resume=true`` (default) a sweep job whos
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import time
@@ -99,6 +100,10 @@ _started = False
 def _hydra_main(cfg: DictConfig) -> None:
     global _started
     _started = True
+    # progress=false silences every tqdm bar, including those of the pipelines and model libraries.
+    if not cfg.progress:
+        os.environ["TQDM_DISABLE"] = "1"
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # its INFO lines report CPU features
     try:
         evaluate_and_log(cfg)
     except RagexpInputError as err:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError
@@ -44,6 +45,8 @@ def _command_module(name: str):
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # MLflow draws a progress bar per downloaded artifact; ragexp fetches one small file at a time.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     if argv and argv[0] == "run":
         from ragexp.app import run_app
 

@@ -73,13 +73,16 @@ class MetricRule:
     alpha: float = 0.05
 
 
+DEFAULT_GOLD_K = 5
+
+
 @dataclass(frozen=True)
 class GateSpec:
     """The gate's rules, usually read from YAML (see ``ragexp/resources/gate_default.yaml`` and docs/gate.md)."""
 
     rules: tuple[MetricRule, ...]
     defaults: MetricRule = MetricRule("*")
-    gold_k: int = 5
+    gold_k: int | None = None  # None: each run's own context_k (what reached the generator), else 5
     show_top: int = 20
     n_resamples: int = stats.DEFAULT_RESAMPLES
     seed: int = 0
@@ -168,7 +171,7 @@ class _SpecParser:
         return GateSpec(
             rules=rules,
             defaults=defaults,
-            gold_k=int(self.number(per_query.get("k", GateSpec.gold_k), ("per_query", "k"), low=1, integer=True)),
+            gold_k=self.gold_k(per_query.get("k", "context")),
             show_top=int(self.number(per_query.get("top", GateSpec.show_top), ("per_query", "top"), low=0, integer=True)),
             n_resamples=int(
                 self.number(resampling.get("n_resamples", GateSpec.n_resamples), ("resampling", "n_resamples"),
@@ -176,6 +179,12 @@ class _SpecParser:
             ),
             seed=int(self.number(resampling.get("seed", GateSpec.seed), ("resampling", "seed"), low=0, integer=True)),
         )
+
+    def gold_k(self, value) -> int | None:
+        """``per_query.k``: ``context`` (each run's own context_k) or a fixed positive integer."""
+        if value == "context":
+            return None
+        return int(self.number(value, ("per_query", "k"), low=1, integer=True))
 
     def rule(self, name: str, body, path: tuple[str, ...], base: MetricRule) -> MetricRule:
         body = self.mapping(body, path, self.RULE_KEYS)
@@ -266,7 +275,7 @@ class GateReport:
     n_paired: int
     baseline_only: int
     candidate_only: int
-    gold_k: int
+    gold_ks: tuple[int, int]  # the "gold lost" cut-off in the baseline and in the candidate
     show_top: int
     metrics: list[MetricVerdict]
     regressions: list[QueryRegression]
@@ -329,6 +338,11 @@ def first_relevant_rank(row: Mapping) -> int | None:
     return next((rank for rank, (unit, _score) in enumerate(ranking, 1) if unit in relevant), None)
 
 
+def _gold_k(results: RunResults, spec: GateSpec) -> int:
+    """The spec's fixed cut-off, else the run's context_k (results written before it was recorded: 5)."""
+    return spec.gold_k if spec.gold_k is not None else int(results.meta.get("context_k", DEFAULT_GOLD_K))
+
+
 def compare_metric(rule: MetricRule, base: np.ndarray, cand: np.ndarray, spec: GateSpec) -> MetricVerdict:
     """Compare one metric over paired per-query values ``base[i]``, ``cand[i]``."""
     n = int(base.size)
@@ -357,9 +371,11 @@ def compare_metric(rule: MetricRule, base: np.ndarray, cand: np.ndarray, spec: G
 
 def query_regressions(
     base_rows: Mapping[str, dict], cand_rows: Mapping[str, dict], common: Sequence[str],
-    rules: Sequence[MetricRule], gold_k: int,
+    rules: Sequence[MetricRule], gold_ks: tuple[int, int],
 ) -> list[QueryRegression]:
-    """Queries that got worse, worst first: gold lost from the top ``gold_k``, then total metric drop."""
+    """Queries that got worse, worst first: gold lost (in the baseline's top ``gold_ks[0]``, not in the
+    candidate's top ``gold_ks[1]``), then total metric drop."""
+    base_k, cand_k = gold_ks
     found = []
     for query_id in common:
         base, cand = base_rows[query_id], cand_rows[query_id]
@@ -371,7 +387,7 @@ def query_regressions(
                 if worse_by > _SLACK:
                     drops[rule.metric] = worse_by
         base_rank, cand_rank = first_relevant_rank(base), first_relevant_rank(cand)
-        gold_lost = base_rank is not None and base_rank <= gold_k and (cand_rank is None or cand_rank > gold_k)
+        gold_lost = base_rank is not None and base_rank <= base_k and (cand_rank is None or cand_rank > cand_k)
         regression = QueryRegression(query_id, list(cand.get("tags", base.get("tags", []))), gold_lost,
                                      base_rank, cand_rank, drops)
         if drops or regression.rank_dropped:
@@ -434,6 +450,7 @@ def run_gate(
     if not verdicts:
         raise RagexpInputError("none of the gated metrics is in either run", field="metrics")
 
+    gold_ks = (_gold_k(baseline, spec), _gold_k(candidate, spec))
     return GateReport(
         baseline_label=baseline_label,
         candidate_label=candidate_label,
@@ -443,9 +460,9 @@ def run_gate(
         n_paired=len(common),
         baseline_only=len(base_rows) - len(common),
         candidate_only=len(cand_rows) - len(common),
-        gold_k=spec.gold_k,
+        gold_ks=gold_ks,
         show_top=spec.show_top,
         metrics=verdicts,
-        regressions=query_regressions(base_rows, cand_rows, common, compared_rules, spec.gold_k),
+        regressions=query_regressions(base_rows, cand_rows, common, compared_rules, gold_ks),
         notes=notes,
     )

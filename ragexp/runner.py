@@ -356,6 +356,7 @@ def execute(
         "corpus_fingerprint": data.corpus.fingerprint(),
         "n_queries": len(items),
         "ks": ks,
+        "context_k": depth_k,
         "retrieval_from_cache": retrieval_cached,
         "ragexp_version": __version__,
     }

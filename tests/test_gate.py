@@ -216,6 +216,28 @@ def test_per_query_diff_lists_gold_lost_first_then_larger_drops():
     assert by_id["q003"].drops == {"faithfulness": 0.75} and not by_id["q003"].rank_dropped
 
 
+def test_gold_lost_uses_each_runs_context_k_unless_the_spec_fixes_k():
+    """Same ranking, fewer chunks to the generator: gold at rank 4 reached it at context_k=5, not at 3."""
+    ranks = [4] * 10 + [1] * (N - 10)
+    baseline, candidate = make_run(ranks), make_run(ranks)
+    for row in candidate.per_query[:10]:
+        row["metrics"]["context_hit_rate"] = 0.0
+    for row in baseline.per_query:
+        row["metrics"]["context_hit_rate"] = 1.0
+    for row in candidate.per_query[10:]:
+        row["metrics"]["context_hit_rate"] = 1.0
+    baseline.meta["context_k"], candidate.meta["context_k"] = 5, 3
+    report = run_gate(baseline, candidate, metrics=["context_hit_rate"])
+    assert report.gold_ks == (5, 3)
+    assert [r.query_id for r in report.regressions if r.gold_lost] == [f"q{i:03d}" for i in range(10)]
+    assert "yes @5->3" in render_text(report)
+    fixed = GateSpec.from_mapping({"metrics": {"context_hit_rate": {}}, "per_query": {"k": 5}})
+    report = run_gate(baseline, candidate, fixed)
+    assert report.gold_ks == (5, 5) and not any(r.gold_lost for r in report.regressions)
+    with pytest.raises(RagexpInputError):
+        GateSpec.from_mapping({"metrics": {"mrr": {}}, "per_query": {"k": "ctx"}})
+
+
 def test_first_relevant_rank_reads_trec_order_and_ignores_zero_grades():
     row = {"ranking": [["a", 3.0], ["b", 2.0], ["c", 1.0]], "relevant": {"a": 0, "c": 2}}
     assert first_relevant_rank(row) == 3

@@ -84,10 +84,15 @@ def _metric_cells(verdict: MetricVerdict) -> list[str]:
 QUERY_COLUMNS = ("query_id", "tags", "gold lost", "first relevant rank", "metric drops")
 
 
-def _query_cells(regression: QueryRegression, gold_k: int) -> list[str]:
+def _gold_lost_label(gold_ks: tuple[int, int]) -> str:
+    base_k, cand_k = gold_ks
+    return f"yes @{base_k}" if base_k == cand_k else f"yes @{base_k}->{cand_k}"
+
+
+def _query_cells(regression: QueryRegression, gold_ks: tuple[int, int]) -> list[str]:
     drops = ", ".join(f"{metric} -{amount:.2f}" for metric, amount in sorted(regression.drops.items(), key=lambda kv: -kv[1]))
     return [
-        regression.query_id, ",".join(regression.tags) or "–", f"yes @{gold_k}" if regression.gold_lost else "",
+        regression.query_id, ",".join(regression.tags) or "–", _gold_lost_label(gold_ks) if regression.gold_lost else "",
         f"{_rank(regression.baseline_rank)} -> {_rank(regression.candidate_rank)}" if regression.rank_dropped else "",
         drops,
     ]
@@ -130,7 +135,7 @@ def render_text(report: GateReport) -> str:
     shown = report.regressions[: report.show_top]
     if shown:
         lines += ["", f"queries that got worse ({len(shown)} of {len(report.regressions)}, worst first):"]
-        lines += _aligned(QUERY_COLUMNS, [_query_cells(r, report.gold_k) for r in shown])
+        lines += _aligned(QUERY_COLUMNS, [_query_cells(r, report.gold_ks) for r in shown])
     return "\n".join(lines)
 
 
@@ -158,7 +163,7 @@ def render_markdown(report: GateReport) -> str:
         lines += [
             "", "<details><summary>"
             f"Queries that got worse ({len(shown)} of {len(report.regressions)}, worst first)</summary>", "",
-            *_markdown_table(QUERY_COLUMNS, [_query_cells(r, report.gold_k) for r in shown]),
+            *_markdown_table(QUERY_COLUMNS, [_query_cells(r, report.gold_ks) for r in shown]),
             "", "</details>",
         ]
     return "\n".join(lines)
