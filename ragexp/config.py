@@ -61,6 +61,8 @@ class EvalConfig:
     context_k: int = 5
     relevance: RelevanceConfig = field(default_factory=RelevanceConfig)
     bootstrap_resamples: int = 2000
+    sample: Optional[int] = None
+    sample_seed: int = 0
     failure: FailureConfig = field(default_factory=FailureConfig)
 
 
@@ -103,6 +105,8 @@ def validate(cfg: DictConfig) -> None:
         raise RagexpInputError(f"every k must be a positive integer, got {ks}", field="eval.ks")
     if cfg.eval.context_k <= 0:
         raise RagexpInputError("must be a positive integer", field="eval.context_k")
+    if cfg.eval.sample is not None and cfg.eval.sample <= 0:
+        raise RagexpInputError("must be a positive integer or null (the whole eval set)", field="eval.sample")
     if cfg.eval.retrieve_k < 0:
         raise RagexpInputError("must be >= 0 (0 = max(eval.ks))", field="eval.retrieve_k")
     if cfg.eval.relevance.mode not in RELEVANCE_MODES:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
@@ -85,6 +86,8 @@ def config_hash(cfg: DictConfig, data: PreparedData) -> str:
 def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> PreparedData:
     """Load the dataset, chunk it (cached) and derive chunk- and document-level qrels."""
     corpus, evalset = load_dataset(cfg.dataset)
+    if cfg.eval.get("sample") is not None:
+        evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
     chunker = make_chunker(chunker_options(cfg.chunking))
     key = {"corpus": corpus.fingerprint(), "chunking": chunker.config}
     rows = cache.get_or_compute_json(
@@ -104,6 +107,16 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> P
         chunking_label=chunker.describe(),
         chunking_config=chunker.config,
     )
+
+
+def sample_evalset(evalset: EvalSet, size: int, seed: int) -> EvalSet:
+    """``size`` items drawn without replacement (numpy seed ``seed``), kept in eval-set order;
+    the whole set when ``size`` >= its length."""
+    if size >= len(evalset.items):
+        return evalset
+    picked = sorted(np.random.default_rng(seed).choice(len(evalset.items), size=size, replace=False))
+    meta = {**evalset.meta, "sampled": {"size": size, "of": len(evalset.items), "seed": seed}}
+    return EvalSet([evalset.items[i] for i in picked], source=evalset.source, name=evalset.name, meta=meta)
 
 
 def _chunk_row(chunk: Chunk) -> dict:
@@ -256,6 +269,8 @@ def run_label(cfg: DictConfig, data: PreparedData) -> str:
     ]
     if cfg.get("generator") and component_config(cfg.generator):
         parts.append(f"gen={cfg.generator.get('name', 'custom')}")
+    if len(data.evalset.items) < data.evalset.meta.get("sampled", {}).get("of", 0):
+        parts.append(f"sample={len(data.evalset.items)}")
     return " ".join(parts)
 
 
