@@ -3,9 +3,11 @@
 :class:`MlflowSweepCallback` (wired in ``conf/config.yaml`` under ``hydra.callbacks``) runs in the
 launching process: it creates the tracking store and the experiment ONCE, before any job
 starts (parallel workers creating a fresh sqlite store at once lose runs), opens the parent run
-and writes its id to ``<sweep dir>/.ragexp_parent_run`` where every job, in any launcher's
-worker process, finds it. At the end the parent is closed FINISHED when every child finished,
-else FAILED, with the child count as metrics.
+and hands its id to every job inside the job's own config (``hydra.job.env_set.RAGEXP_PARENT_RUN``,
+which every launcher ships to its workers, on this machine or another; a job also sees it as that
+environment variable). The id and the experiment also go to ``<sweep dir>/.ragexp_parent_run``,
+read when the sweep ends, in the launching process: the parent is then closed FINISHED when every
+child finished, else FAILED, with the child count as metrics.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from mlflow.entities import RunStatus
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict, read_write
 
 from ragexp import tracking
 
 PARENT_FILE = ".ragexp_parent_run"
+PARENT_ENV = "RAGEXP_PARENT_RUN"
 log = logging.getLogger(__name__)
 
 
@@ -40,6 +43,11 @@ class MlflowSweepCallback(Callback):
         tracking.log_batched(client, run.info.run_id, params={"sweep.overrides": " ".join(overrides) or "(none)"})
         sweep_dir.mkdir(parents=True, exist_ok=True)
         (sweep_dir / PARENT_FILE).write_text(f"{run.info.run_id}\n{experiment_id}\n", encoding="utf-8")
+        # Launchers compose each job's config from hydra.overrides.hydra plus the job's overrides, so
+        # this override reaches every job, also where the sweep dir is not at the same path as here
+        # (a Ray node with another working directory, hydra.job.chdir=true with a relative sweep dir).
+        with read_write(config.hydra), open_dict(config.hydra):
+            config.hydra.overrides.hydra.append(f"++hydra.job.env_set.{PARENT_ENV}='{run.info.run_id}'")
         log.info("MLflow parent run %s in experiment %r", run.info.run_id, config.tracking.experiment)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -66,10 +74,8 @@ def current_parent_run() -> str | None:
     hydra_cfg = HydraConfig.get()
     if hydra_cfg.mode != RunMode.MULTIRUN:
         return None
-    marker = Path(hydra_cfg.sweep.dir) / PARENT_FILE
-    if not marker.exists():
-        return None
-    return marker.read_text(encoding="utf-8").split()[0]
+    parent = hydra_cfg.job.env_set.get(PARENT_ENV)
+    return str(parent) if parent else None
 
 
 def terminal_status(error: BaseException | None) -> str:
