@@ -18,17 +18,13 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from ragexp import tracking
+from ragexp import interrupt, tracking
 from ragexp.config import register_schema, validate
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError
 from ragexp.results import ARTIFACT_NAME
 
 log = logging.getLogger("ragexp")
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "conf"
-
-
-def _raise_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def evaluate_and_log(cfg: DictConfig) -> dict | None:
@@ -40,6 +36,7 @@ def evaluate_and_log(cfg: DictConfig) -> dict | None:
     from ragexp.summary import print_run_summary
     from ragexp.sweep import current_parent_run
 
+    interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
     validate(cfg)
     cache = StageCache(Path(cfg.cache_dir))
     pipeline = build_pipeline(cfg, cache)  # a bad parameter fails before the store or the cache is touched
@@ -114,13 +111,35 @@ def _hydra_main(cfg: DictConfig) -> None:
         raise SystemExit(1) from None
 
 
+SECRET_KEYS = {"api_key", "apikey", "api_token", "password"}
+
+
+def _override_key(arg: str) -> str:
+    """The key of a Hydra override ``[+|++|~]key=value`` (the whole argument when there is no ``=``)."""
+    return arg.split("=", 1)[0].lstrip("+~") if "=" in arg else ""
+
+
 def run_app(argv: list[str]) -> int:
     """Entry for ``ragexp run``; Hydra parses ``argv`` (overrides, ``-m``, ``--cfg`` ...)."""
+    secret = next((arg for arg in argv if _override_key(arg).rsplit(".", 1)[-1] in SECRET_KEYS), None)
+    if secret is not None:  # refuse before Hydra writes the override into .hydra/*.yaml
+        print(f"ragexp run: error: field {_override_key(secret)!r}: never put an API key in a config or override; "
+              "export it and name the variable with api_key_env", file=sys.stderr)
+        return USAGE_EXIT_CODE
     register_schema()
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    interrupt.install(signal.SIGTERM)
     sys.argv = ["ragexp run", *argv]
     try:
         _hydra_main()
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM via ragexp.interrupt
+        from ragexp.sweep import close_interrupted_parent
+
+        signum = getattr(err, "signum", signal.SIGINT)
+        parent = close_interrupted_parent()
+        closed = f"; sweep parent run {parent} closed KILLED" if parent else ""
+        print(f"ragexp run: interrupted by signal {signum}{closed}; relaunch the same command to resume",
+              file=sys.stderr)
+        return 128 + int(signum)
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
         # Hydra reports config errors (unknown option, bad override, schema type) with exit 1

@@ -5,7 +5,9 @@ params: the flattened resolved config; metrics: every aggregate (overall, ``doc_
 code version, package versions; artifacts: resolved config and Hydra overrides, the portable
 ``ragexp_results.json``, the per-query table (``log_table``), a recall@k curve; the eval set via
 ``log_input`` with its fingerprint as digest. The run is opened only after everything was
-computed and is closed FINISHED only after the last write succeeded.
+computed and is closed FINISHED only after the last write succeeded; a termination signal
+received during the writes is held until they are done, then closes the run KILLED
+(:mod:`ragexp.interrupt`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from mlflow.tracking import MlflowClient
 from mlflow.tracking.fluent import _create_dataset_input
 from omegaconf import DictConfig, OmegaConf
 
-from ragexp import tracking
+from ragexp import interrupt, tracking
 from ragexp.data import EvalSet
 from ragexp.results import ARTIFACT_NAME
 from ragexp.runner import RunOutput, semantic_config
@@ -125,6 +127,23 @@ def log_evaluation(
     parent_run_id: str | None,
 ) -> str:
     """Create the run, write everything, close it; returns the run id."""
+    interrupt.check()  # a signal received (and perhaps lost) while computing: open no run
+    with interrupt.deferred():  # a write cut short can leave the sqlite store locked and the run RUNNING
+        run_id = _log_run(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=parent_run_id)
+    interrupt.check()  # a signal received while closing: the run is complete; the sweep stops here
+    return run_id
+
+
+def _log_run(
+    client: MlflowClient,
+    experiment_id: str,
+    cfg: DictConfig,
+    output: RunOutput,
+    evalset: EvalSet,
+    *,
+    overrides: list[str],
+    parent_run_id: str | None,
+) -> str:
     results = output.results
     tags = {
         tracking.TAG_KIND: "job",
@@ -156,6 +175,7 @@ def log_evaluation(
             client.log_artifacts(run_id, str(tmp_path))
         mlflow.log_table(per_query_table(output), artifact_file=tracking.PER_QUERY_TABLE, run_id=run_id)
         client.log_inputs(run_id, datasets=[_create_dataset_input(evalset_dataset(evalset), "eval", None)])
+        interrupt.check()  # a signal received during the writes: KILLED, not FINISHED
     except BaseException as err:  # noqa: BLE001 - any failure must leave the run FAILED/KILLED, then propagate
         error = err
         raise

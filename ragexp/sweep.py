@@ -13,6 +13,7 @@ child finished, else FAILED, with the child count as metrics.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,23 +49,56 @@ class MlflowSweepCallback(Callback):
         # (a Ray node with another working directory, hydra.job.chdir=true with a relative sweep dir).
         with read_write(config.hydra), open_dict(config.hydra):
             config.hydra.overrides.hydra.append(f"++hydra.job.env_set.{PARENT_ENV}='{run.info.run_id}'")
+        global _open_parent
+        _open_parent = _OpenParent(config.tracking.uri, config.tracking.connect_timeout_s, run.info.run_id, experiment_id)
         log.info("MLflow parent run %s in experiment %r", run.info.run_id, config.tracking.experiment)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global _open_parent
         marker = Path(config.hydra.sweep.dir) / PARENT_FILE
         if not marker.exists():
             return
         parent_id, experiment_id = marker.read_text(encoding="utf-8").split()
-        client = tracking.connect(config.tracking.uri, config.tracking.connect_timeout_s)
-        children = client.search_runs(
-            [experiment_id], filter_string=f"tags.`{tracking.PARENT_TAG}` = '{parent_id}'", max_results=10_000
-        )
-        finished = sum(run.info.status == "FINISHED" for run in children)
-        tracking.log_batched(
-            client, parent_id, metrics={"sweep.children": len(children), "sweep.children_finished": finished}
-        )
+        _close_parent(_OpenParent(config.tracking.uri, config.tracking.connect_timeout_s, parent_id, experiment_id))
+        _open_parent = None
+
+
+@dataclass(frozen=True)
+class _OpenParent:
+    uri: str
+    timeout_s: float
+    run_id: str
+    experiment_id: str
+
+
+_open_parent: _OpenParent | None = None  # the parent this process opened and has not closed yet
+
+
+def _close_parent(parent: _OpenParent, status: str | None = None) -> None:
+    """Log the child counts and close the parent: ``status``, else FINISHED when every child
+    finished, else FAILED."""
+    client = tracking.connect(parent.uri, parent.timeout_s)
+    children = client.search_runs(
+        [parent.experiment_id], filter_string=f"tags.`{tracking.PARENT_TAG}` = '{parent.run_id}'", max_results=10_000
+    )
+    finished = sum(run.info.status == "FINISHED" for run in children)
+    tracking.log_batched(
+        client, parent.run_id, metrics={"sweep.children": len(children), "sweep.children_finished": finished}
+    )
+    if status is None:
         status = "FINISHED" if children and finished == len(children) else "FAILED"
-        client.set_terminated(parent_id, status=status)
+    client.set_terminated(parent.run_id, status=status)
+
+
+def close_interrupted_parent() -> str | None:
+    """Close the parent run this process opened KILLED (the sweep was interrupted, so
+    ``on_multirun_end`` never runs); returns its id, or ``None`` when no parent is open."""
+    global _open_parent
+    parent, _open_parent = _open_parent, None
+    if parent is None:
+        return None
+    _close_parent(parent, RunStatus.to_string(RunStatus.KILLED))
+    return parent.run_id
 
 
 def current_parent_run() -> str | None:

@@ -1,0 +1,252 @@
+"""Resumable sweeps: a sweep killed part-way leaves no FINISHED run with partial results, and the
+same command launched again runs only the configs that have no FINISHED run yet.
+
+A four-job sweep (four chunkers, BM25, the sequential basic launcher) runs in a subprocess
+against a sqlite store; the test polls the store until a job run is FINISHED, then kills the
+process (SIGTERM, which ragexp turns into an interrupt, or SIGKILL, which nothing can catch).
+Runs are matched to configs by their ``ragexp.config_hash`` tag, the key resume looks up
+(:func:`ragexp.tracking.find_finished_run`). A SIGTERM sent while a job's run is open (its
+metrics and artifacts being written) must close that run KILLED; the sweep's parent run is
+closed KILLED by an interrupt. ``resume=false`` runs everything again.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+from conftest import TINY_DOCS, TINY_ITEMS
+from test_runner_sweep import ENV
+
+from ragexp import interrupt, tracking
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+CHUNKERS = ("fixed", "recursive", "sentence", "none")
+KILL_DEADLINE_S = 300
+
+
+@pytest.fixture(autouse=True)
+def _no_download_progress_bars(monkeypatch):
+    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
+def sweep_command(tiny_dataset, tmp_path: Path, *extra: str) -> list[str]:
+    corpus, evalset = tiny_dataset
+    return [sys.executable, "-m", "ragexp.cli", "run", "-m", "dataset=evalset", f"dataset.corpus={corpus}",
+            f"dataset.evalset={evalset}", f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}",
+            "tracking.experiment=resume", "progress=false", "retrieval=bm25", f"chunking={','.join(CHUNKERS)}",
+            "eval.bootstrap_resamples=200",
+            f"cache_dir={tmp_path / 'cache'}", *extra]
+
+
+def launch(tiny_dataset, tmp_path: Path, name: str, *extra: str) -> subprocess.CompletedProcess:
+    command = sweep_command(tiny_dataset, tmp_path, f"hydra.sweep.dir={tmp_path / name}", *extra)
+    proc = subprocess.run(command, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def write_tiny_dataset(root: Path) -> tuple[Path, Path]:
+    """conftest's ``tiny_dataset`` for a module-scoped fixture (which cannot use that fixture)."""
+    corpus = root / "corpus"
+    corpus.mkdir()
+    for doc_id, text in TINY_DOCS.items():
+        (corpus / f"{doc_id}.md").write_text(text, encoding="utf-8")
+    evalset = root / "evalset.jsonl"
+    lines = [json.dumps({"ragexp_evalset": 1, "name": "tiny"})]
+    for qid, query, doc_id, quote, tags in TINY_ITEMS:
+        lines.append(json.dumps({"id": qid, "query": query, "evidence": [{"doc_id": doc_id, "quote": quote}],
+                                 "gold_answer": quote, "tags": tags}))
+    lines.append(json.dumps({"id": "t7", "query": "What is the CEO's favourite colour?", "answerable": False,
+                             "evidence": [], "gold_answer": "The documents do not say.", "tags": ["unanswerable"]}))
+    evalset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return corpus, evalset
+
+
+def store(tmp_path: Path) -> MlflowClient:
+    """A client on the test's store; a fresh store is migrated here once, before any ragexp
+    process opens it (two processes migrating one new sqlite file at once corrupt it)."""
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    client.search_experiments(max_results=1)
+    return client
+
+
+def runs_by_kind(client: MlflowClient) -> tuple[list, list]:
+    experiment = client.get_experiment_by_name("resume")
+    if experiment is None:
+        return [], []
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    return ([r for r in runs if r.data.tags.get(tracking.TAG_KIND) == "sweep"],
+            [r for r in runs if r.data.tags.get(tracking.TAG_KIND) == "job"])
+
+
+def assert_complete(client: MlflowClient, run, downloads: Path) -> None:
+    """A FINISHED job run carries everything a job logs: metrics, tags and all artifacts."""
+    assert run.data.metrics.get("n_queries") == 6.0 and "recall_at_5" in run.data.metrics
+    assert run.data.tags[tracking.TAG_CONFIG_HASH] and run.data.params["chunking.name"] in CHUNKERS
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"config", "ragexp_results.json", tracking.PER_QUERY_TABLE, "plots"} <= artifacts, artifacts
+    target = downloads / run.info.run_id
+    target.mkdir(parents=True, exist_ok=True)
+    local = Path(client.download_artifacts(run.info.run_id, "ragexp_results.json", str(target)))
+    results = json.loads(local.read_text(encoding="utf-8"))
+    assert len(results["per_query"]) == 7 and results["meta"]["run_id"] == run.info.run_id
+
+
+def start_sweep(dataset: tuple[Path, Path], tmp_path: Path) -> subprocess.Popen:
+    return subprocess.Popen(sweep_command(dataset, tmp_path, f"hydra.sweep.dir={tmp_path / 'killed'}"), cwd=tmp_path,
+                            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def kill_when(process: subprocess.Popen, client: MlflowClient, signum: int, status: str) -> tuple[str, float]:
+    """Poll the store until a job run has ``status``, send ``signum``; returns the process's
+    stderr and how long after the signal it was gone."""
+    try:
+        deadline = time.monotonic() + KILL_DEADLINE_S
+        while not any(r.info.status == status for r in runs_by_kind(client)[1]):
+            assert process.poll() is None, f"the sweep ended first:\n{process.stderr.read()[-3000:]}"
+            assert time.monotonic() < deadline, f"no job run {status} in time"
+            time.sleep(0.1)
+        process.send_signal(signum)
+        killed_at = time.monotonic()
+        _, stderr = process.communicate(timeout=120)
+        return stderr, time.monotonic() - killed_at
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_killed_sweep_leaves_no_partial_run_and_relaunch_runs_only_the_rest(tiny_dataset, tmp_path, signum):
+    client = store(tmp_path)
+    process = start_sweep(tiny_dataset, tmp_path)
+    _, exit_s = kill_when(process, client, signum, "FINISHED")
+    assert process.returncode != 0, "the sweep completed before the kill"
+
+    (killed_parent,), children = runs_by_kind(client)
+    assert killed_parent.info.status != "FINISHED"
+    finished_before = {r.data.tags[tracking.TAG_CONFIG_HASH]: r for r in children if r.info.status == "FINISHED"}
+    left = Counter(r.info.status for r in children)
+    print(f"{signal.Signals(signum).name}: exited {exit_s:.1f} s after the kill; job runs left: {dict(left)}; "
+          f"sweep run left {killed_parent.info.status}")
+    assert 1 <= len(finished_before) < len(CHUNKERS)
+    assert len(finished_before) == left["FINISHED"]  # no config FINISHED twice
+    for run in finished_before.values():
+        assert_complete(client, run, tmp_path / "downloads")
+    # The interrupted job's run, if it was opened at all, is not FINISHED. An interrupt closes it
+    # KILLED; after SIGKILL nothing can close it, so it may stay RUNNING.
+    allowed = {"FINISHED", "KILLED", "FAILED"} | ({"RUNNING"} if signum == signal.SIGKILL else set())
+    assert set(left) <= allowed, left
+    assert sum(n for status, n in left.items() if status != "FINISHED") <= 1  # only the interrupted job
+
+    relaunched_at_ms = int(time.time() * 1000)
+    proc = launch(tiny_dataset, tmp_path, "relaunch")
+    parents, children = runs_by_kind(client)
+    assert len(parents) == 2
+    new_parent = next(p for p in parents if p.info.start_time >= relaunched_at_ms)
+    assert new_parent.info.status == "FINISHED"
+
+    finished = [r for r in children if r.info.status == "FINISHED"]
+    per_config = Counter(r.data.tags[tracking.TAG_CONFIG_HASH] for r in finished)
+    assert len(finished) == len(CHUNKERS) and len(per_config) == len(CHUNKERS), per_config  # one per config
+    assert sorted(r.data.params["chunking.name"] for r in finished) == sorted(CHUNKERS)
+    for run in finished:
+        assert_complete(client, run, tmp_path / "downloads")
+    # Configs FINISHED before the relaunch were skipped: same run, and no run of theirs started since.
+    for config_hash, run in finished_before.items():
+        runs_of_config = [r for r in children if r.data.tags.get(tracking.TAG_CONFIG_HASH) == config_hash]
+        assert [r.info.run_id for r in runs_of_config] == [run.info.run_id]
+    rerun = [r for r in children if r.info.start_time >= relaunched_at_ms]
+    assert len(rerun) == len(CHUNKERS) - len(finished_before)
+    assert all(r.data.tags[tracking.PARENT_TAG] == new_parent.info.run_id for r in rerun)
+    assert {r.data.tags[tracking.TAG_CONFIG_HASH] for r in rerun}.isdisjoint(finished_before)
+    assert proc.stdout.count("resume: skipping") == len(finished_before)
+    assert new_parent.data.metrics["sweep.children"] == len(rerun)
+
+
+@pytest.fixture(scope="module")
+def sigterm_in_open_run(tmp_path_factory) -> tuple[subprocess.Popen, str, MlflowClient, Path]:
+    """A sweep sent SIGTERM as soon as its first job run is open (RUNNING: the run's metrics and
+    artifacts are being written); returns the ended process, its stderr, a client on its store
+    and its folder."""
+    tmp_path = tmp_path_factory.mktemp("sigterm")
+    client = store(tmp_path)
+    process = start_sweep(write_tiny_dataset(tmp_path), tmp_path)
+    stderr, exit_s = kill_when(process, client, signal.SIGTERM, "RUNNING")
+    print(f"SIGTERM in an open run: exited {exit_s:.1f} s later with {process.returncode}\n{stderr[-6000:]}")
+    return process, stderr, client, tmp_path
+
+
+def test_sigterm_closes_the_open_job_run_killed(sigterm_in_open_run):
+    _, _, client, tmp_path = sigterm_in_open_run
+    _, children = runs_by_kind(client)
+    statuses = Counter(r.info.status for r in children)
+    print(f"job runs after SIGTERM: {dict(statuses)}")
+    # The run open at the signal is closed KILLED, never left RUNNING; if the signal came just after
+    # it was closed FINISHED, the run is complete and the next job had not opened one yet.
+    assert len(children) == 1 and statuses.keys() <= {"KILLED", "FINISHED"}, statuses
+    if statuses["FINISHED"]:
+        assert_complete(client, children[0], tmp_path / "downloads")
+
+
+def test_sigterm_closes_the_sweep_parent_killed_and_exits_quietly(sigterm_in_open_run):
+    process, stderr, client, _ = sigterm_in_open_run
+    (parent,), _ = runs_by_kind(client)
+    assert parent.info.status == "KILLED"
+    assert "Traceback" not in stderr and process.returncode == 128 + signal.SIGTERM
+
+
+def test_resume_false_runs_every_config_again(tiny_dataset, tmp_path):
+    client = store(tmp_path)
+    launch(tiny_dataset, tmp_path, "first")
+    _, first = runs_by_kind(client)
+    assert len(first) == len(CHUNKERS) and all(r.info.status == "FINISHED" for r in first)
+
+    relaunched_at_ms = int(time.time() * 1000)
+    proc = launch(tiny_dataset, tmp_path, "again", "resume=false")
+    _, children = runs_by_kind(client)
+    again = [r for r in children if r.info.start_time >= relaunched_at_ms]
+    assert len(children) == 2 * len(CHUNKERS) and len(again) == len(CHUNKERS)
+    assert all(r.info.status == "FINISHED" for r in again)
+    per_config = Counter(r.data.tags[tracking.TAG_CONFIG_HASH] for r in children)
+    assert len(per_config) == len(CHUNKERS) and set(per_config.values()) == {2}  # same hashes, each run twice
+    assert "resume: skipping" not in proc.stdout
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_signal_is_held_in_store_writes_and_not_lost_in_a_finaliser(monkeypatch):
+    """The two hazards of raising from a signal handler (see :mod:`ragexp.interrupt`), in-process."""
+    monkeypatch.setattr(interrupt, "_received", None)
+    previous = signal.getsignal(signal.SIGTERM)
+    interrupt.install(signal.SIGTERM)
+    try:
+        with interrupt.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs before the next line
+            survived_the_signal = True
+        assert survived_the_signal
+        with pytest.raises(interrupt.Interrupted):
+            interrupt.check()
+
+        monkeypatch.setattr(interrupt, "_received", None)
+
+        class SignalledWhileFinalising:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGTERM)  # Python prints "Exception ignored" and drops the raise
+
+        SignalledWhileFinalising()
+        gc.collect()
+        with pytest.raises(interrupt.Interrupted, match="signal 15"):
+            interrupt.check()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
