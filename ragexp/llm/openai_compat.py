@@ -6,7 +6,8 @@ vLLM (``http://host:8000/v1``), Ollama (``http://localhost:11434/v1``) and the l
 
 - The API key is read only from the environment variable named by ``api_key_env``, never from a
   config value; it is kept out of ``repr``, :meth:`OpenAIChatModel.params` and every error
-  message. Without the variable no ``Authorization`` header is sent (local servers need none).
+  message (redacted even when an endpoint echoes it back in an error body). Without the
+  variable no ``Authorization`` header is sent (local servers need none).
 - Every request has a timeout (connect, read, write, pool: ``timeout_s`` each).
 - Timeouts, connection errors, 429 and 5xx are retried with :class:`~ragexp.llm.retry.BackoffPolicy`
   (429 honours ``Retry-After``); other 4xx fail at once; a body that is not JSON or lacks
@@ -109,6 +110,10 @@ class OpenAIChatModel:
             "backoff_max_s": self.policy.backoff_max_s,
         }
 
+    def _redact(self, text: str) -> str:
+        """``text`` with the API key replaced, for every message that can leave this object."""
+        return text.replace(self._api_key, "<redacted>") if self._api_key else text
+
     def close(self) -> None:
         self._client.close()
 
@@ -143,7 +148,8 @@ class OpenAIChatModel:
                 if not is_retryable(failure.kind, failure.status) or retry_index >= self.policy.max_retries:
                     with self._lock:
                         self.stats.failures[failure.kind] += 1
-                    raise LLMCallError(failure.kind, str(failure), attempts=attempts, status=failure.status) from None
+                    message = self._redact(str(failure))
+                    raise LLMCallError(failure.kind, message, attempts=attempts, status=failure.status) from None
                 with self._lock:
                     self.stats.retries += 1
                 time.sleep(self.policy.delay(retry_index, failure.retry_after_s))
@@ -162,13 +168,13 @@ class OpenAIChatModel:
         except httpx.TimeoutException as err:
             raise _AttemptFailed("timeout", f"no answer from {url} within {self.timeout_s}s ({type(err).__name__})")
         except httpx.TransportError as err:
-            raise _AttemptFailed("connection", f"{url}: {type(err).__name__}: {err}")
+            raise _AttemptFailed("connection", f"{url}: {type(err).__name__}: {self._redact(str(err))}")
         status = reply.status_code
         if status >= 500:
             raise _AttemptFailed("http_5xx", f"{url} answered HTTP {status}", status)
         if status >= 400:
             retry_after = parse_retry_after(reply.headers.get("Retry-After")) if status == 429 else None
-            detail = reply.text[:200].replace("\n", " ")
+            detail = self._redact(reply.text)[:200].replace("\n", " ")  # some endpoints echo the key they refuse
             raise _AttemptFailed("http_4xx", f"{url} answered HTTP {status}: {detail}", status, retry_after)
         return self._parse(reply, url, time.perf_counter() - started)
 
