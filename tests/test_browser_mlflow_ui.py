@@ -14,18 +14,13 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from mlflow.tracking import MlflowClient
+from mlflow_server import mlflow_server, wait_until_healthy
 from test_runner_sweep import ENV, dataset_args, job_runs, ragexp
 
 from ragexp import results
@@ -39,7 +34,6 @@ REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"
 README_SCREENSHOT = REPO / "docs" / "images" / "mlflow-compare.png"
 METRICS = ("hit_rate_at_5", "recall_at_5", "mrr", "ndcg_at_10")
-SERVER_START_TIMEOUT_S = 180  # a loaded 2-core machine needs over a minute to import and migrate
 UI_TIMEOUT_MS = 60_000
 RUN_NAME_CELL = '[role="gridcell"][col-id="attributes.`Run Name`"]'
 
@@ -50,32 +44,6 @@ pytestmark = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def log_tail(log: Path) -> str:
-    return log.read_text(encoding="utf-8", errors="replace")[-3000:]
-
-
-def wait_until_healthy(server: subprocess.Popen, base: str, log: Path) -> None:
-    """Poll ``GET /health`` until it answers 200; fail with the server log if it dies or takes too long."""
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while True:
-        if server.poll() is not None:
-            raise AssertionError(f"mlflow server exited with {server.returncode}\n{log_tail(log)}")
-        try:
-            if httpx.get(f"{base}/health", timeout=5).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"mlflow server not healthy after {SERVER_START_TIMEOUT_S} s\n{log_tail(log)}")
-        time.sleep(0.5)
-
-
 @pytest.fixture()
 def served_sweep(tiny_dataset, tmp_path) -> Iterator[tuple[str, Path]]:
     """(base URL, sqlite file): a real ``mlflow server`` on a store holding one sweep of four BM25 jobs.
@@ -83,33 +51,16 @@ def served_sweep(tiny_dataset, tmp_path) -> Iterator[tuple[str, Path]]:
     The sweep (2 chunkers x 2 chunk sizes) runs while the server starts: both are slow imports. The
     fresh store's schema is migrated once beforehand, so the two processes never migrate it at once.
     The runs' artifacts live under ``tmp_path/mlruns`` as plain local paths, which the server reads
-    directly. One worker: uvicorn's multi-worker supervisor kills workers that answer its health
-    ping late, which happens on a loaded machine. Job execution is off: the UI pages here need none.
-    The server's whole process group is stopped afterwards, whatever happened.
+    directly (see :func:`mlflow_server.mlflow_server` for how the server is run and stopped).
     """
     db = tmp_path / "mlflow.db"
     MlflowClient(f"sqlite:///{db}").search_experiments(max_results=1)
-    port = free_port()
     log = tmp_path / "mlflow-server.log"
-    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}",
-               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
-    env = {**ENV, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    with log.open("w") as log_file:
-        server = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
+    with mlflow_server(tmp_path, ["--backend-store-uri", f"sqlite:///{db}"], log, env=ENV) as (server, base):
         ragexp(tmp_path, "run", "-m", *dataset_args(tiny_dataset, db), "retrieval=bm25", "chunking=fixed,recursive",
                "chunking.size=120,240", "chunking.overlap=20")
         wait_until_healthy(server, base, log)
         yield base, db
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=30)
 
 
 @pytest.fixture()
