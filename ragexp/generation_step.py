@@ -57,15 +57,18 @@ def _faithfulness_from(record: dict, context: str) -> FaithfulnessResult:
 
 
 def generation_step(
-    cfg: DictConfig, data: PreparedData, generator: Any, per_query: Sequence[dict], cache: StageCache
+    cfg: DictConfig, data: PreparedData, generator: Any, per_query: Sequence[dict], cache: StageCache,
+    judge: Any | None = None,
 ) -> dict[str, float]:
-    """Generate, judge and classify every item; fills each per-query row, returns aggregates."""
+    """Generate, judge and classify every item; fills each per-query row, returns aggregates.
+    ``judge`` is the built ``cfg.judge`` (built here when not given)."""
     from tqdm import tqdm
 
     from reference_pipelines.encoders import build_encoder
     from reference_pipelines.generators.base import format_context
 
-    judge = build_component(cfg.get("judge"), "judge", cache)
+    if judge is None:
+        judge = build_component(cfg.get("judge"), "judge", cache)
     judge_key = component_config(cfg.get("judge"))
     generator_id = getattr(generator, "params", {}).get("model_id") if hasattr(generator, "params") else None
     if judge is not None:

@@ -281,20 +281,20 @@ class Pipeline:
     retriever: Any
     reranker: Any | None
     generator: Any | None
+    judge: Any | None = None
 
 
 def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
-    """Build retriever, reranker and generator; a bad parameter fails here, before chunking or caching."""
+    """Build retriever, reranker, generator and (with a generator) the judge; a bad parameter
+    fails here, before chunking or caching."""
     retriever = build_component(cfg.retrieval, "retrieval", cache)
     if retriever is None:
         raise RagexpInputError("needs a _target_ (e.g. retrieval=bm25)", field="retrieval")
     if not hasattr(retriever, "search") and hasattr(retriever, "retrieve"):
         retriever = _RetrieveAdapter(retriever)
-    return Pipeline(
-        retriever,
-        build_component(cfg.get("reranker"), "reranker", cache),
-        build_component(cfg.get("generator"), "generator", cache),
-    )
+    generator = build_component(cfg.get("generator"), "generator", cache)
+    judge = build_component(cfg.get("judge"), "judge", cache) if generator is not None else None
+    return Pipeline(retriever, build_component(cfg.get("reranker"), "reranker", cache), generator, judge)
 
 
 def execute(
@@ -360,7 +360,7 @@ def execute(
 
     if generator is not None and generation_step is not None:
         t0 = time.perf_counter()
-        aggregates.update(generation_step(cfg, data, generator, per_query, cache))
+        aggregates.update(generation_step(cfg, data, generator, per_query, cache, judge=pipeline.judge))
         timings["generation_s"] = time.perf_counter() - t0
 
     output_hash = config_hash(cfg, data)
