@@ -53,4 +53,22 @@ def print_run_summary(output, run_id: str, tracking_uri: str) -> None:
     print(f"\n{output.run_name}  (run {run_id}: {output.results.meta['n_queries']} queries, "
           f"{int(agg.get('n_queries_no_gold', 0))} without gold evidence and left out of retrieval means)")
     print(format_table(["this run"], {"this run": agg}, metrics))
+    for warning in call_failure_warnings(output.results):
+        print(warning)
     print(f"logged to {tracking_uri}; open it with: ragexp ui")
+
+
+def call_failure_warnings(results) -> list[str]:
+    """Loud lines for failed generator calls and judge verdicts (counted, never scored as 0 or 1)."""
+    agg, rows = results.aggregates, results.per_query
+    lines = []
+    errors = int(agg.get("generation_errors", 0))
+    if errors:
+        first = next((r["generation_error"] for r in rows if r.get("generation_error")), "")
+        lines.append(f"WARNING: {errors} of {len(rows)} generator calls failed (first: {first[:200]}); "
+                     "their answers are empty and they are left out of faithfulness and answer relevance")
+    failures = int(agg.get("judge_failures", 0))
+    if failures:
+        lines.append(f"WARNING: {failures} claim verdicts failed (no yes/no, timeout or HTTP error); "
+                     "they are counted in judge_failures and left out of faithfulness")
+    return lines

@@ -1,0 +1,20 @@
+"""Terminal summary: failed generator calls and judge verdicts are reported, not hidden in a metric."""
+
+from ragexp.results import RunResults
+from ragexp.summary import call_failure_warnings
+
+
+def results(aggregates: dict, rows: list[dict]) -> RunResults:
+    return RunResults(meta={}, aggregates=aggregates, per_query=rows)
+
+
+def test_failed_generator_calls_are_reported_with_the_first_error():
+    rows = [{"query_id": "q1"}, {"query_id": "q2", "generation_error": "http_401: Bearer <redacted>"}, {"query_id": "q3"}]
+    lines = call_failure_warnings(results({"generation_errors": 1.0, "judge_failures": 2.0}, rows))
+    assert lines[0].startswith("WARNING: 1 of 3 generator calls failed (first: http_401: Bearer <redacted>)")
+    assert lines[1].startswith("WARNING: 2 claim verdicts failed")
+
+
+def test_a_clean_run_prints_no_warning():
+    assert call_failure_warnings(results({"generation_errors": 0.0, "judge_failures": 0.0}, [{"query_id": "q1"}])) == []
+    assert call_failure_warnings(results({"mrr": 0.5}, [{"query_id": "q1"}])) == []
