@@ -68,6 +68,21 @@ def test_two_by_two_sweep_logs_parent_children_artifacts_and_metrics(tiny_datase
            "chunking.size=120", "chunking.overlap=20", "eval.ks=[1,3,5]")
     _, parents_after, children_after = job_runs(db)
     assert len(children_after) == 4 and len(parents_after) == 2
+    check_compare_tables(tmp_path, db, children)
+
+
+def check_compare_tables(cwd: Path, db: Path, children) -> None:
+    """``ragexp compare`` (the demo's last step) lists every job with the headline metrics, best marked."""
+    table = ragexp(cwd, "compare", "--experiment", "tiny", "--tracking-uri", f"sqlite:///{db}",
+                   "--sort", "hit_rate_at_5").stdout
+    header = table.splitlines()[0].split()
+    assert header == ["run", "hit_rate_at_5", "recall_at_5", "context_precision_at_5", "ndcg_at_5", "mrr"]
+    assert all(f"[{c.info.run_id[:8]}]" in table for c in children) and "*" in table
+    best = max(c.data.metrics["hit_rate_at_5"] for c in children)
+    assert f"{best:.4f}*" in table.splitlines()[2]  # sorted: the best hit rate comes first
+    by_tag = ragexp(cwd, "compare", "--experiment", "tiny", "--tracking-uri", f"sqlite:///{db}",
+                    "--by-tag", "hit_rate_at_5").stdout
+    assert by_tag.startswith("hit_rate_at_5 per tag") and "synonym" in by_tag.splitlines()[1]
 
 
 def test_reproduce_gives_identical_retrieval_metrics(tiny_dataset, tmp_path):

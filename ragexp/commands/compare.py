@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from ragexp import tracking
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
@@ -40,6 +41,9 @@ def _job_runs(client, args):
     raise RagexpInputError("no ragexp runs found; run `ragexp run` first", field="--experiment")
 
 
+_HIT_RATE_AT = re.compile(r"hit_rate_at_(\d+)")  # not hit_rate_at_5_ci_low
+
+
 def run(args: argparse.Namespace) -> int:
     client, _ = client_for(args)
     runs = _job_runs(client, args)
@@ -61,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics:
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     else:
-        ks = sorted({int(key.rsplit("_", 1)[1]) for row in rows.values() for key in row if key.startswith("hit_rate_at_")})
+        ks = sorted({int(match[1]) for row in rows.values() for key in row if (match := _HIT_RATE_AT.fullmatch(key))})
         metrics = headline_metrics(ks or [5], {k: 0.0 for row in rows.values() for k in row})
     if args.sort:
         names.sort(key=lambda n: rows[n].get(args.sort, float("-inf")), reverse=True)
