@@ -112,3 +112,26 @@ def test_top_n_must_be_positive() -> None:
     with pytest.raises(RagexpInputError) as err:
         EmbeddingReranker(encoder=BagOfWordsEncoder(), top_n=0)
     assert err.value.field == "top_n"
+
+
+class CountingEncoder(BagOfWordsEncoder):
+    def __init__(self) -> None:
+        self.passage_texts = 0
+
+    def encode_passages(self, texts):
+        self.passage_texts += len(texts)
+        return super().encode_passages(texts)
+
+
+def test_embedding_reranker_embeds_the_corpus_once_per_chunking_and_matches_the_uncached_scores(tmp_path) -> None:
+    cache = StageCache(tmp_path)
+    first, second = CountingEncoder(), CountingEncoder()
+    reranked = EmbeddingReranker(encoder=first, top_n=4, cache=cache).rerank(QUERIES, CANDIDATES, CHUNKS)
+    assert first.passage_texts == len(CHUNKS)  # every chunk once, not per query head
+    other_candidates = [list(reversed(c)) for c in CANDIDATES]  # another retriever's heads: new scores needed
+    EmbeddingReranker(encoder=second, top_n=4, cache=cache).rerank(QUERIES, other_candidates, CHUNKS)
+    assert second.passage_texts == 0  # the corpus embeddings came from the stage cache
+    uncached = EmbeddingReranker(encoder=BagOfWordsEncoder(), top_n=4).rerank(QUERIES, CANDIDATES, CHUNKS)
+    for cached_ranking, plain_ranking in zip(reranked, uncached):
+        assert [c for c, _ in cached_ranking] == [c for c, _ in plain_ranking]
+        assert [s for _, s in cached_ranking] == pytest.approx([s for _, s in plain_ranking], rel=1e-6)
