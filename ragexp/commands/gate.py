@@ -93,7 +93,8 @@ def _query_cells(regression: QueryRegression, gold_ks: tuple[int, int]) -> list[
     drops = ", ".join(f"{metric} -{amount:.2f}" for metric, amount in sorted(regression.drops.items(), key=lambda kv: -kv[1]))
     return [
         regression.query_id, ",".join(regression.tags) or "–", _gold_lost_label(gold_ks) if regression.gold_lost else "",
-        f"{_rank(regression.baseline_rank)} -> {_rank(regression.candidate_rank)}" if regression.rank_dropped else "",
+        f"{_rank(regression.baseline_rank)} -> {_rank(regression.candidate_rank)}" if regression.rank_dropped
+        else f"{_rank(regression.baseline_rank)} (same)" if regression.gold_lost else "",
         drops,
     ]
 
