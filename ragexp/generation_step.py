@@ -92,7 +92,8 @@ def generation_step(
         if generation.error:
             generation_errors += 1
             row["generation_error"] = generation.error
-        scores = correctness_metrics(generation.answer, item.reference_answers, item.key_facts)
+        # A failed call has no answer: no correctness, judging or refusal is read into it.
+        scores = {} if generation.error else correctness_metrics(generation.answer, item.reference_answers, item.key_facts)
         faith = None
         if judge is not None and not generation.error:
             record = _judge_records(judge, judge_key, item.query, generation.answer, context_text, encode, cache)
@@ -110,12 +111,13 @@ def generation_step(
         context_ids = list(generation.context_ids) or [c.id for c in contexts]
         failure = classify(
             answerable=item.answerable,
-            refused=bool(scores["refused"]),
+            refused=bool(scores.get("refused")),
             gold_in_context=gold_in_context(context_ids, row["relevant"]),
             f1=scores.get("f1"),
             key_fact_recall=scores.get("key_fact_recall"),
             faithfulness=faith.score if faith is not None else None,
             thresholds=thresholds,
+            generation_failed=bool(generation.error),
         )
         classes.append(failure)
         row["failure_class"] = failure.value

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 HEADLINE = ("hit_rate_at_{k}", "recall_at_{k}", "context_precision_at_{k}", "ndcg_at_{k}")
-LOWER_IS_BETTER_PREFIXES = ("time.", "judge_failures", "retrieval_failure", "generation_failure", "hallucinated",
+LOWER_IS_BETTER_PREFIXES = ("time.", "judge_failures", "retrieval_failure", "generation_failure", "generation_error", "hallucinated",
                             "generation_errors", "n_retrieval_failure", "n_generation_failure", "n_hallucinated")
 
 

@@ -8,6 +8,7 @@ from ragexp.judging.failure import FailureClass, FailureThresholds, classify, fa
 
 OK, RET, GEN = FailureClass.OK, FailureClass.RETRIEVAL_FAILURE, FailureClass.GENERATION_FAILURE
 UOK, HAL = FailureClass.UNANSWERABLE_OK, FailureClass.HALLUCINATED
+ERR = FailureClass.GENERATION_ERROR
 
 
 @pytest.mark.parametrize(
@@ -60,6 +61,18 @@ def test_gold_in_context_uses_graded_chunk_qrels():
     assert gold_in_context(["webhooks/faq#chunk_0"], relevant) is False  # judged non-relevant
     assert gold_in_context([], relevant) is False
     assert gold_in_context(["a#chunk_0"], {}) is None
+
+
+@pytest.mark.parametrize("answerable", [True, False])
+def test_a_failed_generator_call_is_a_generation_error_first(answerable):
+    # an empty answer from a failed call must not count as a refusal (a correct one when unanswerable)
+    assert classify(answerable=answerable, refused=True, gold_in_context=True, generation_failed=True) is ERR
+
+
+def test_generation_errors_are_left_out_of_the_class_rates():
+    rates = failure_rates([OK, RET, ERR, ERR, UOK, ERR])
+    assert rates["ok_rate"] == 0.5 and rates["retrieval_failure_rate"] == 0.5 and rates["unanswerable_ok_rate"] == 1.0
+    assert rates["n_generation_error"] == 3.0 and rates["generation_error_rate"] == 0.5
 
 
 def test_rates_are_per_item_kind():

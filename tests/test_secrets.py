@@ -131,6 +131,12 @@ def test_key_echoed_by_a_failing_endpoint_is_redacted_everywhere(tiny_dataset, t
     results = json.loads((tmp_path / "out" / "ragexp_results.json").read_text(encoding="utf-8"))
     errors = [row["generation_error"] for row in results["per_query"] if "generation_error" in row]
     assert len(errors) == 7
+    # a failed call is a generation_error, never a generation failure or a (correct) empty refusal
+    assert {row["failure_class"] for row in results["per_query"]} == {"generation_error"}
+    assert run.data.metrics["n_generation_error"] == 7.0 and run.data.metrics["generation_error_rate"] == 1.0
+    assert run.data.metrics["n_unanswerable_ok"] == 0.0 and "refusal_accuracy" not in run.data.metrics
+    assert "f1" not in run.data.metrics  # no answer, no correctness score
+    assert "WARNING: 7 of 7 generator calls failed" in proc.stdout
     assert sum("HTTP 500" in e for e in errors) == 1 and sum("HTTP 401" in e for e in errors) == 6
     assert all("Incorrect API key provided: Bearer <redacted>" in e for e in errors if "HTTP 401" in e), errors
     assert_outputs_exist(tmp_path, calls_cached=False)  # failed calls are not cached

@@ -23,8 +23,13 @@ yes / unknown       correct and faithful                    ``ok``
 
 Unanswerable items: ``unanswerable_ok`` when the answer is a refusal, else ``hallucinated``.
 
-Run rates: each answerable class over the answerable items, each unanswerable class over the
-unanswerable items (absent when there are none), plus a count per class.
+Any item whose generator call failed (an error after retries: no answer at all) is a
+``generation_error``, first: it is neither a retrieval nor a generation failure, and an empty
+answer must not pass as a correct refusal.
+
+Run rates: each answerable class over the answerable items that got an answer, each
+unanswerable class over the unanswerable items that got one (absent when there are none),
+``generation_error_rate`` over all items, plus a count per class.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class FailureClass(str, Enum):
     GENERATION_FAILURE = "generation_failure"
     UNANSWERABLE_OK = "unanswerable_ok"
     HALLUCINATED = "hallucinated"
+    GENERATION_ERROR = "generation_error"
 
 
 ANSWERABLE_CLASSES = (FailureClass.OK, FailureClass.RETRIEVAL_FAILURE, FailureClass.GENERATION_FAILURE)
@@ -73,8 +79,11 @@ def classify(
     key_fact_recall: float | None = None,
     faithfulness: float | None = None,
     thresholds: FailureThresholds = FailureThresholds(),
+    generation_failed: bool = False,
 ) -> FailureClass:
     """The failure class of one query (see the module's truth table)."""
+    if generation_failed:
+        return FailureClass.GENERATION_ERROR
     if not answerable:
         return FailureClass.UNANSWERABLE_OK if refused else FailureClass.HALLUCINATED
     if gold_in_context is False:
@@ -99,4 +108,7 @@ def failure_rates(classes: Iterable[FailureClass]) -> dict[str, float]:
         total = sum(counts[c] for c in group)
         if total:
             out.update({f"{c.value}_rate": counts[c] / total for c in group})
+    total = sum(counts.values())
+    if total:
+        out["generation_error_rate"] = counts[FailureClass.GENERATION_ERROR] / total
     return out
