@@ -47,11 +47,16 @@ TINY_ITEMS = [
 @pytest.fixture()
 def tiny_dataset(tmp_path: Path) -> tuple[Path, Path]:
     """A four-document Markdown corpus and a six-question eval set in ragexp's own format."""
-    corpus = tmp_path / "corpus"
+    return write_tiny_dataset(tmp_path)
+
+
+def write_tiny_dataset(root: Path) -> tuple[Path, Path]:
+    """The ``tiny_dataset`` files under ``root`` (also for module-scoped fixtures)."""
+    corpus = root / "corpus"
     corpus.mkdir()
     for doc_id, text in TINY_DOCS.items():
         (corpus / f"{doc_id}.md").write_text(text, encoding="utf-8")
-    evalset = tmp_path / "evalset.jsonl"
+    evalset = root / "evalset.jsonl"
     lines = [json.dumps({"ragexp_evalset": 1, "name": "tiny"})]
     for qid, query, doc_id, quote, tags in TINY_ITEMS:
         lines.append(json.dumps({"id": qid, "query": query, "evidence": [{"doc_id": doc_id, "quote": quote}],

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
-from conftest import TINY_DOCS, TINY_ITEMS
+from conftest import write_tiny_dataset
 from test_runner_sweep import ENV
 
 from ragexp import interrupt, tracking
@@ -54,23 +54,6 @@ def launch(tiny_dataset, tmp_path: Path, name: str, *extra: str) -> subprocess.C
     proc = subprocess.run(command, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
-
-
-def write_tiny_dataset(root: Path) -> tuple[Path, Path]:
-    """conftest's ``tiny_dataset`` for a module-scoped fixture (which cannot use that fixture)."""
-    corpus = root / "corpus"
-    corpus.mkdir()
-    for doc_id, text in TINY_DOCS.items():
-        (corpus / f"{doc_id}.md").write_text(text, encoding="utf-8")
-    evalset = root / "evalset.jsonl"
-    lines = [json.dumps({"ragexp_evalset": 1, "name": "tiny"})]
-    for qid, query, doc_id, quote, tags in TINY_ITEMS:
-        lines.append(json.dumps({"id": qid, "query": query, "evidence": [{"doc_id": doc_id, "quote": quote}],
-                                 "gold_answer": quote, "tags": tags}))
-    lines.append(json.dumps({"id": "t7", "query": "What is the CEO's favourite colour?", "answerable": False,
-                             "evidence": [], "gold_answer": "The documents do not say.", "tags": ["unanswerable"]}))
-    evalset.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return corpus, evalset
 
 
 def store(tmp_path: Path) -> MlflowClient:
