@@ -160,17 +160,26 @@ class StageCache:
         shutil.rmtree(entry, ignore_errors=True)
 
     def _publish(self, stage: str, parts: Any, entry: Path, payload_name: str, payload: bytes) -> None:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        staging = entry.parent / f".tmp-{uuid.uuid4().hex}"
-        staging.mkdir()
-        try:
+        def fill(staging: Path) -> None:
             (staging / payload_name).write_bytes(payload)
             (staging / f"{payload_name}.sha256").write_text(hashlib.sha256(payload).hexdigest() + "\n", "ascii")
             (staging / "key.json").write_text(canonical_json({"stage": stage, "parts": parts}), "utf-8")
-            os.rename(staging, entry)
-        except OSError:
-            if not entry.exists():
-                raise
-            # another process published the same key first; its entry is as good as ours
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+
+        publish_dir(entry, fill)
+
+
+def publish_dir(target: Path, fill: Callable[[Path], None]) -> None:
+    """Build a folder with ``fill(staging)`` beside ``target`` and move it there in one rename, so
+    readers never see a half-written folder; when another process published ``target`` first,
+    its folder is kept (it is as good as ours)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.parent / f".tmp-{uuid.uuid4().hex}"
+    staging.mkdir()
+    try:
+        fill(staging)
+        os.rename(staging, target)
+    except OSError:
+        if not target.exists():
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, PreTrainedModel
 
+from ragexp.cache import publish_dir
 from ragexp.errors import RagexpInputError
 from ragexp.fingerprint import file_hash
 from ragexp.llm.base import LLMCallError, LLMResponse, Prompt, as_messages
@@ -67,16 +66,12 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    staging = target.parent / f".tmp-{uuid.uuid4().hex}"
-    try:
+
+    def fill(staging: Path) -> None:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-        os.rename(staging, target)
-    except OSError:
-        if not target.exists():
-            raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    publish_dir(target, fill)
 
 
 @functools.lru_cache(maxsize=4)
