@@ -132,10 +132,10 @@ def run_app(argv: list[str]) -> int:
     try:
         _hydra_main()
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM via ragexp.interrupt
-        from ragexp.sweep import close_interrupted_parent
+        from ragexp.sweep import close_open_parent, terminal_status
 
         signum = getattr(err, "signum", signal.SIGINT)
-        parent = close_interrupted_parent()
+        parent = close_open_parent(terminal_status(err))  # KILLED
         closed = f"; sweep parent run {parent} closed KILLED" if parent else ""
         print(f"ragexp run: interrupted by signal {signum}{closed}; relaunch the same command to resume",
               file=sys.stderr)

@@ -5,9 +5,9 @@ launching process: it creates the tracking store and the experiment ONCE, before
 starts (parallel workers creating a fresh sqlite store at once lose runs), opens the parent run
 and hands its id to every job inside the job's own config (``hydra.job.env_set.RAGEXP_PARENT_RUN``,
 which every launcher ships to its workers, on this machine or another; a job also sees it as that
-environment variable). The id and the experiment also go to ``<sweep dir>/.ragexp_parent_run``,
-read when the sweep ends, in the launching process: the parent is then closed FINISHED when every
-child finished, else FAILED, with the child count as metrics.
+environment variable). When the sweep ends, the launching process closes the parent FINISHED when
+every child finished, else FAILED, with the child count as metrics; an interrupted sweep's parent
+is closed KILLED by ``ragexp run`` (:func:`close_open_parent`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from omegaconf import DictConfig, open_dict, read_write
 
 from ragexp import tracking
 
-PARENT_FILE = ".ragexp_parent_run"
 PARENT_ENV = "RAGEXP_PARENT_RUN"
 log = logging.getLogger(__name__)
 
@@ -42,8 +41,6 @@ class MlflowSweepCallback(Callback):
         )
         overrides = list(config.hydra.overrides.task)
         tracking.log_batched(client, run.info.run_id, params={"sweep.overrides": " ".join(overrides) or "(none)"})
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        (sweep_dir / PARENT_FILE).write_text(f"{run.info.run_id}\n{experiment_id}\n", encoding="utf-8")
         # Launchers compose each job's config from hydra.overrides.hydra plus the job's overrides, so
         # this override reaches every job, also where the sweep dir is not at the same path as here
         # (a Ray node with another working directory, hydra.job.chdir=true with a relative sweep dir).
@@ -54,13 +51,7 @@ class MlflowSweepCallback(Callback):
         log.info("MLflow parent run %s in experiment %r", run.info.run_id, config.tracking.experiment)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        global _open_parent
-        marker = Path(config.hydra.sweep.dir) / PARENT_FILE
-        if not marker.exists():
-            return
-        parent_id, experiment_id = marker.read_text(encoding="utf-8").split()
-        _close_parent(_OpenParent(config.tracking.uri, config.tracking.connect_timeout_s, parent_id, experiment_id))
-        _open_parent = None
+        close_open_parent()
 
 
 @dataclass(frozen=True)
@@ -90,14 +81,15 @@ def _close_parent(parent: _OpenParent, status: str | None = None) -> None:
     client.set_terminated(parent.run_id, status=status)
 
 
-def close_interrupted_parent() -> str | None:
-    """Close the parent run this process opened KILLED (the sweep was interrupted, so
-    ``on_multirun_end`` never runs); returns its id, or ``None`` when no parent is open."""
+def close_open_parent(status: str | None = None) -> str | None:
+    """Close the parent run this process opened (see :func:`_close_parent` for ``status``; an
+    interrupted sweep, whose ``on_multirun_end`` never runs, passes KILLED); returns its id, or
+    ``None`` when no parent is open."""
     global _open_parent
     parent, _open_parent = _open_parent, None
     if parent is None:
         return None
-    _close_parent(parent, RunStatus.to_string(RunStatus.KILLED))
+    _close_parent(parent, status)
     return parent.run_id
 
 
