@@ -25,7 +25,7 @@ from ragexp.judging.correctness import correctness_metrics
 from ragexp.judging.failure import FailureClass, FailureThresholds, classify, failure_rates, gold_in_context
 from ragexp.judging.faithfulness import FaithfulnessResult, Verdict, aggregate_faithfulness, faithfulness
 from ragexp.judging.judges import warn_if_self_judging
-from ragexp.runner import PreparedData, build_component, per_tag_means
+from ragexp.runner import PreparedData, per_tag_means
 
 log = logging.getLogger(__name__)
 
@@ -58,17 +58,15 @@ def _faithfulness_from(record: dict, context: str) -> FaithfulnessResult:
 
 def generation_step(
     cfg: DictConfig, data: PreparedData, generator: Any, per_query: Sequence[dict], cache: StageCache,
-    judge: Any | None = None,
+    judge: Any | None,
 ) -> dict[str, float]:
     """Generate, judge and classify every item; fills each per-query row, returns aggregates.
-    ``judge`` is the built ``cfg.judge`` (built here when not given)."""
+    ``judge`` is the built ``cfg.judge`` (:func:`~ragexp.runner.build_pipeline`), or ``None``."""
     from tqdm import tqdm
 
     from reference_pipelines.encoders import build_encoder
     from reference_pipelines.generators.base import format_context
 
-    if judge is None:
-        judge = build_component(cfg.get("judge"), "judge", cache)
     judge_key = component_config(cfg.get("judge"))
     generator_id = getattr(generator, "params", {}).get("model_id") if hasattr(generator, "params") else None
     if judge is not None:

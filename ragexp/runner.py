@@ -269,7 +269,7 @@ def run_label(cfg: DictConfig, data: PreparedData) -> str:
     ]
     if cfg.get("generator") and component_config(cfg.generator):
         parts.append(f"gen={cfg.generator.get('name', 'custom')}")
-    if len(data.evalset.items) < data.evalset.meta.get("sampled", {}).get("of", 0):
+    if "sampled" in data.evalset.meta:
         parts.append(f"sample={len(data.evalset.items)}")
     return " ".join(parts)
 
