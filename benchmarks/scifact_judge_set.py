@@ -26,7 +26,12 @@ from pathlib import Path
 
 from benchmarks.scifact_judge_draw import STREAMS, SciFactClaims, load_claims
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError
-from ragexp.judging.calibration import NOT_SUPPORTED, SUPPORTED, LabelledClaim, write_labels
+from ragexp.judging.calibration import (
+    NOT_SUPPORTED,
+    SUPPORTED,
+    LabelledClaim,
+    write_labels,
+)
 from ragexp.loaders.jsonl import read_text
 
 LABELS_CSV = Path(__file__).resolve().parent / "data" / "scifact_judge_labels.csv"
@@ -49,15 +54,21 @@ def read_pairs(path: str | PathLike[str] = LABELS_CSV) -> list[JudgePair]:
         raise RagexpInputError("no such labels file", file=path)
     reader = csv.DictReader(read_text(path).splitlines())
     if tuple(reader.fieldnames or ()) != COLUMNS:
-        raise RagexpInputError(f"header must be {','.join(COLUMNS)}, got {','.join(reader.fieldnames or [])}", file=path, line=1)
+        raise RagexpInputError(
+            f"header must be {','.join(COLUMNS)}, got {','.join(reader.fieldnames or [])}", file=path, line=1
+        )
     pairs: list[JudgePair] = []
     seen: dict[tuple[str, str], int] = {}
     for line, record in enumerate(reader, start=2):
         pair = JudgePair(*(record[column] for column in COLUMNS))
         if pair.label not in HUMAN_LABEL:
-            raise RagexpInputError(f"{pair.label!r} is not one of {', '.join(HUMAN_LABEL)}", file=path, line=line, field="label")
+            raise RagexpInputError(
+                f"{pair.label!r} is not one of {', '.join(HUMAN_LABEL)}", file=path, line=line, field="label"
+            )
         if pair.source not in STREAMS:
-            raise RagexpInputError(f"{pair.source!r} is not one of {', '.join(STREAMS)}", file=path, line=line, field="source")
+            raise RagexpInputError(
+                f"{pair.source!r} is not one of {', '.join(STREAMS)}", file=path, line=line, field="source"
+            )
         key = (pair.claim_id, pair.doc_id)
         if key in seen:
             raise RagexpInputError(f"pair repeats line {seen[key]}", file=path, line=line, field="doc_id")
@@ -66,14 +77,20 @@ def read_pairs(path: str | PathLike[str] = LABELS_CSV) -> list[JudgePair]:
     return pairs
 
 
-def labelled_claims(pairs: list[JudgePair], data: SciFactClaims, labels_path: str | PathLike[str] = LABELS_CSV) -> list[LabelledClaim]:
+def labelled_claims(
+    pairs: list[JudgePair], data: SciFactClaims, labels_path: str | PathLike[str] = LABELS_CSV
+) -> list[LabelledClaim]:
     """ragexp labels-CSV rows of ``pairs``, texts from ``data``; an unknown id names its line."""
     rows = []
     for line, pair in enumerate(pairs, start=2):
         if pair.claim_id not in data.claims:
-            raise RagexpInputError(f"claim {pair.claim_id!r} is not a SciFact qrels claim", file=labels_path, line=line, field="claim_id")
+            raise RagexpInputError(
+                f"claim {pair.claim_id!r} is not a SciFact qrels claim", file=labels_path, line=line, field="claim_id"
+            )
         if pair.doc_id not in data.corpus:
-            raise RagexpInputError(f"abstract {pair.doc_id!r} is not in corpus.jsonl", file=labels_path, line=line, field="doc_id")
+            raise RagexpInputError(
+                f"abstract {pair.doc_id!r} is not in corpus.jsonl", file=labels_path, line=line, field="doc_id"
+            )
         doc = data.corpus[pair.doc_id]
         rows.append(
             LabelledClaim(
@@ -95,7 +112,9 @@ def judge_set(scifact: str | PathLike[str], labels: str | PathLike[str] = LABELS
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scifact", required=True, type=Path, help="BEIR SciFact folder (corpus.jsonl, queries.jsonl, qrels/)")
+    parser.add_argument(
+        "--scifact", required=True, type=Path, help="BEIR SciFact folder (corpus.jsonl, queries.jsonl, qrels/)"
+    )
     parser.add_argument("--out", required=True, type=Path, help="ragexp labels CSV to write")
     parser.add_argument("--labels", type=Path, default=LABELS_CSV, help="pair labels (default: the shipped set)")
     args = parser.parse_args(argv)

@@ -12,8 +12,6 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from benchmarks.scifact_judge_draw import bm25_stream, cited_stream, load_claims
 from benchmarks.scifact_judge_set import LABELS_CSV, main, read_pairs
 from ragexp.errors import USAGE_EXIT_CODE
@@ -49,7 +47,10 @@ def test_labels_are_allowed_unique_and_counted_as_documented():
     assert Counter(row["label"] for row in rows) == LABEL_COUNTS
     nei_by_source = Counter(row["source"] for row in rows if row["label"] == "NEI")
     assert nei_by_source == NEI_QUOTA
-    assert Counter(row["source"] for row in rows) == {"cited": 150 + NEI_QUOTA["cited"], "bm25_top1_uncited": NEI_QUOTA["bm25_top1_uncited"]}
+    assert Counter(row["source"] for row in rows) == {
+        "cited": 150 + NEI_QUOTA["cited"],
+        "bm25_top1_uncited": NEI_QUOTA["bm25_top1_uncited"],
+    }
     assert len({(row["claim_id"], row["doc_id"]) for row in rows}) == len(rows)
     assert len({row["claim_id"] for row in rows}) == len(rows)  # one pair per claim
     assert len(read_pairs()) == len(rows)
@@ -111,7 +112,10 @@ def test_written_csv_is_a_ragexp_labels_csv(shared_data, tmp_path):
 def test_bad_label_is_one_line_and_exit_2(tmp_path, capsys):
     labels = tmp_path / "labels.csv"
     labels.write_text("claim_id,doc_id,label,source\n13,7662395,NEI,cited\n14,1,MAYBE,cited\n", encoding="utf-8")
-    assert main(["--scifact", str(tmp_path), "--out", str(tmp_path / "out.csv"), "--labels", str(labels)]) == USAGE_EXIT_CODE
+    assert (
+        main(["--scifact", str(tmp_path), "--out", str(tmp_path / "out.csv"), "--labels", str(labels)])
+        == USAGE_EXIT_CODE
+    )
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
     assert f"{labels}:3: field 'label': 'MAYBE'" in err
@@ -119,8 +123,12 @@ def test_bad_label_is_one_line_and_exit_2(tmp_path, capsys):
 
 def test_unknown_abstract_names_its_line(shared_data, tmp_path, capsys):
     labels = tmp_path / "labels.csv"
-    labels.write_text("claim_id,doc_id,label,source\n13,7662395,NEI,cited\n13,999999999,NEI,bm25_top1_uncited\n", encoding="utf-8")
+    labels.write_text(
+        "claim_id,doc_id,label,source\n13,7662395,NEI,cited\n13,999999999,NEI,bm25_top1_uncited\n", encoding="utf-8"
+    )
     out = tmp_path / "out.csv"
-    assert main(["--scifact", str(shared_data / "scifact"), "--out", str(out), "--labels", str(labels)]) == USAGE_EXIT_CODE
+    assert (
+        main(["--scifact", str(shared_data / "scifact"), "--out", str(out), "--labels", str(labels)]) == USAGE_EXIT_CODE
+    )
     assert f"{labels}:3: field 'doc_id': abstract '999999999'" in capsys.readouterr().err
     assert not out.exists()
