@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ragexp.chunking.whole import WholeDocumentChunker
 from ragexp.data import Corpus
-from ragexp.loaders.beir import load_beir
+from ragexp.data.loaders.beir import load_beir
 from ragexp.metrics.ranking import document_id
 from reference_pipelines.bm25 import BM25Retriever
 

@@ -32,7 +32,7 @@ from ragexp.judging.calibration import (
     LabelledClaim,
     write_labels,
 )
-from ragexp.loaders.jsonl import read_text
+from ragexp.data.loaders.jsonl import read_text
 
 LABELS_CSV = Path(__file__).resolve().parent / "data" / "scifact_judge_labels.csv"
 COLUMNS = ("claim_id", "doc_id", "label", "source")
