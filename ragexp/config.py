@@ -69,7 +69,7 @@ class EvalConfig:
 @dataclass
 class TrackingConfig:
     uri: str = "sqlite:///mlflow.db"
-    experiment: str = "ragexp"
+    experiment: Optional[str] = None
     connect_timeout_s: float = 10.0
 
 

@@ -3,17 +3,19 @@ job), ``ragexp reproduce`` and ``ragexp upload`` all go through here.
 
 Order, so that bad input fails before any work and a store outage loses nothing:
 validate the config -> build the components (a bad parameter fails here, before the store or the
-cache is touched) -> connect to the store -> load and chunk the data -> skip when a FINISHED run
-has the same config hash (sweeps with ``resume=true``) -> evaluate -> save the results to the
-job's output folder -> log them to MLflow (:func:`log_run`, retried; when the store stays away
-the error says how to upload the saved folder later).
+cache is touched) -> connect to the store -> load and chunk the data -> find the eval set's
+experiment (:mod:`ragexp.tracking.experiments`) -> skip when a FINISHED run has the same config
+hash (sweeps with ``resume=true``) -> evaluate -> name the run from its sweep axes
+(:mod:`ragexp.tracking.labels`) -> save the results to the job's output folder -> log them to
+MLflow (:func:`log_run`, retried; when the store stays away the error says how to upload the saved
+folder later). The logged run starts when the job started, so its duration is the job's work.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +28,8 @@ from ragexp.data import EvalSet
 from ragexp.errors import RagexpInputError, TrackingUnavailable
 from ragexp.evaluation.pipeline import build_pipeline
 from ragexp.evaluation.prepared import prepare_data
-from ragexp.evaluation.runner import RunOutput, config_hash, execute
-from ragexp.tracking import store
+from ragexp.evaluation.runner import RunOutput, config_hash, execute, semantic_config
+from ragexp.tracking import experiments, labels, store
 from ragexp.tracking.run_logger import log_evaluation, save_local
 
 log = logging.getLogger("ragexp")
@@ -59,13 +61,18 @@ def run_job(
     experiment_id: str | None = None,
     tags: Mapping[str, str] | None = None,
     log_to_store: bool = True,
+    axes: Sequence[str] = (),
+    run_name: str | None = None,
 ) -> JobResult:
     """Evaluate the pipeline ``cfg`` describes and log it (see the module docstring).
 
-    ``cache`` defaults to ``cfg.cache_dir``; ``experiment_id`` to ``cfg.tracking.experiment``;
-    ``tags`` are added to the run; ``resume`` skips the job when a FINISHED run has its config hash;
-    ``log_to_store=false`` evaluates and saves to ``output_dir`` without touching MLflow.
+    ``cache`` defaults to ``cfg.cache_dir``; ``experiment_id`` to the eval set's experiment
+    (``cfg.tracking.experiment`` when set); ``tags`` are added to the run; ``resume`` skips the job
+    when a FINISHED run has its config hash; ``log_to_store=false`` evaluates and saves to
+    ``output_dir`` without touching MLflow. ``axes`` are the sweep's axes (the run is named by its
+    values on them and tagged ``axis.<key>``), ``run_name`` overrides the name.
     """
+    started_at = time.time()
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
     validate(cfg)
     cache = cache or StageCache(Path(cfg.cache_dir))
@@ -73,10 +80,12 @@ def run_job(
     client = None
     if log_to_store:
         client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s)
-        experiment_id = experiment_id or store.ensure_experiment(client, cfg.tracking.experiment)
     started = time.perf_counter()
     data = prepare_data(cfg, cache, progress=cfg.progress)
     prepare_s = time.perf_counter() - started
+    if client is not None:
+        experiment_id = experiment_id or experiments.ensure_for_evalset(client, cfg.tracking.experiment, data.corpus,
+                                                                       data.evalset)
     if resume and client is not None:
         existing = store.find_finished_run(client, experiment_id, config_hash(cfg, data))
         if existing:
@@ -84,12 +93,17 @@ def run_job(
             return JobResult(None, existing, data.evalset)
     output = execute(cfg, cache=cache, data=data, pipeline=pipeline, progress=cfg.progress)
     output.timings["prepare_s"] = prepare_s
+    values = labels.axis_values(overrides, axes)
+    sample = len(data.evalset.items) if "sampled" in data.evalset.meta else None
+    output.run_name = run_name or labels.run_name(semantic_config(cfg), data.chunking_label, values, sample)
+    output.results.meta.update(run_name=output.run_name, started_at=started_at, finished_at=time.time())
     save_local(output_dir, cfg, output, overrides)  # first: the results survive a store outage
     if client is None:
         return JobResult(output, None, data.evalset)
+    run_tags = {**labels.axis_tags(values), **(tags or {})}
     run_id = log_run(
         lambda: log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=overrides,
-                               parent_run_id=parent_run_id, tags=tags),
+                               parent_run_id=parent_run_id, tags=run_tags),
         output_dir,
     )
     return JobResult(output, run_id, data.evalset)

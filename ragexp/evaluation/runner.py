@@ -29,6 +29,7 @@ from ragexp.metrics.evaluate import evaluate_run
 from ragexp.metrics.per_tag import per_tag_means
 from ragexp.metrics.ranking import doc_level, trec_order
 from ragexp.stats import mean_ci
+from ragexp.tracking.labels import run_name
 
 log = logging.getLogger(__name__)
 
@@ -137,19 +138,10 @@ def add_context_metrics(per_query: dict[str, dict[str, float]], aggregate: dict[
 
 
 def run_label(cfg: DictConfig, data: PreparedData) -> str:
-    """Readable run name: ``chunk=recursive-512 emb=minilm search=hybrid_rrf rerank=none``."""
-    parts = [
-        f"chunk={data.chunking_label}",
-        f"emb={cfg.embedding.get('name', '?') if cfg.get('embedding') else 'none'}",
-        f"search={cfg.retrieval.get('name', 'custom')}",
-        f"rerank={cfg.reranker.get('name', 'custom') if cfg.get('reranker') else 'none'}",
-        f"k={','.join(str(k) for k in cfg.eval.ks)}",
-    ]
-    if cfg.get("generator") and component_config(cfg.generator):
-        parts.append(f"gen={cfg.generator.get('name', 'custom')}")
-    if "sampled" in data.evalset.meta:
-        parts.append(f"sample={len(data.evalset.items)}")
-    return " ".join(parts)
+    """The pipeline's identity as a run name, ``markdown-1024 · hybrid_rrf · rerank=none``; a
+    sweep job is renamed after its axes (:func:`ragexp.tracking.labels.run_name`)."""
+    sample = len(data.evalset.items) if "sampled" in data.evalset.meta else None
+    return run_name(semantic_config(cfg), data.chunking_label, sample_size=sample)
 
 
 def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline: Pipeline, progress: bool = True) -> RunOutput:

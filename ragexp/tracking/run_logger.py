@@ -1,10 +1,15 @@
 """What one evaluated run writes to MLflow.
 
-params: the flattened resolved config; metrics: every aggregate (overall, ``doc_``, per tag,
-95% CIs, stage timings as ``time.*``); tags: config hash, corpus and eval-set fingerprints,
-code version, package versions; artifacts: resolved config and Hydra overrides, the portable
-``ragexp_results.json``, the per-query table (``log_table``), a recall@k curve; the eval set via
-``log_input`` with its fingerprint as digest. The run is opened only after everything was
+params: one readable label per component and the semantic config flattened to what the variant
+uses (:mod:`~ragexp.tracking.labels`), plus the run's constants (query and chunk counts, depths);
+metrics: every aggregate and stage timing under its section prefix (``1_headline/``,
+``retrieval/``, ``doc/``, ``generation/``, ``tag/<tag>/``, ``ci/``, ``time/``;
+:mod:`~ragexp.tracking.metric_names`); tags: config hash, corpus and eval-set fingerprints, eval-set
+name and gold level, code version, package versions, the sweep's axis values (``axis.<key>``),
+``mlflow.runType=evaluation``; artifacts: resolved config and Hydra overrides, the portable
+``ragexp_results.json``, the per-query table (``log_table``, flat columns: :func:`per_query_table`),
+a recall@k curve; the eval set via ``log_input`` with its fingerprint as digest. The run spans
+the job's work (its start time is the job's), not only the logging. The run is opened only after everything was
 computed and is closed FINISHED only after the last write succeeded; a termination signal
 received during the writes is held until they are done, then closes the run KILLED
 (:mod:`ragexp.interrupt`).
@@ -29,31 +34,73 @@ from ragexp import interrupt
 from ragexp.data import EvalSet
 from ragexp.evaluation.results import ARTIFACT_NAME
 from ragexp.evaluation.runner import RunOutput, semantic_config
+from ragexp.judging.failure import FailureClass, gold_in_context
+from ragexp.chunking import make_chunker
+from ragexp.config import chunker_options
 from ragexp.tracking import store
+from ragexp.tracking.experiments import gold_level
+from ragexp.tracking.labels import run_params
+from ragexp.tracking.metric_names import split_for_mlflow
 from ragexp.tracking.sweep import terminal_status
 
-TABLE_DEPTH = 10
+TOP_IDS = 3
+#: Generation columns of the per-query table, when the run has a generator (scalars and text).
+GENERATION_COLUMNS = ("answer", "faithfulness", "answer_relevance", "f1", "exact_match", "key_fact_recall",
+                      "generated_question")
+
+
+def _outcome(row: dict, ks: list[int]) -> str:
+    """One readable cell per query, the evaluation view's default "compare" column:
+    ``rank 2 · hit@5 · nDCG@5 0.63`` / ``miss (none relevant in the top 100)`` / ``no gold``."""
+    if not any(g > 0 for g in row["relevant"].values()):
+        text = "no gold"
+    elif row["first_relevant_rank"] is None:
+        text = f"miss (none relevant in the top {len(row['ranking'])})"
+    else:
+        k = 5 if 5 in ks else max(ks)
+        hit = "hit" if row["metrics"].get(f"hit_rate_at_{k}") else "miss"
+        text = f"rank {row['first_relevant_rank']} · {hit}@{k} · nDCG@{k} {row['metrics'].get(f'ndcg_at_{k}', 0.0):.2f}"
+    if row.get("failure_class"):
+        text += f" · {row['failure_class']}"
+    return text
+
+
+def retrieval_class(row: dict, context_k: int) -> str:
+    """A retrieval-only run's failure class of one query: ``retrieval_failure`` when no relevant
+    unit is among the ``context_k`` a generator would be shown (:func:`gold_in_context`, as in
+    generation runs), ``ok`` when one is, ``no_gold`` for items without gold evidence."""
+    if not any(g > 0 for g in row["relevant"].values()):
+        return "no_gold"
+    found = gold_in_context([cid for cid, _ in row["ranking"][:context_k]], row["relevant"])
+    return "ok" if found else FailureClass.RETRIEVAL_FAILURE.value
 
 
 def per_query_table(output: RunOutput) -> dict[str, list]:
-    """Columns of the per-query table: ids, query, tags, top ranked ids with scores, relevant ids,
-    first relevant rank, per-k hit/recall/precision, and generation columns when present."""
+    """The per-query table, flat columns a user filters and compares across runs in MLflow's
+    evaluation view: ``query_id`` (the default group-by), ``outcome`` (the default compare column,
+    :func:`_outcome`), the query, tags, failure class (the generation run's, else
+    :func:`retrieval_class`), rank of the first relevant unit (empty when none was retrieved),
+    ``hit@k`` and ``ndcg@k`` per k, ``rr`` (reciprocal rank), the top-3 retrieved and the gold ids,
+    then generation columns when the run has a generator."""
     rows = output.results.per_query
-    ks = output.results.meta["ks"]
+    ks = sorted(output.results.meta["ks"])
+    context_k = int(output.results.meta.get("context_k") or max(ks))
     table: dict[str, list] = {
         "query_id": [r["query_id"] for r in rows],
+        "outcome": [_outcome(r, ks) for r in rows],
         "query": [r["query"] for r in rows],
-        "tags": [",".join(r["tags"]) for r in rows],
-        "retrieved": [json.dumps([[cid, round(s, 6)] for cid, s in r["ranking"][:TABLE_DEPTH]]) for r in rows],
-        "relevant_ids": [json.dumps(sorted(cid for cid, g in r["relevant"].items() if g > 0)) for r in rows],
-        "first_relevant_rank": [r["first_relevant_rank"] if r["first_relevant_rank"] is not None else -1 for r in rows],
+        "tags": [", ".join(r["tags"]) for r in rows],
+        "failure_class": [r.get("failure_class") or retrieval_class(r, context_k) for r in rows],
+        "first_relevant_rank": [r["first_relevant_rank"] for r in rows],
     }
     for k in ks:
-        for name in (f"hit_rate_at_{k}", f"recall_at_{k}", f"context_precision_at_{k}"):
-            table[name] = [r["metrics"].get(name) for r in rows]
-    table["mrr"] = [r["metrics"].get("mrr") for r in rows]
-    for column in ("answer", "failure_class", "faithfulness", "answer_relevance", "exact_match", "f1",
-                   "key_fact_recall", "generated_question", "claims"):
+        table[f"hit@{k}"] = [r["metrics"].get(f"hit_rate_at_{k}") for r in rows]
+    table["rr"] = [r["metrics"].get("mrr") for r in rows]
+    for k in ks:
+        table[f"ndcg@{k}"] = [r["metrics"].get(f"ndcg_at_{k}") for r in rows]
+    table[f"top_{TOP_IDS}"] = [", ".join(cid for cid, _ in r["ranking"][:TOP_IDS]) for r in rows]
+    table["gold_ids"] = [", ".join(sorted(cid for cid, g in r["relevant"].items() if g > 0)) for r in rows]
+    for column in GENERATION_COLUMNS:
         if any(column in r or column in r["metrics"] for r in rows):
             table[column] = [_cell(r.get(column, r["metrics"].get(column))) for r in rows]
     return table
@@ -128,15 +175,41 @@ def log_evaluation(
     overrides: list[str],
     parent_run_id: str | None,
     tags: Mapping[str, str] | None = None,
+    ended_at: float | None = None,
 ) -> str:
     """Create the run, write everything, close it; returns the run id. ``tags`` are added to
-    ragexp's own (e.g. ``ragexp.reproduces`` on a reproduction)."""
+    ragexp's own (axis tags, ``ragexp.reproduces`` on a reproduction ...). The run starts at
+    ``meta["started_at"]`` (the job's start, when known) and ends when it is closed, or at
+    ``ended_at`` (epoch seconds; ``ragexp upload`` passes when the results were computed), so
+    MLflow's duration is the job's work, not the logging."""
     interrupt.check()  # a signal received (and perhaps lost) while computing: open no run
     with interrupt.deferred():  # a write cut short can leave the sqlite store locked and the run RUNNING
         run_id = _log_run(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=parent_run_id,
-                          extra_tags=tags or {})
+                          extra_tags=tags or {}, ended_at=ended_at)
     interrupt.check()  # a signal received while closing: the run is complete; the sweep stops here
     return run_id
+
+
+def _millis(seconds: float | None) -> int | None:
+    return None if seconds is None else int(seconds * 1000)
+
+
+def run_tags(cfg: DictConfig, output: RunOutput, evalset: EvalSet) -> dict[str, str]:
+    """ragexp's own tags of a job run (see the module docstring)."""
+    meta = output.results.meta
+    return {
+        store.TAG_KIND: "job",
+        store.RUN_TYPE_TAG: store.RUN_TYPE_EVALUATION,
+        store.TAG_CONFIG_HASH: output.config_hash,
+        store.TAG_CORPUS_FP: meta["corpus_fingerprint"],
+        store.TAG_EVALSET_FP: meta["evalset_fingerprint"],
+        store.TAG_EVALSET_NAME: evalset.name,
+        store.TAG_GOLD_LEVEL: gold_level(evalset),
+        store.TAG_CODE_VERSION: store.code_version(),
+        store.TAG_VERSION: meta["ragexp_version"],
+        "ragexp.dataset": str(cfg.dataset.get("name", "")),
+        **store.package_versions(),
+    }
 
 
 def _log_run(
@@ -149,28 +222,22 @@ def _log_run(
     overrides: list[str],
     parent_run_id: str | None,
     extra_tags: Mapping[str, str],
+    ended_at: float | None,
 ) -> str:
     results = output.results
-    tags = {
-        store.TAG_KIND: "job",
-        store.TAG_CONFIG_HASH: output.config_hash,
-        store.TAG_CORPUS_FP: results.meta["corpus_fingerprint"],
-        store.TAG_EVALSET_FP: results.meta["evalset_fingerprint"],
-        store.TAG_CODE_VERSION: store.code_version(),
-        store.TAG_VERSION: results.meta["ragexp_version"],
-        "ragexp.dataset": str(cfg.dataset.get("name", "")),
-        **store.package_versions(),
-        **extra_tags,
-    }
+    tags = {**run_tags(cfg, output, evalset), **extra_tags}
     if parent_run_id:
         tags[store.PARENT_TAG] = parent_run_id
-    run = client.create_run(experiment_id, run_name=output.run_name, tags=tags)
+    metrics, constants = split_for_mlflow(results.aggregates, output.timings)
+    chunking_label = make_chunker(chunker_options(cfg.chunking)).describe()
+    params = {**run_params(semantic_config(cfg), chunking_label), **constants}
+    run = client.create_run(experiment_id, run_name=output.run_name, tags=tags,
+                            start_time=_millis(results.meta.get("started_at")))
     run_id = run.info.run_id
     error: BaseException | None = None
     try:
         results.meta["run_id"] = run_id
-        metrics = {**results.aggregates, **{f"time.{k}": v for k, v in output.timings.items()}}
-        store.log_batched(client, run_id, params=store.flatten(semantic_config(cfg)), metrics=metrics)
+        store.log_batched(client, run_id, params=params, metrics=metrics)
         with tempfile.TemporaryDirectory() as tmp:
             tmp_path = Path(tmp)
             (tmp_path / "config").mkdir()
@@ -187,17 +254,17 @@ def _log_run(
         error = err
         raise
     finally:
-        _close(client, run_id, error)
+        _close(client, run_id, error, _millis(ended_at))
     return run_id
 
 
-def _close(client: MlflowClient, run_id: str, error: BaseException | None) -> None:
+def _close(client: MlflowClient, run_id: str, error: BaseException | None, end_time: int | None = None) -> None:
     """FINISHED after the last write; KILLED on interrupt; on any other error (including failing to
     close) FAILED and then deleted: the results are on disk, and the retry (or ``ragexp upload``)
     logs a complete run, so a half-written copy would only be debris (e.g. a sqlite lock under
     parallel workers). If the store is down the run stays FAILED or RUNNING, never FINISHED."""
     try:
-        client.set_terminated(run_id, status=terminal_status(error))
+        client.set_terminated(run_id, status=terminal_status(error), end_time=end_time)
     except Exception:
         _discard(client, run_id)
         raise

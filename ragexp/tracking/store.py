@@ -31,11 +31,17 @@ TAG_CODE_VERSION = "ragexp.code_version"
 TAG_VERSION = "ragexp.version"
 TAG_KIND = "ragexp.kind"
 TAG_REPRODUCES = "ragexp.reproduces"
+TAG_EVALSET_NAME = "ragexp.evalset"
+TAG_GOLD_LEVEL = "ragexp.gold_level"
+TAG_SWEEP_AXES = "ragexp.sweep_axes"
 PARENT_TAG = "mlflow.parentRunId"
+DESCRIPTION_TAG = "mlflow.note.content"
+#: MLflow's run type; on "evaluation" runs the UI opens their sweep parent expanded on a first visit.
+RUN_TYPE_TAG = "mlflow.runType"
+RUN_TYPE_EVALUATION = "evaluation"
 CONFIG_ARTIFACT = "config/resolved.yaml"
 OVERRIDES_ARTIFACT = "config/overrides.yaml"
 PER_QUERY_TABLE = "per_query.json"
-PARAM_VALUE_LIMIT = 6000
 BATCH = 100
 TRACKED_PACKAGES = (
     "mlflow", "torch", "sentence-transformers", "transformers", "faiss-cpu", "rank-bm25", "numpy", "hydra-core",
@@ -87,19 +93,6 @@ def ensure_experiment(client: MlflowClient, name: str) -> str:
         if experiment is None:
             raise
         return experiment.experiment_id
-
-
-def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """``{"a": {"b": 1}, "c": [1, 2]}`` -> ``{"a.b": "1", "c": "[1, 2]"}`` (lists stay one value)."""
-    out: dict[str, str] = {}
-    for key, value in config.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(flatten(value, f"{path}."))
-        else:
-            text = str(value)
-            out[path] = text if len(text) <= PARAM_VALUE_LIMIT else text[: PARAM_VALUE_LIMIT - 3] + "..."
-    return out
 
 
 def code_version() -> str:

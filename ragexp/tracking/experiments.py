@@ -1,0 +1,134 @@
+"""One MLflow experiment per eval set, and what the MLflow UI opens on.
+
+Runs are only comparable on the same eval set, so by default (``tracking.experiment=null``) the
+experiment is named after the eval set and its fingerprint: ``<name>-<fingerprint[:8]>`` (a
+seeded sample, ``eval.sample=N``, is another eval set: ``<name>-sample<N>-<fingerprint[:8]>``).
+An explicit ``tracking.experiment`` is used as given; ``ragexp compare`` then refuses to rank runs
+of different eval sets against each other.
+
+A new experiment gets a description (tag ``mlflow.note.content``, shown above its runs table)
+saying which eval set it holds and how to read it, and a saved view named ``ragexp`` (tag
+``mlflow.sharedViewState.ragexp``, listed under the page's "Views" button and linked from the
+description): headline metric columns, sorted by hit rate@5 best first, component labels as
+columns, every run shown in the charts, a parallel-coordinates chart of the components against
+the headline metrics. MLflow 3.17 has no per-experiment default view (a fresh browser opens on
+its own defaults), so the view is one click away, and ``ragexp ui`` prints its URL.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+
+from mlflow.tracking import MlflowClient
+
+from ragexp.data import Corpus, EvalSet
+from ragexp.tracking import store
+from ragexp.tracking.labels import AXIS_TAG_PREFIX
+from ragexp.tracking.metric_names import HEADLINE, to_mlflow
+
+VIEW_ID = "ragexp"
+VIEW_NAME = "ragexp: headline metrics"
+VIEW_TAG = f"mlflow.sharedViewState.{VIEW_ID}"
+RETRIEVAL_HEADLINE = ("hit_rate_at_5", "mrr", "ndcg_at_5", "recall_at_5")
+LABEL_PARAMS = ("chunking", "retrieval", "reranker")
+SORT_METRIC = "hit_rate_at_5"
+RUN_NAME_COLUMN = "attributes.`Run Name`"
+
+
+def gold_level(evalset: EvalSet) -> str:
+    """``document`` when every gold evidence is a whole document (e.g. BEIR qrels), ``span`` when
+    every one is a character span, ``mixed`` otherwise, ``none`` without evidence."""
+    kinds = {evidence.is_span for item in evalset.items for evidence in item.evidence}
+    if not kinds:
+        return "none"
+    return "mixed" if len(kinds) == 2 else ("span" if kinds == {True} else "document")
+
+
+def experiment_name(configured: str | None, evalset: EvalSet) -> str:
+    """``configured`` when set, else ``<eval-set name>[-sample<N>]-<fingerprint[:8]>``."""
+    if configured:
+        return configured
+    sampled = evalset.meta.get("sampled")
+    sample = f"-sample{sampled['size']}" if sampled else ""
+    return f"{evalset.name or 'evalset'}{sample}-{evalset.fingerprint()[:8]}"
+
+
+def runs_link(experiment_id: str) -> str:
+    """The UI route of the ragexp view (relative: works in descriptions and after the host)."""
+    return f"#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_ID}"
+
+
+def run_link(experiment_id: str, run_id: str) -> str:
+    return f"#/experiments/{experiment_id}/runs/{run_id}"
+
+
+def describe(corpus: Corpus, evalset: EvalSet, experiment_id: str) -> str:
+    """The experiment description (markdown)."""
+    items = evalset.items
+    no_gold = sum(1 for item in items if not item.evidence)
+    level = gold_level(evalset)
+    caveat = (" Gold is whole documents: chunk-level metrics are not comparable across chunkings; compare `doc/...`."
+              if level == "document" else "")
+    return (
+        f"**ragexp** runs on eval set **{evalset.name or 'evalset'}**: {len(items)} queries ({no_gold} without gold "
+        f"evidence), gold as {level} evidence, corpus of {len(corpus)} documents. Eval-set fingerprint "
+        f"`{evalset.fingerprint()[:16]}`, corpus `{corpus.fingerprint()[:16]}`: every run here is scored on exactly "
+        f"this eval set.{caveat}\n\n"
+        f"[Open the ragexp view]({runs_link(experiment_id)}) (also under *Views*): headline metrics as columns, "
+        "best hit rate@5 first. Metrics: `1_headline/...` first, then `retrieval/`, `doc/`, `generation/`, "
+        "`tag/<tag>/`, `ci/`, `time/`. Queries: each run's `per_query.json`; runs query by query in the table "
+        "icon's evaluation view (group by `query_id`, compare `outcome`). A sweep's parent run holds its summary."
+    )
+
+
+def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headline: Iterable[str] = RETRIEVAL_HEADLINE
+               ) -> dict:
+    """The saved view's state: MLflow's search facets and runs-page UI state (column ids are
+    ``metrics.`key```, ``params.`key```, ``tags.`key```)."""
+    metrics = [to_mlflow(key) for key in headline]
+    params = [*LABEL_PARAMS, *(p for p in axis_params if p not in LABEL_PARAMS)]
+    axis_columns = [f"tags.`{AXIS_TAG_PREFIX}{axis}`" for axis in axes if axis not in LABEL_PARAMS]
+    section = f"{VIEW_ID}-headline"
+    charts = [{"uuid": f"{VIEW_ID}-parallel", "type": "PARALLEL", "metricSectionId": section, "isGenerated": False,
+               "deleted": False, "runsCountToCompare": 100, "selectedParams": params, "selectedMetrics": metrics,
+               "showAllRuns": True}]
+    charts += [{"uuid": f"{VIEW_ID}-bar-{i}", "type": "BAR", "metricSectionId": section, "isGenerated": True,
+                "deleted": False, "runsCountToCompare": 100, "metricKey": key, "displayName": key.rsplit("/", 1)[-1]}
+               for i, key in enumerate(metrics)]
+    return {
+        "orderByKey": f"metrics.`{to_mlflow(SORT_METRIC)}`",
+        "orderByAsc": False,
+        "selectedColumns": [*(f"metrics.`{key}`" for key in metrics), *(f"params.`{p}`" for p in params), *axis_columns],
+        "columnWidths": {RUN_NAME_COLUMN: 360},
+        "runsHiddenMode": "SHOW_ALL",
+        "compareRunCharts": charts,
+        "compareRunSections": [{"uuid": section, "name": to_mlflow(SORT_METRIC).split("/")[0], "display": True,
+                                "isReordered": False, "deleted": False, "isGenerated": True}],
+    }
+
+
+def set_view(client: MlflowClient, experiment_id: str, state: Mapping) -> None:
+    """Write the saved view (MLflow's envelope: name, timestamps, the state as a JSON string)."""
+    now = int(time.time() * 1000)
+    envelope = {"name": VIEW_NAME, "createdAt": now, "updatedAt": now, "state": json.dumps(state)}
+    client.set_experiment_tag(experiment_id, VIEW_TAG, json.dumps(envelope))
+
+
+def headline_present(metric_keys: Iterable[str]) -> list[str]:
+    """The headline results keys among logged MLflow metric keys, headline order."""
+    present = set(metric_keys)
+    return [key for key in HEADLINE if to_mlflow(key) in present]
+
+
+def ensure_for_evalset(client: MlflowClient, configured: str | None, corpus: Corpus, evalset: EvalSet) -> str:
+    """The id of the eval set's experiment (:func:`experiment_name`), created if missing; an
+    experiment without a description or ragexp view gets them (a user's edits are kept)."""
+    experiment_id = store.ensure_experiment(client, experiment_name(configured, evalset))
+    tags = client.get_experiment(experiment_id).tags
+    if store.DESCRIPTION_TAG not in tags:
+        client.set_experiment_tag(experiment_id, store.DESCRIPTION_TAG, describe(corpus, evalset, experiment_id))
+    if VIEW_TAG not in tags:
+        set_view(client, experiment_id, view_state())
+    return experiment_id
