@@ -56,10 +56,10 @@ def semantic_config(cfg: DictConfig) -> dict:
 
 
 def config_hash(cfg: DictConfig, data: PreparedData) -> str:
-    """Identity of a run's work: semantic config + corpus and eval-set fingerprints."""
-    return stable_hash(
-        {"config": semantic_config(cfg), "corpus": data.corpus.fingerprint(), "evalset": data.evalset.fingerprint()}
-    )
+    """Identity of a run's work: semantic config (chunking as the chunker's effective options) +
+    corpus and eval-set fingerprints."""
+    config = {**semantic_config(cfg), "chunking": data.chunking_config}
+    return stable_hash({"config": config, "corpus": data.corpus.fingerprint(), "evalset": data.evalset.fingerprint()})
 
 
 #: ``context_<m>`` = ``<m>_at_{context depth}``: what the generator is (or would be) shown.
