@@ -29,12 +29,13 @@ def run_one_job(cfg: DictConfig) -> None:
     """The Hydra task: one job of ``ragexp run`` (see :mod:`ragexp.job`)."""
     from ragexp.job import run_job
     from ragexp.summary import print_run_summary
-    from ragexp.tracking.sweep import current_parent_run
+    from ragexp.tracking.sweep import current_parent_run, current_sweep_axes
 
     output_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else Path.cwd()
     overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
     parent = current_parent_run()
-    result = run_job(cfg, output_dir=output_dir, overrides=overrides, parent_run_id=parent, resume=bool(parent and cfg.resume))
+    result = run_job(cfg, output_dir=output_dir, overrides=overrides, parent_run_id=parent, resume=bool(parent and cfg.resume),
+                     axes=current_sweep_axes())
     if not result.skipped:
         print_run_summary(result.output, result.run_id, cfg.tracking.uri)
 

@@ -15,6 +15,33 @@ import sys
 
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError
 
+DESCRIPTION = (
+    "ragexp: a declarative experiment runner for RAG pipelines. Sweep chunking x retrieval x reranker x k\n"
+    "(Hydra overrides), score every variant on one fixed eval set, log it to MLflow, compare, gate, reproduce."
+)
+#: Examples shown by ``ragexp COMMAND --help`` (and, the first of each, by ``ragexp --help``).
+EXAMPLES = {
+    "run": ["ragexp run -m chunking=fixed,recursive,markdown retrieval=bm25,dense,hybrid_rrf",
+            "ragexp run retrieval=bm25 chunking=recursive chunking.size=256 eval.ks=[1,3,5,10]",
+            "ragexp run --help    (config groups and options; Hydra's own flags: ragexp run --hydra-help)"],
+    "evalset": ["ragexp evalset lint my_evalset.jsonl --corpus my_docs/",
+                "ragexp evalset resolve my_evalset.jsonl --corpus my_docs/ -o resolved.jsonl"],
+    "reproduce": ["ragexp reproduce RUN_ID",
+                  "ragexp reproduce RUN_ID --tracking-uri sqlite:////new/place/mlflow.db --artifacts /new/place/mlruns"],
+    "compare": ["ragexp compare",
+                "ragexp compare --sort hit_rate_at_5 --metrics hit_rate_at_5,mrr,ndcg_at_5,doc_ndcg_at_10",
+                "ragexp compare --by-tag hit_rate_at_5",
+                "ragexp compare RUN_A RUN_B"],
+    "export": ["ragexp export RUN_ID --run run.trec --qrels qrels.trec",
+               "ragexp export ragexp_results.json --run run.trec --qrels qrels.trec --level doc"],
+    "ui": ["ragexp ui", "ragexp ui --port 5001 --tracking-uri sqlite:////path/to/mlflow.db"],
+    "gate": ["ragexp gate --baseline RUN_A --candidate RUN_B",
+             "ragexp gate --baseline base.json --candidate cand.json --format markdown"],
+    "judge": ["ragexp judge sample RUN_ID -n 20 --out verdicts.csv",
+              "ragexp judge agreement verdicts.csv --judge lexical"],
+    "upload": ["ragexp upload multirun/2026-12-02/10-00-00/3"],
+}
+
 COMMANDS = {
     "evalset": "inspect eval sets (lint)",
     "reproduce": "re-run a logged run from its saved config and diff the metrics",
@@ -27,13 +54,22 @@ COMMANDS = {
 }
 
 
+def examples(*names: str, first_only: bool = False) -> str:
+    lines = [example for name in names for example in (EXAMPLES[name][:1] if first_only else EXAMPLES[name])]
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser; only ``command``'s module is imported (start-up stays fast)."""
-    parser = argparse.ArgumentParser(prog="ragexp", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="ragexp", description=DESCRIPTION,
+                                     epilog=examples("run", *COMMANDS, first_only=True) + "\n\n"
+                                     "Every command: ragexp COMMAND --help. Docs: README.md, docs/mlflow.md.",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.add_parser("run", help="run the Hydra app: ragexp run [overrides] [-m]", add_help=False)
+    sub.add_parser("run", help="evaluate pipelines (Hydra app): ragexp run [overrides] [-m]", add_help=False)
     for name, help_text in COMMANDS.items():
-        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        command_parser = sub.add_parser(name, help=help_text, description=help_text, epilog=examples(name),
+                                        formatter_class=argparse.RawDescriptionHelpFormatter)
         if name == command:
             _command_module(name).add_arguments(command_parser)
     return parser

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 HEADLINE = ("hit_rate_at_{k}", "recall_at_{k}", "context_precision_at_{k}", "ndcg_at_{k}")
 LOWER_IS_BETTER_PREFIXES = ("time.", "judge_failures", "retrieval_failure", "generation_failure", "generation_error", "hallucinated",
@@ -13,14 +13,16 @@ def lower_is_better(metric: str) -> bool:
     return metric.startswith(LOWER_IS_BETTER_PREFIXES)
 
 
-def format_table(names: Sequence[str], rows: Mapping[str, Mapping[str, float | None]], metrics: Sequence[str]) -> str:
-    """Runs as rows, metrics as columns; the best value per column marked with ``*``."""
+def format_table(names: Sequence[str], rows: Mapping[str, Mapping[str, float | None]], metrics: Sequence[str],
+                 unranked: Collection[str] = (), flag: str = "") -> str:
+    """Runs as rows, metrics as columns; the best value per column marked with ``*``, except in
+    the ``unranked`` columns (values not comparable across these runs), whose header gets ``flag``."""
     best: dict[str, float] = {}
     for metric in metrics:
         values = [rows[n].get(metric) for n in names if rows[n].get(metric) is not None]
-        if values and len(names) > 1:
+        if values and len(names) > 1 and metric not in unranked:
             best[metric] = min(values) if lower_is_better(metric) else max(values)
-    header = ["run", *metrics]
+    header = ["run", *(f"{m}{flag}" if m in unranked else m for m in metrics)]
     body = []
     for name in names:
         cells = [name]

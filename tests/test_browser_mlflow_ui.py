@@ -1,11 +1,20 @@
-"""The MLflow UI, driven by headless Chromium, shows what a ragexp sweep logged.
+"""What a user sees first in the MLflow UI after a 3x3 sweep, checked in headless Chromium.
 
-A small real BM25 sweep is written to a sqlite store, a real ``mlflow server`` serves it, and
-Debian's Chromium (never a downloaded browser) checks three pages: the experiment's runs table
-(every job run under its sweep parent, metric columns with the store's values), the compare page
-of the job runs (names, metric keys plotted), and one run's ``ragexp_results.json`` artifact preview.
-Screenshots go to ``test-artifacts/``; with ``RAGEXP_UPDATE_SCREENSHOT=1`` the compare page also
-replaces ``docs/images/mlflow-compare.png`` (the README picture).
+A real ``ragexp run -m chunking=fixed,recursive,markdown retrieval=bm25,dense,hybrid_rrf`` is
+written to a sqlite store, a real ``mlflow server`` on 127.0.0.1 serves it, and Debian's Chromium
+(never a downloaded browser) reads the rendered pages:
+
+- the experiment page names each child run by its chunking and retrieval, and one click on the
+  description's link opens the ragexp view: the names in full, the headline metric columns with
+  the stored values, best hit rate@5 first;
+- the chart view opens on the ``1_headline`` section;
+- one run's per-query table, in MLflow's evaluation view, filters down to exactly that run's
+  retrieval failures (computed here from its ``ragexp_results.json``), and the same query shows
+  side by side in two runs;
+- the sweep's parent run shows its summary heatmap.
+
+Screenshots go to ``test-artifacts/``. ``RAGEXP_UPDATE_SCREENSHOT=1`` runs the sweep on the demo
+dataset instead of the tiny one and copies the screenshots to ``docs/images/`` (the README's).
 """
 
 from __future__ import annotations
@@ -16,14 +25,18 @@ import re
 import shutil
 import urllib.parse
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import write_tiny_dataset
 from mlflow.tracking import MlflowClient
 from mlflow_server import mlflow_server, wait_until_healthy
-from test_runner_sweep import ENV, dataset_args, job_runs, ragexp
+from test_runner_sweep import ENV, ragexp
 
-from ragexp.evaluation import results
+from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+from ragexp.tracking import store
+from ragexp.tracking.metric_names import to_mlflow
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
@@ -32,10 +45,12 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-component-update", "--disable-sync"]
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"
-README_SCREENSHOT = REPO / "docs" / "images" / "mlflow-compare.png"
-METRICS = ("hit_rate_at_5", "recall_at_5", "mrr", "ndcg_at_10")
+DOCS_IMAGES = REPO / "docs" / "images"
+UPDATE_SCREENSHOTS = os.environ.get("RAGEXP_UPDATE_SCREENSHOT") == "1"
+CHUNKINGS = ("fixed", "recursive", "markdown")
+RETRIEVALS = ("bm25", "dense", "hybrid_rrf")
+HEADLINE = ("hit_rate_at_5", "mrr", "ndcg_at_5")
 UI_TIMEOUT_MS = 60_000
-RUN_NAME_CELL = '[role="gridcell"][col-id="attributes.`Run Name`"]'
 
 pytestmark = [
     pytest.mark.browser,
@@ -44,35 +59,53 @@ pytestmark = [
 ]
 
 
+@dataclass
+class Sweep:
+    base: str
+    client: MlflowClient
+    experiment_id: str
+    parent: object
+    children: list
+
+    def child(self, chunking: str, retrieval: str):
+        return next(c for c in self.children
+                    if c.data.tags["axis.chunking"] == chunking and c.data.tags["axis.retrieval"] == retrieval)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Iterator[Sweep]:
+    """A real ``mlflow server`` on a store holding one 3x3 sweep (logged while the server starts:
+    both are slow imports; the fresh store's schema is migrated once beforehand, so the two
+    processes never migrate it at once). The experiment is the eval set's default one."""
+    root = tmp_path_factory.mktemp("ui")
+    db = root / "mlflow.db"
+    if UPDATE_SCREENSHOTS:
+        data_args = ["dataset=demo"]
+    else:
+        corpus, evalset = write_tiny_dataset(root)
+        data_args = ["dataset=evalset", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}"]
+    client = MlflowClient(f"sqlite:///{db}")
+    client.search_experiments(max_results=1)
+    with mlflow_server(root, ["--backend-store-uri", f"sqlite:///{db}"], root / "mlflow-server.log", env=ENV) as (server, base):
+        ragexp(root, "run", "-m", *data_args, f"tracking.uri=sqlite:///{db}", "progress=false",
+               f"chunking={','.join(CHUNKINGS)}", f"retrieval={','.join(RETRIEVALS)}")
+        wait_until_healthy(server, base, root / "mlflow-server.log")
+        [experiment] = [e for e in client.search_experiments() if e.name != "Default"]
+        runs = client.search_runs([experiment.experiment_id], max_results=100)
+        [parent] = [r for r in runs if r.data.tags.get(store.TAG_KIND) == "sweep"]
+        children = [r for r in runs if r.data.tags.get(store.TAG_KIND) == "job"]
+        assert len(children) == 9 and all(c.info.status == "FINISHED" for c in children)
+        yield Sweep(base, client, experiment.experiment_id, parent, children)
+
+
 @pytest.fixture()
-def served_sweep(tiny_dataset, tmp_path) -> Iterator[tuple[str, Path]]:
-    """(base URL, sqlite file): a real ``mlflow server`` on a store holding one sweep of four BM25 jobs.
-
-    The sweep (2 chunkers x 2 chunk sizes) runs while the server starts: both are slow imports. The
-    fresh store's schema is migrated once beforehand, so the two processes never migrate it at once.
-    The runs' artifacts live under ``tmp_path/mlruns`` as plain local paths, which the server reads
-    directly (see :func:`mlflow_server.mlflow_server` for how the server is run and stopped).
-    """
-    db = tmp_path / "mlflow.db"
-    MlflowClient(f"sqlite:///{db}").search_experiments(max_results=1)
-    log = tmp_path / "mlflow-server.log"
-    with mlflow_server(tmp_path, ["--backend-store-uri", f"sqlite:///{db}"], log, env=ENV) as (server, base):
-        ragexp(tmp_path, "run", "-m", *dataset_args(tiny_dataset, db), "retrieval=bm25", "chunking=fixed,recursive",
-               "chunking.size=120,240", "chunking.overlap=20")
-        wait_until_healthy(server, base, log)
-        yield base, db
-
-
-@pytest.fixture()
-def browser_page() -> Iterator[sync_api.Page]:
-    """A fresh headless Chromium page; every wait and expectation gives up after ``UI_TIMEOUT_MS``.
-
-    Full HD, so the runs grid (which renders only the columns in view) shows all four metric columns.
-    """
+def page() -> Iterator[sync_api.Page]:
+    """A fresh headless Chromium page (no stored UI state: a first visit); every wait gives up
+    after ``UI_TIMEOUT_MS``."""
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1920, "height": 1080})
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
             page.set_default_timeout(UI_TIMEOUT_MS)
             sync_api.expect.set_options(timeout=UI_TIMEOUT_MS)
             yield page
@@ -81,92 +114,155 @@ def browser_page() -> Iterator[sync_api.Page]:
 
 
 def close_assistant_panel(page: sync_api.Page) -> None:
-    """Hide the "MLflow Assistant" side panel (open by default) so the runs table gets the width."""
+    """Hide the "MLflow Assistant" side panel (open by default) so the page gets the width."""
     close = page.locator('[data-component-id="mlflow.assistant.chat_panel.close"]')
-    if close.is_visible():
+    try:
+        close.wait_for(state="visible", timeout=5_000)
         close.click()
+    except sync_api.TimeoutError:
+        pass
 
 
-def check_runs_table(page: sync_api.Page, base: str, experiment_id: str, parent, children) -> None:
-    """Job runs nest under the sweep run; chosen metric columns show each run's stored values."""
-    page.goto(f"{base}/#/experiments/{experiment_id}/runs")
-    try:
-        parent_cell = page.locator(RUN_NAME_CELL).filter(has_text=parent.info.run_name)
-        sync_api.expect(parent_cell).to_be_visible()
-        close_assistant_panel(page)
-        parent_cell.get_by_role("button").click()  # the expander: job runs are children of the sweep run
-        for child in children:
-            sync_api.expect(page.get_by_role("link", name=child.info.run_name, exact=True)).to_be_visible()
-
-        page.get_by_role("button", name="Columns", exact=True).click()
-        search = page.get_by_placeholder("Search columns")
-        for metric in METRICS:
-            search.fill(metric)
-            title = page.locator(".du-bois-light-tree-title", has_text=re.compile(f"^{re.escape(metric)}$"))
-            page.locator(".du-bois-light-tree-treenode").filter(has=title).locator(".du-bois-light-tree-checkbox").click()
-        page.keyboard.press("Escape")
-
-        for metric in METRICS:
-            header = page.locator(f'[role="columnheader"][col-id="metrics.`{metric}`"]')
-            sync_api.expect(header).to_be_visible()
-            sync_api.expect(header).to_contain_text(metric)
-            for child in children:
-                cell = page.locator(f'[role="row"][row-id="{child.info.run_id}"] [col-id="metrics.`{metric}`"]')
-                sync_api.expect(cell).to_have_text(re.compile(r"^\d"))
-                shown = float(cell.inner_text())
-                assert shown == pytest.approx(child.data.metrics[metric], rel=1e-9), (metric, child.info.run_name)
-    finally:
-        page.screenshot(path=ARTIFACTS / "mlflow-runs-table.png")
-
-
-def check_compare_page(page: sync_api.Page, base: str, experiment_id: str, children) -> None:
-    """The compare page names every job run, plots the headline metrics and lists the runs' artifacts."""
-    run_ids = urllib.parse.quote(json.dumps([child.info.run_id for child in children]))
-    page.goto(f"{base}/#/compare-runs?runs={run_ids}&experiments={urllib.parse.quote(json.dumps([experiment_id]))}")
-    try:
-        sync_api.expect(page.get_by_text(f"Comparing {len(children)} Runs from 1 Experiment")).to_be_visible()
-        for child in children:
-            sync_api.expect(page.get_by_role("cell", name=child.info.run_name, exact=True)).to_be_visible()
-
-        chosen = page.locator('div:text-is("Metrics:") + div')  # the parallel-coordinates metric picker
-        already = set(chosen.locator(".du-bois-light-select-selection-item-content").all_inner_texts())
-        chosen.click()
-        for metric in (m for m in METRICS if m not in already):
-            page.keyboard.type(metric)
-            page.locator(f'.du-bois-light-select-item-option[title="{metric}"]').click()
-        page.keyboard.press("Escape")
-        for metric in METRICS:
-            axis_title = page.locator(".pcp-plot text", has_text=re.compile(f"^{re.escape(metric)}$"))
-            sync_api.expect(axis_title).to_be_visible()
-        page.evaluate("document.activeElement.blur()")  # no focus ring or hover tooltip in the screenshot
-        page.mouse.move(0, 0)
-    finally:
-        page.screenshot(path=ARTIFACTS / "mlflow-compare.png")
-    sync_api.expect(page.get_by_text(results.ARTIFACT_NAME, exact=True).first).to_be_visible()
-
-
-def check_artifact_preview(page: sync_api.Page, base: str, experiment_id: str, run) -> None:
-    """The server reads the run's artifact files: ragexp_results.json opens in the preview."""
-    page.goto(f"{base}/#/experiments/{experiment_id}/runs/{run.info.run_id}/artifacts")
-    try:
-        page.get_by_text(results.ARTIFACT_NAME, exact=True).click()
-        sync_api.expect(page.get_by_text(f'"{results.FORMAT}"')).to_be_visible()
-        sync_api.expect(page.get_by_text(f'"{run.info.run_id}"')).to_be_visible()
-    finally:
-        page.screenshot(path=ARTIFACTS / "mlflow-artifact-preview.png")
-
-
-def test_mlflow_ui_shows_sweep_runs_metrics_compare_page_and_artifacts(served_sweep, browser_page):
-    base, db = served_sweep
-    _, parents, children = job_runs(db)
-    assert len(parents) == 1 and len(children) == 4
-    children.sort(key=lambda run: run.info.run_name)
-    experiment_id = parents[0].info.experiment_id
+def screenshot(page: sync_api.Page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
+    page.mouse.move(0, 0)
+    page.screenshot(path=ARTIFACTS / name)
+    if UPDATE_SCREENSHOTS:
+        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ARTIFACTS / name, DOCS_IMAGES / name)
 
-    check_runs_table(browser_page, base, experiment_id, parents[0], children)
-    check_compare_page(browser_page, base, experiment_id, children)
-    if os.environ.get("RAGEXP_UPDATE_SCREENSHOT") == "1":
-        README_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ARTIFACTS / "mlflow-compare.png", README_SCREENSHOT)
-    check_artifact_preview(browser_page, base, experiment_id, children[0])
+
+def results_of(sweep: Sweep, run) -> RunResults:
+    local = sweep.client.download_artifacts(run.info.run_id, ARTIFACT_NAME, dst_path=str(ARTIFACTS))
+    return RunResults.load(local)
+
+
+def retrieval_failures(results: RunResults) -> set[str]:
+    """Queries with gold evidence and no relevant unit among the first ``context_k`` retrieved:
+    computed from the ranking and relevance in the results file, not from ragexp's table."""
+    depth = results.meta["context_k"]
+    return {row["query_id"] for row in results.per_query
+            if any(g > 0 for g in row["relevant"].values())
+            and not any(row["relevant"].get(unit, 0) > 0 for unit, _ in row["ranking"][:depth])}
+
+
+def test_one_click_from_the_first_screen_shows_full_names_and_headline_columns(sweep, page):
+    page.goto(f"{sweep.base}/#/experiments/{sweep.experiment_id}/runs")
+    close_assistant_panel(page)
+    # First visit: the sweep's parent is expanded (children are evaluation runs), no click needed.
+    for child in sweep.children:
+        sync_api.expect(page.get_by_role("link", name=child.info.run_name, exact=True)).to_be_attached()
+    screenshot(page, "mlflow-first-screen.png")
+
+    with page.context.expect_page() as opened:  # the documented one click (MLflow opens description links in a new tab)
+        page.get_by_role("link", name="Open the ragexp view").click()
+    page = opened.value
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    close_assistant_panel(page)
+    sync_api.expect(page.get_by_text("ragexp: headline metrics")).to_be_visible()
+    for chunking in CHUNKINGS:
+        for retrieval in RETRIEVALS:
+            child = sweep.child(chunking, retrieval)
+            name = child.info.run_name
+            assert name.endswith(f" · {retrieval}") and name.split("-")[0] == chunking, name
+            link = page.get_by_role("link", name=name, exact=True)
+            sync_api.expect(link).to_be_visible()
+            cut = link.evaluate("e => { const c = e.closest('[role=gridcell]'); return c.scrollWidth > c.clientWidth }")
+            assert not cut, f"run name {name!r} is cut off in the runs table"
+            for metric in HEADLINE:
+                cell = page.locator(f'[role="row"][row-id="{child.info.run_id}"] [col-id="metrics.`{to_mlflow(metric)}`"]')
+                sync_api.expect(cell).to_have_text(re.compile(r"^\d"))
+                assert float(cell.inner_text()) == pytest.approx(child.data.metrics[to_mlflow(metric)], rel=1e-9)
+    for metric in HEADLINE:
+        header = page.locator(f'[role="columnheader"][col-id="metrics.`{to_mlflow(metric)}`"]')
+        sync_api.expect(header).to_be_visible()
+    first_row = page.locator('[role="row"][row-index="0"] [col-id="metrics.`1_headline/hit_rate_at_5`"]').first
+    best = max(c.data.metrics[to_mlflow("hit_rate_at_5")] for c in sweep.children)
+    assert float(first_row.inner_text()) == pytest.approx(best, rel=1e-9)  # sorted: best hit rate@5 first
+    screenshot(page, "mlflow-runs-view.png")
+
+
+def test_chart_view_opens_on_the_headline_section(sweep, page):
+    page.goto(f"{sweep.base}/#/experiments/{sweep.experiment_id}/runs?compareRunsMode=CHART")
+    close_assistant_panel(page)
+    area = page.locator('[data-testid="experiment-view-compare-runs-chart-area"]')
+    sections = area.get_by_role("figure")
+    sync_api.expect(sections.filter(has_text="1_headline")).to_be_visible()
+    titles = [" ".join(t.split()) for t in sections.all_inner_texts()]
+    assert titles[0].startswith("1_headline ("), titles  # the first section, above ci/, doc/, retrieval/, tag/ ...
+    sync_api.expect(area.get_by_text(to_mlflow("hit_rate_at_5"), exact=True).first).to_be_visible()
+    screenshot(page, "mlflow-charts.png")
+
+
+def evaluation_view(sweep: Sweep, page: sync_api.Page, runs) -> None:
+    """MLflow's evaluation view (the runs page's table icon) restricted to ``runs`` (sorted by a
+    metric, so the sweep's parent is not pulled in as the children's nest)."""
+    ids = ", ".join(f"'{run.info.run_id}'" for run in runs)
+    query = urllib.parse.urlencode({"compareRunsMode": "ARTIFACT", "searchFilter": f"attributes.run_id IN ({ids})",
+                                    "orderByKey": f"metrics.`{to_mlflow('hit_rate_at_5')}`", "orderByAsc": "false"})
+    page.goto(f"{sweep.base}/#/experiments/{sweep.experiment_id}/runs?{query}")
+    close_assistant_panel(page)
+    sync_api.expect(page.get_by_text(store.PER_QUERY_TABLE).first).to_be_visible()
+
+
+def shown_query_ids(page: sync_api.Page, candidates) -> set[str]:
+    return {qid for qid in candidates if page.get_by_text(qid, exact=True).count()}
+
+
+def test_per_query_table_filters_to_the_runs_retrieval_failures(sweep, page):
+    run = sweep.child("fixed", "bm25")
+    results = results_of(sweep, run)
+    failures = retrieval_failures(results)
+    assert failures, "the bm25 run has no retrieval failure to filter to"
+    evaluation_view(sweep, page, [run])
+    all_ids = [row["query_id"] for row in results.per_query]
+    sync_api.expect(page.get_by_text(all_ids[0], exact=True)).to_be_visible()
+    page.get_by_label('Select "group by" columns').click()
+    page.get_by_role("option", name="failure_class").click()
+    page.keyboard.press("Escape")
+    page.get_by_placeholder("Filter by query_id, failure_class").fill("retrieval_failure")
+    other = next(qid for qid in all_ids if qid not in failures)
+    sync_api.expect(page.get_by_text(other, exact=True)).to_have_count(0)  # the (debounced) filter applied
+    assert shown_query_ids(page, all_ids) == failures
+    screenshot(page, "mlflow-retrieval-failures.png")
+
+
+def test_the_same_query_side_by_side_in_two_runs(sweep, page):
+    bm25, dense = sweep.child("fixed", "bm25"), sweep.child("fixed", "dense")
+    results = results_of(sweep, bm25)
+    failure = sorted(retrieval_failures(results))[0]
+    other = next(row["query_id"] for row in results.per_query if row["query_id"] != failure)
+    evaluation_view(sweep, page, [bm25, dense])
+    sync_api.expect(page.get_by_text(other, exact=True)).to_be_visible()
+    page.get_by_placeholder("Filter by query_id").fill(failure)
+    sync_api.expect(page.get_by_text(other, exact=True)).to_have_count(0)  # the (debounced) filter applied
+    query_cell = page.get_by_text(failure, exact=True)
+    sync_api.expect(query_cell).to_have_count(1)
+    row_top = query_cell.bounding_box()["y"]
+    outcomes = {}
+    for run in (bm25, dense):
+        table = json.loads(Path(sweep.client.download_artifacts(run.info.run_id, store.PER_QUERY_TABLE,
+                                                                dst_path=str(ARTIFACTS / run.info.run_id))).read_text())
+        columns = table["columns"]
+        record = next(r for r in table["data"] if r[columns.index("query_id")] == failure)
+        outcomes[run.info.run_name] = record[columns.index("outcome")]
+    assert outcomes[bm25.info.run_name].startswith("miss") and outcomes[dense.info.run_name] != outcomes[bm25.info.run_name]
+    for outcome in outcomes.values():  # each run's cell, in the query's row
+        cell = page.get_by_text(outcome, exact=True).first
+        sync_api.expect(cell).to_be_visible()
+        assert abs(cell.bounding_box()["y"] - row_top) < 5, (outcome, cell.bounding_box(), row_top)
+    screenshot(page, "mlflow-per-query.png")
+
+
+def test_parent_run_shows_the_sweep_summary(sweep, page):
+    page.goto(f"{sweep.base}/#/experiments/{sweep.experiment_id}/runs/{sweep.parent.info.run_id}")
+    close_assistant_panel(page)
+    sync_api.expect(page.get_by_text(re.compile(r"^Best of 9 runs"))).to_be_visible()
+    page.get_by_text("Show more", exact=True).click()  # MLflow folds long descriptions
+    image = page.locator('img[src*="summary%2Fheatmap_hit_rate_at_5.png"]')  # MLflow drops the alt text
+    sync_api.expect(image).to_be_visible()
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+    best = max(sweep.children, key=lambda c: c.data.metrics[to_mlflow("hit_rate_at_5")])
+    value = best.data.metrics[to_mlflow("hit_rate_at_5")]
+    assert sweep.client.get_run(sweep.parent.info.run_id).data.tags["best.hit_rate_at_5"].split(" = ")[1].startswith(f"{value:.4f}")
+    screenshot(page, "mlflow-sweep-summary.png")

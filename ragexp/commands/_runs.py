@@ -30,7 +30,8 @@ def get_run(client: MlflowClient, run_id: str):
     try:
         return client.get_run(run_id)
     except MlflowException:
-        raise RagexpInputError(f"no run with id {run_id!r} in this tracking store", field="RUN_ID") from None
+        raise RagexpInputError(f"no run with id {run_id!r} in the tracking store {client.tracking_uri} (pass --tracking-uri "
+                               "or set MLFLOW_TRACKING_URI to the store that holds it)", field="RUN_ID") from None
 
 
 RUN_ID = re.compile(r"[0-9a-f]{32}")

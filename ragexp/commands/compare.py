@@ -1,14 +1,31 @@
-"""``ragexp compare``: runs side by side in the terminal, best value per metric marked ``*``."""
+"""``ragexp compare``: runs side by side in the terminal, best value per metric marked ``*``.
+
+Metrics are read from MLflow under their results keys (``hit_rate_at_5``, ``doc_ndcg_at_10``,
+``tag.synonym.mrr``; :mod:`ragexp.tracking.metric_names`). Runs scored on different eval sets
+(different ``ragexp.evalset_fingerprint`` tags) are not ranked against each other: the command
+refuses, naming the eval sets, unless ``--force`` (then no best value is marked). When the gold is
+whole documents and the runs chunk differently, chunk-level metrics count different numbers of
+relevant chunks per chunking: their columns are marked ``†`` and get no best mark (compare the
+``doc_`` columns instead). A reproduction is labelled with the run it reproduces.
+"""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
+import sys
+from collections import Counter
 
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
 from ragexp.errors import RagexpInputError
 from ragexp.summary import format_table, headline_metrics
 from ragexp.tracking import store
+from ragexp.tracking.metric_names import RETRIEVAL_KEY, results_view
+
+NOT_COMPARABLE_MARK = "†"
+CHUNKING_NOTE = (f"{NOT_COMPARABLE_MARK} not comparable across chunkings: the gold is whole documents, so each chunking has "
+                 "its own number of relevant chunks (no best value marked); compare the doc_ metrics")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics", help="comma-separated metric keys (default: headline metrics at k=5)")
     parser.add_argument("--by-tag", metavar="METRIC", help="instead: METRIC per eval-set tag (category) for each run")
     parser.add_argument("--sort", metavar="METRIC", help="sort runs by METRIC, best first")
+    parser.add_argument("--force", action="store_true",
+                        help="show runs of different eval sets together (no best value is marked then)")
     add_tracking_argument(parser)
 
 
@@ -44,30 +63,81 @@ def _job_runs(client, args):
 _HIT_RATE_AT = re.compile(r"hit_rate_at_(\d+)")  # not hit_rate_at_5_ci_low
 
 
+def run_label(run) -> str:
+    """``<name> [<id8>]``; a reproduction adds ``repro of <original id8>``."""
+    reproduces = run.data.tags.get(store.TAG_REPRODUCES)
+    suffix = f" repro of {reproduces[:8]}" if reproduces else ""
+    return f"{run.info.run_name} [{run.info.run_id[:8]}{suffix}]"
+
+
+def check_one_evalset(runs, force: bool) -> bool:
+    """True when every run has the same eval-set fingerprint; else refuse (``RagexpInputError``
+    naming each eval set and its run count), or with ``force`` warn and return False."""
+    counts = Counter((r.data.tags.get(store.TAG_EVALSET_FP, "?"), r.data.tags.get(store.TAG_EVALSET_NAME, "?")) for r in runs)
+    if len(counts) < 2:
+        return True
+    listing = "; ".join(f"{name} {fp[:8]}: {n} runs" for (fp, name), n in counts.most_common())
+    if not force:
+        raise RagexpInputError(f"these runs were scored on {len(counts)} different eval sets ({listing}); their metrics "
+                               "are not comparable: pick runs of one eval set (or pass --force to list them anyway)",
+                               field="RUN_ID")
+    print(f"WARNING: runs of {len(counts)} different eval sets ({listing}); no best value is marked", file=sys.stderr)
+    return False
+
+
+def not_comparable_across_chunkings(runs, metrics: list[str]) -> set[str]:
+    """The chunk-level metrics among ``metrics`` when the gold is whole documents and the runs
+    use more than one chunking (see the module docstring)."""
+    document_gold = all(r.data.tags.get(store.TAG_GOLD_LEVEL) == "document" for r in runs)
+    chunkings = {r.data.params.get("chunking", r.data.params.get("chunking.name")) for r in runs}
+    if not document_gold or len(chunkings) < 2:
+        return set()
+    return {m for m in metrics if RETRIEVAL_KEY.fullmatch(m.split(".")[-1])}
+
+
+def _known(name: str, option: str, available: set[str]) -> str:
+    if name in available:
+        return name
+    close = difflib.get_close_matches(name, sorted(available), n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(sorted(available)[:20])}, ..."
+    raise RagexpInputError(f"no metric {name!r} in these runs; {hint}", field=option)
+
+
 def run(args: argparse.Namespace) -> int:
     client, _ = client_for(args)
     runs = _job_runs(client, args)
+    comparable = check_one_evalset(runs, args.force)
     names = []
     rows: dict[str, dict[str, float]] = {}
     for r in runs:
-        label = f"{r.info.run_name} [{r.info.run_id[:8]}]"
+        label = run_label(r)
         names.append(label)
-        rows[label] = dict(r.data.metrics)
+        rows[label] = results_view(r.data.metrics, r.data.params)
+    available = {key for row in rows.values() for key in row}
     if args.by_tag:
         tags = sorted({key.split(".")[1] for row in rows.values() for key in row
                        if key.startswith("tag.") and key.endswith(f".{args.by_tag}")})
         if not tags:
             raise RagexpInputError(f"no per-tag values of {args.by_tag!r} in these runs", field="--by-tag")
         table_rows = {n: {t: rows[n].get(f"tag.{t}.{args.by_tag}") for t in tags} for n in names}
+        across_chunkings = bool(not_comparable_across_chunkings(runs, [args.by_tag]))
+        unranked = set(tags) if not comparable or across_chunkings else set()
         print(f"{args.by_tag} per tag")
-        print(format_table(names, table_rows, tags))
+        print(format_table(names, table_rows, tags, unranked=unranked, flag=NOT_COMPARABLE_MARK if across_chunkings else ""))
+        if across_chunkings:
+            print(CHUNKING_NOTE)
         return 0
     if args.metrics:
-        metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+        metrics = [_known(m.strip(), "--metrics", available) for m in args.metrics.split(",") if m.strip()]
     else:
         ks = sorted({int(match[1]) for row in rows.values() for key in row if (match := _HIT_RATE_AT.fullmatch(key))})
-        metrics = headline_metrics(ks or [5], {k: 0.0 for row in rows.values() for k in row})
+        metrics = headline_metrics(ks or [5], {k: 0.0 for k in available})
     if args.sort:
-        names.sort(key=lambda n: rows[n].get(args.sort, float("-inf")), reverse=True)
-    print(format_table(names, rows, metrics))
+        sort_key = _known(args.sort, "--sort", available)
+        names.sort(key=lambda n: rows[n].get(sort_key, float("-inf")), reverse=True)
+    across_chunkings = not_comparable_across_chunkings(runs, metrics)
+    unranked = set(metrics) if not comparable else across_chunkings
+    print(format_table(names, rows, metrics, unranked=unranked, flag=NOT_COMPARABLE_MARK if across_chunkings else ""))
+    if across_chunkings:
+        print(CHUNKING_NOTE)
     return 0

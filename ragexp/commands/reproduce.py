@@ -18,7 +18,8 @@ from omegaconf import OmegaConf
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
 from ragexp.config import RagexpConfig
 from ragexp.summary import format_table
-from ragexp.tracking import store
+from ragexp.tracking import experiments, labels, store
+from ragexp.tracking.metric_names import HEADLINE, results_view
 
 RETRIEVAL_PREFIXES = ("recall_at_", "hit_rate_at_", "mrr", "context_precision_at_", "ndcg_at_", "doc_", "tag.", "n_queries")
 
@@ -27,7 +28,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", metavar="RUN_ID")
     parser.add_argument("--use-cache", action="store_true", help="reuse the stage cache (default: recompute everything)")
     parser.add_argument("--no-log", action="store_true", help="do not log the reproduction as a new MLflow run")
+    parser.add_argument("--artifacts", metavar="DIR", type=Path,
+                        help="where the store's artifacts are now, if it was moved: the folder holding "
+                             "<experiment id>/<run id>/artifacts (default: the recorded place, then mlruns/ beside "
+                             "the sqlite file)")
     add_tracking_argument(parser)
+
+
+def reproduction_tags(original) -> dict[str, str]:
+    """A reproduction is linked to its original: the ``ragexp.reproduces`` tag, a description
+    linking the original run (shown on its overview page), and the original's axis tags."""
+    link = experiments.run_link(original.info.experiment_id, original.info.run_id)
+    return {
+        store.TAG_REPRODUCES: original.info.run_id,
+        store.DESCRIPTION_TAG: f"Reproduction of run [{original.info.run_name}]({link}) (`ragexp reproduce "
+                               f"{original.info.run_id}`), re-run from its saved config/resolved.yaml.",
+        **{key: value for key, value in original.data.tags.items() if key.startswith(labels.AXIS_TAG_PREFIX)},
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,14 +53,15 @@ def run(args: argparse.Namespace) -> int:
 
     client, uri = client_for(args)
     original = get_run(client, args.run_id)
-    saved = store.download_artifact(args.run_id, store.CONFIG_ARTIFACT, uri)
+    saved = store.download_artifact(args.run_id, store.CONFIG_ARTIFACT, uri, args.artifacts)
     cfg = OmegaConf.merge(OmegaConf.structured(RagexpConfig), OmegaConf.load(saved))
     cfg.tracking.uri = uri
     cache = StageCache(Path(cfg.cache_dir) if args.use_cache else Path(tempfile.mkdtemp(prefix="ragexp-reproduce-")))
     output_dir = Path(tempfile.mkdtemp(prefix=f"ragexp-reproduce-{args.run_id[:8]}-"))
     result = run_job(
         cfg, output_dir=output_dir, overrides=[f"reproduce={args.run_id}"], cache=cache,
-        experiment_id=original.info.experiment_id, tags={store.TAG_REPRODUCES: args.run_id}, log_to_store=not args.no_log,
+        experiment_id=original.info.experiment_id, tags=reproduction_tags(original), log_to_store=not args.no_log,
+        run_name=labels.reproduction_name(original.info.run_name or args.run_id[:8]),
     )
     output = result.output
     tags = original.data.tags
@@ -56,12 +74,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"warning: {label} differs: run has {tags.get(tag)!r}, now {now!r}", file=sys.stderr)
     if result.run_id:
         print(f"logged reproduction as run {result.run_id}")
-    before = original.data.metrics
+    before = results_view(original.data.metrics, original.data.params)
     after = output.results.aggregates
     names = sorted(n for n in after if n in before and n.startswith(RETRIEVAL_PREFIXES) and "_ci_" not in n)
     rows = {"original": {n: before[n] for n in names}, "reproduced": {n: after[n] for n in names},
             "delta": {n: after[n] - before[n] for n in names}}
-    headline = [n for n in names if not n.startswith("tag.")][:12]
+    headline = ([n for n in HEADLINE if n in names] + [n for n in names if n not in HEADLINE and not n.startswith("tag.")])[:12]
     print(format_table(["original", "reproduced", "delta"], rows, headline))
     # MLflow stores metrics as doubles; the reproduction is compared exactly.
     differing = [n for n in names if after[n] != before[n]]

@@ -13,7 +13,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ragexp.errors import RagexpInputError
-from ragexp.tracking import store
+from ragexp.tracking import experiments, store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ragexp.config import RagexpConfig
     from ragexp.data.dataset import load_dataset
+    from ragexp.evaluation.prepared import sample_evalset
     from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
     from ragexp.evaluation.runner import RunOutput
     from ragexp.job import log_run
@@ -36,17 +37,19 @@ def run(args: argparse.Namespace) -> int:
     cfg = OmegaConf.merge(OmegaConf.structured(RagexpConfig), OmegaConf.load(folder / LOCAL_CONFIG))
     overrides = list(OmegaConf.load(folder / LOCAL_OVERRIDES)) if (folder / LOCAL_OVERRIDES).exists() else []
     results = RunResults.load(folder / ARTIFACT_NAME)
-    _, evalset = load_dataset(cfg.dataset)
+    corpus, evalset = load_dataset(cfg.dataset)
+    if cfg.eval.get("sample") is not None:  # a sampled run was scored on the sample, which has its own fingerprint
+        evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
     if evalset.fingerprint() != results.meta.get("evalset_fingerprint"):
         raise RagexpInputError("the eval set changed since this run was computed; refusing to log it against the new one",
                                file=folder / ARTIFACT_NAME, field="meta.evalset_fingerprint")
     uri = args.tracking_uri or cfg.tracking.uri
     client = store.connect(uri, cfg.tracking.connect_timeout_s)
-    experiment_id = store.ensure_experiment(client, cfg.tracking.experiment)
+    experiment_id = experiments.ensure_for_evalset(client, cfg.tracking.experiment, corpus, evalset)
     output = RunOutput(results, results.meta["run_name"], results.meta["config_hash"], results.meta.get("timings", {}))
     run_id = log_run(
         lambda: log_evaluation(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=None,
-                               tags={"ragexp.uploaded_from": str(folder.resolve())}),
+                               tags={"ragexp.uploaded_from": str(folder.resolve())}, ended_at=results.meta.get("finished_at")),
         folder,
     )
     print(f"logged {results.meta['run_name']} as run {run_id} to {uri}")

@@ -37,11 +37,23 @@ class RunResults:
     def to_dict(self) -> dict:
         return {"format": FORMAT, "meta": self.meta, "aggregates": self.aggregates, "per_query": self.per_query}
 
+    def to_json(self) -> str:
+        """The file's text: ``meta`` and ``aggregates`` one key per line, ``per_query`` one query
+        per line, so the file reads and diffs line by line (MLflow's artifact viewer, git)."""
+        def block(mapping: dict) -> str:
+            lines = [f"  {json.dumps(k, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}" for k, v in mapping.items()]
+            return "{\n" + ",\n".join(lines) + "\n }" if lines else "{}"
+
+        rows = ",\n".join(f"  {json.dumps(row, ensure_ascii=False)}" for row in self.per_query)
+        per_query = "[\n" + rows + "\n ]" if rows else "[]"
+        return (f'{{"format": {json.dumps(FORMAT)},\n "meta": {block(self.meta)},\n'
+                f' "aggregates": {block(self.aggregates)},\n "per_query": {per_query}}}\n')
+
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), ensure_ascii=False), encoding="utf-8")
+        tmp.write_text(self.to_json(), encoding="utf-8")
         tmp.replace(path)
         return path
 

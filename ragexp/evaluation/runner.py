@@ -19,7 +19,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp import __version__
 from ragexp.cache import StageCache
-from ragexp.config import component_config
 from ragexp.evaluation.generation_step import generation_step
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData

@@ -26,15 +26,19 @@ from mlflow.tracking import MlflowClient
 from ragexp.data import Corpus, EvalSet
 from ragexp.tracking import store
 from ragexp.tracking.labels import AXIS_TAG_PREFIX
-from ragexp.tracking.metric_names import HEADLINE, to_mlflow
+from ragexp.tracking.metric_names import to_mlflow
 
 VIEW_ID = "ragexp"
 VIEW_NAME = "ragexp: headline metrics"
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_ID}"
+#: The view's metric columns: retrieval always, generation when the runs have it.
 RETRIEVAL_HEADLINE = ("hit_rate_at_5", "mrr", "ndcg_at_5", "recall_at_5")
+GENERATION_HEADLINE = ("faithfulness", "answer_relevance", "f1")
 LABEL_PARAMS = ("chunking", "retrieval", "reranker")
 SORT_METRIC = "hit_rate_at_5"
 RUN_NAME_COLUMN = "attributes.`Run Name`"
+DURATION_COLUMN = "duration"
+CREATED_COLUMN = "runDateAndNestInfo"
 
 
 def gold_level(evalset: EvalSet) -> str:
@@ -97,11 +101,17 @@ def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headli
     charts += [{"uuid": f"{VIEW_ID}-bar-{i}", "type": "BAR", "metricSectionId": section, "isGenerated": True,
                 "deleted": False, "runsCountToCompare": 100, "metricKey": key, "displayName": key.rsplit("/", 1)[-1]}
                for i, key in enumerate(metrics)]
+    metric_columns = [f"metrics.`{key}`" for key in metrics]
+    param_columns = [f"params.`{p}`" for p in params]
+    columns = [*metric_columns, *param_columns, *axis_columns]
+    widths = {RUN_NAME_COLUMN: 330, **{c: 175 for c in metric_columns}, **{c: 135 for c in param_columns + axis_columns}}
     return {
         "orderByKey": f"metrics.`{to_mlflow(SORT_METRIC)}`",
         "orderByAsc": False,
-        "selectedColumns": [*(f"metrics.`{key}`" for key in metrics), *(f"params.`{p}`" for p in params), *axis_columns],
-        "columnWidths": {RUN_NAME_COLUMN: 360},
+        "selectedColumns": columns,
+        # MLflow applies widths only to the columns listed in columnOrder, in that order.
+        "columnOrder": [RUN_NAME_COLUMN, *columns, DURATION_COLUMN, CREATED_COLUMN],
+        "columnWidths": widths,
         "runsHiddenMode": "SHOW_ALL",
         "compareRunCharts": charts,
         "compareRunSections": [{"uuid": section, "name": to_mlflow(SORT_METRIC).split("/")[0], "display": True,
@@ -116,10 +126,19 @@ def set_view(client: MlflowClient, experiment_id: str, state: Mapping) -> None:
     client.set_experiment_tag(experiment_id, VIEW_TAG, json.dumps(envelope))
 
 
-def headline_present(metric_keys: Iterable[str]) -> list[str]:
-    """The headline results keys among logged MLflow metric keys, headline order."""
-    present = set(metric_keys)
-    return [key for key in HEADLINE if to_mlflow(key) in present]
+def ensure_for_config(client: MlflowClient, cfg) -> str:
+    """The experiment of a config's eval set (loaded, and sampled as ``eval.sample`` says), for
+    the sweep's parent run, before any job has loaded it; an explicit ``tracking.experiment``
+    needs no loading (its jobs add the description)."""
+    if cfg.tracking.experiment:
+        return store.ensure_experiment(client, cfg.tracking.experiment)
+    from ragexp.data.dataset import load_dataset
+    from ragexp.evaluation.prepared import sample_evalset
+
+    corpus, evalset = load_dataset(cfg.dataset)
+    if cfg.eval.get("sample") is not None:
+        evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
+    return ensure_for_evalset(client, None, corpus, evalset)
 
 
 def ensure_for_evalset(client: MlflowClient, configured: str | None, corpus: Corpus, evalset: EvalSet) -> str:

@@ -14,14 +14,16 @@ MLflow key                  results key
 ``1_headline/<m>``          the headline: :data:`HEADLINE` (retrieval at k=5, MRR, generation)
 ``retrieval/<m>``           every other chunk-level retrieval metric (every k, ``context_*``)
 ``doc/<m>``                 ``doc_<m>``: document-level (a document scored by its best chunk)
-``generation/<m>``          everything a generator and judge produce (scores, failure rates, counts)
+``generation/<m>``          what a generator and judge produce (scores, failure rates and counts)
+``other/<m>``               any other aggregate (none today; a new key lands here until named)
 ``tag/<tag>/<m>``           ``tag.<tag>.<m>``: the metric over the eval items tagged ``<tag>``
 ``ci/<m>_low``, ``_high``   ``<m>_ci_low``, ``<m>_ci_high``: bootstrap 95% CI of the mean
 ``time/<stage>``            ``time.<stage>``: stage timings in seconds
 ==========================  =====================================================================
 
-Constants of a run (:data:`CONSTANTS`: query and chunk counts, retrieval depth, context depth)
-are MLflow params under their results key, not metrics: they describe the setup, not a result.
+Constants of a run (:data:`CONSTANTS`: query, chunk and unindexed-document counts, retrieval and
+context depths, document-ranking extension) are MLflow params under their results key, not
+metrics: they describe the setup, not a result.
 :func:`to_mlflow` and :func:`from_mlflow` are inverse; :func:`results_view` rebuilds a run's
 results-style aggregates from what MLflow stores, which is how ``compare`` and ``reproduce`` read.
 """
@@ -38,7 +40,7 @@ HEADLINE = (
 )
 #: Result keys logged as params: fixed by the setup, identical for every query of the run.
 CONSTANTS = ("n_queries", "n_queries_no_gold", "doc_n_queries", "doc_n_queries_no_gold", "n_chunks",
-             "retrieval_depth", "context_k")
+             "n_docs_not_indexed", "retrieval_depth", "context_k", "doc_rankings_extended", "doc_retrieval_depth_max")
 
 HEADLINE_SECTION = "1_headline"
 RETRIEVAL_SECTION = "retrieval"
@@ -47,8 +49,12 @@ GENERATION_SECTION = "generation"
 TAG_SECTION = "tag"
 CI_SECTION = "ci"
 TIME_SECTION = "time"
+OTHER_SECTION = "other"
 
-_RETRIEVAL = re.compile(r"(hit_rate|recall|mrr|context_precision|ndcg)(_at_\d+)?|context_(hit_rate|recall)")
+#: A chunk-level retrieval metric key (``doc_`` ones carry the prefix).
+RETRIEVAL_KEY = re.compile(r"(hit_rate|recall|mrr|context_precision|ndcg)(_at_\d+)?|context_(hit_rate|recall)")
+_GENERATION = re.compile(r"faithfulness|answer_relevance|exact_match|f1|key_fact_recall|refused|refusal_accuracy"
+                         r"|judge_failures|generation_errors|.+_rate|n_.+|.+_judge_failures|gen\..+")
 _CI = re.compile(r"(?P<metric>.+)_ci_(?P<bound>low|high)")
 
 
@@ -65,9 +71,11 @@ def to_mlflow(key: str) -> str:
         return f"{TIME_SECTION}/{key[len('time.'):]}"
     if key.startswith("doc_"):
         return f"{DOC_SECTION}/{key[len('doc_'):]}"
-    if _RETRIEVAL.fullmatch(key):
+    if RETRIEVAL_KEY.fullmatch(key):
         return f"{RETRIEVAL_SECTION}/{key}"
-    return f"{GENERATION_SECTION}/{key}"
+    if _GENERATION.fullmatch(key):
+        return f"{GENERATION_SECTION}/{key}"
+    return f"{OTHER_SECTION}/{key}"
 
 
 def from_mlflow(key: str) -> str:
@@ -86,7 +94,7 @@ def from_mlflow(key: str) -> str:
         return f"time.{rest}"
     if section == DOC_SECTION:
         return f"doc_{rest}"
-    if section in (HEADLINE_SECTION, RETRIEVAL_SECTION, GENERATION_SECTION):
+    if section in (HEADLINE_SECTION, RETRIEVAL_SECTION, GENERATION_SECTION, OTHER_SECTION):
         return rest
     return key
 

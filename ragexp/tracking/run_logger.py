@@ -31,12 +31,12 @@ from mlflow.tracking.fluent import _create_dataset_input
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp import interrupt
+from ragexp.chunking import make_chunker
+from ragexp.config import chunker_options
 from ragexp.data import EvalSet
 from ragexp.evaluation.results import ARTIFACT_NAME
 from ragexp.evaluation.runner import RunOutput, semantic_config
 from ragexp.judging.failure import FailureClass, gold_in_context
-from ragexp.chunking import make_chunker
-from ragexp.config import chunker_options
 from ragexp.tracking import store
 from ragexp.tracking.experiments import gold_level
 from ragexp.tracking.labels import run_params
@@ -51,9 +51,12 @@ GENERATION_COLUMNS = ("answer", "faithfulness", "answer_relevance", "f1", "exact
 
 def _outcome(row: dict, ks: list[int]) -> str:
     """One readable cell per query, the evaluation view's default "compare" column:
-    ``rank 2 · hit@5 · nDCG@5 0.63`` / ``miss (none relevant in the top 100)`` / ``no gold``."""
+    ``rank 2 · hit@5 · nDCG@5 0.63`` / ``miss (none relevant in the top 100)`` / ``miss (nothing
+    retrieved)`` / ``no gold``; with a generator, `` · <failure class>`` appended."""
     if not any(g > 0 for g in row["relevant"].values()):
         text = "no gold"
+    elif not row["ranking"]:
+        text = "miss (nothing retrieved)"
     elif row["first_relevant_rank"] is None:
         text = f"miss (none relevant in the top {len(row['ranking'])})"
     else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -158,15 +159,52 @@ def log_artifact_text(client: MlflowClient, run_id: str, artifact_path: str, tex
         client.log_artifact(run_id, str(target), artifact_path=None if parent == "." else parent)
 
 
-def download_artifact(run_id: str, artifact_path: str, tracking_uri: str | None = None) -> Path:
-    """Fetch one artifact of a run to a temporary folder; a clear error when the run or file is missing."""
-    try:
-        local = mlflow.artifacts.download_artifacts(
-            run_id=run_id, artifact_path=artifact_path, dst_path=tempfile.mkdtemp(prefix="ragexp-"), tracking_uri=tracking_uri
-        )
-    except MlflowException as err:
-        raise RagexpInputError(f"run {run_id!r} has no artifact {artifact_path!r} ({str(err).splitlines()[0][:200]})") from None
-    return Path(local)
+def download_artifact(run_id: str, artifact_path: str, tracking_uri: str | None = None,
+                      artifacts_root: str | Path | None = None) -> Path:
+    """Fetch one artifact of a run to a temporary folder.
+
+    A sqlite store records absolute artifact paths, so a store copied or moved with its
+    ``mlruns/`` folder points at the old place. When the file is not where the store says, it is
+    looked for under the same ``<experiment id>/<run id>/artifacts/`` path below
+    ``artifacts_root`` (an explicit ``--artifacts DIR``), then below ``mlruns/`` beside the sqlite
+    file; the error names the store and every place looked.
+    """
+    uri = tracking_uri or default_tracking_uri()
+    first_error = ""
+    if artifacts_root is None:
+        try:
+            return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact_path,
+                                                            dst_path=tempfile.mkdtemp(prefix="ragexp-"), tracking_uri=uri))
+        except (MlflowException, OSError) as err:
+            first_error = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+    artifact_uri = MlflowClient(uri).get_run(run_id).info.artifact_uri
+    looked = []
+    for candidate in relocated_artifact_paths(artifact_uri, run_id, artifact_path, uri, artifacts_root):
+        looked.append(str(candidate))
+        if candidate.is_file():
+            target = Path(tempfile.mkdtemp(prefix="ragexp-")) / candidate.name
+            shutil.copyfile(candidate, target)
+            return target
+    where = f"; also looked in {', '.join(looked)}" if looked else ""
+    reason = f" ({first_error})" if first_error else ""
+    raise RagexpInputError(
+        f"run {run_id!r} in the tracking store {uri} has no artifact {artifact_path!r} at {artifact_uri}{reason}{where}; "
+        "if the store was moved, pass --artifacts DIR (the folder holding <experiment id>/<run id>/artifacts)"
+    )
+
+
+def relocated_artifact_paths(artifact_uri: str, run_id: str, artifact_path: str, tracking_uri: str,
+                             artifacts_root: str | Path | None = None) -> list[Path]:
+    """Where a run's artifact file may be after its store moved (see :func:`download_artifact`):
+    the tail ``<experiment id>/<run id>/artifacts`` of a local ``artifact_uri`` re-rooted."""
+    parts = Path(artifact_uri.removeprefix("file://")).parts
+    if "://" in artifact_uri.removeprefix("file://") or run_id not in parts:
+        return []  # a remote artifact store: nothing to re-root
+    tail = Path(*parts[parts.index(run_id) - 1:]) / artifact_path
+    roots = [Path(artifacts_root)] if artifacts_root is not None else []
+    if tracking_uri.startswith("sqlite:///"):
+        roots.append(Path(tracking_uri.removeprefix("sqlite:///")).parent / "mlruns")
+    return [root / tail for root in dict.fromkeys(roots)]
 
 
 def default_tracking_uri() -> str:

@@ -21,35 +21,39 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from mlflow.entities import RunStatus
+from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, open_dict, read_write
 
 from ragexp import __version__
-from ragexp.tracking import store
+from ragexp.tracking import experiments, labels, store, sweep_summary
 
 PARENT_ENV = "RAGEXP_PARENT_RUN"
+AXES_ENV = "RAGEXP_SWEEP_AXES"
 log = logging.getLogger(__name__)
 
 
 class MlflowSweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         client = store.connect(config.tracking.uri, config.tracking.connect_timeout_s)
-        experiment_id = store.ensure_experiment(client, config.tracking.experiment)
+        experiment_id = experiments.ensure_for_config(client, config)
         sweep_dir = Path(config.hydra.sweep.dir)
+        overrides = list(config.hydra.overrides.task)
+        axes = labels.sweep_axes(overrides, config.hydra.sweeper.get("params"))
         run = client.create_run(
             experiment_id,
             run_name=f"sweep {sweep_dir.name}",
-            tags={store.TAG_KIND: "sweep", store.TAG_VERSION: __version__},
+            tags={store.TAG_KIND: "sweep", store.TAG_VERSION: __version__, store.TAG_SWEEP_AXES: ",".join(axes)},
         )
-        overrides = list(config.hydra.overrides.task)
         store.log_batched(client, run.info.run_id, params={"sweep.overrides": " ".join(overrides) or "(none)"})
         # Launchers compose each job's config from hydra.overrides.hydra plus the job's overrides, so
         # this override reaches every job, also where the sweep dir is not at the same path as here
         # (a Ray node with another working directory, hydra.job.chdir=true with a relative sweep dir).
         with read_write(config.hydra), open_dict(config.hydra):
             config.hydra.overrides.hydra.append(f"++hydra.job.env_set.{PARENT_ENV}='{run.info.run_id}'")
+            config.hydra.overrides.hydra.append(f"++hydra.job.env_set.{AXES_ENV}='{','.join(axes)}'")
         global _open_parent
         _open_parent = _OpenParent(config.tracking.uri, config.tracking.connect_timeout_s, run.info.run_id, experiment_id)
-        log.info("MLflow parent run %s in experiment %r", run.info.run_id, config.tracking.experiment)
+        log.info("MLflow parent run %s in experiment %s", run.info.run_id, experiment_id)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         close_open_parent()
@@ -70,9 +74,9 @@ def _close_parent(parent: _OpenParent, status: str | None = None) -> None:
     """Log the child counts and close the parent: ``status``, else FINISHED when every child
     finished, else FAILED."""
     client = store.connect(parent.uri, parent.timeout_s)
-    children = client.search_runs(
-        [parent.experiment_id], filter_string=f"tags.`{store.PARENT_TAG}` = '{parent.run_id}'", max_results=10_000
-    )
+    children = sweep_summary.children_of(client, parent.run_id)
+    if status is None:
+        _summarize(client, parent, children)
     finished = sum(run.info.status == "FINISHED" for run in children)
     store.log_batched(
         client, parent.run_id, metrics={"sweep.children": len(children), "sweep.children_finished": finished}
@@ -80,6 +84,16 @@ def _close_parent(parent: _OpenParent, status: str | None = None) -> None:
     if status is None:
         status = "FINISHED" if children and finished == len(children) else "FAILED"
     client.set_terminated(parent.run_id, status=status)
+
+
+def _summarize(client: MlflowClient, parent: _OpenParent, children: list) -> None:
+    """The parent's summary (:mod:`~ragexp.tracking.sweep_summary`); a failure to draw it is
+    reported and does not keep the sweep from closing."""
+    axes = [a for a in client.get_run(parent.run_id).data.tags.get(store.TAG_SWEEP_AXES, "").split(",") if a]
+    try:
+        sweep_summary.log_sweep_summary(client, parent.run_id, parent.experiment_id, children, axes)
+    except Exception as err:  # noqa: BLE001 - the sweep's runs are logged; only the summary is missing
+        log.warning("could not write the sweep summary to parent run %s: %s", parent.run_id, err)
 
 
 def close_open_parent(status: str | None = None) -> str | None:
@@ -92,6 +106,13 @@ def close_open_parent(status: str | None = None) -> str | None:
         return None
     _close_parent(parent, status)
     return parent.run_id
+
+
+def current_sweep_axes() -> list[str]:
+    """The axes of the multirun this job belongs to (:func:`ragexp.tracking.labels.sweep_axes`)."""
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+        return []
+    return [axis for axis in str(HydraConfig.get().job.env_set.get(AXES_ENV) or "").split(",") if axis]
 
 
 def current_parent_run() -> str | None:
