@@ -84,8 +84,7 @@ def run_job(
     data = prepare_data(cfg, cache, progress=cfg.progress)
     prepare_s = time.perf_counter() - started
     if client is not None:
-        experiment_id = experiment_id or experiments.ensure_for_evalset(client, cfg.tracking.experiment, data.corpus,
-                                                                       data.evalset)
+        experiment_id = experiment_id or experiments.ensure_for_evalset(client, cfg.tracking.experiment, data.evalset)
     if resume and client is not None:
         existing = store.find_finished_run(client, experiment_id, config_hash(cfg, data))
         if existing:
@@ -101,6 +100,7 @@ def run_job(
     if client is None:
         return JobResult(output, None, data.evalset)
     run_tags = {**labels.axis_tags(values), **(tags or {})}
+    experiments.describe_once(client, experiment_id, data.corpus, data.evalset)
     run_id = log_run(
         lambda: log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=overrides,
                                parent_run_id=parent_run_id, tags=run_tags),

@@ -29,6 +29,7 @@ from test_runner_sweep import ENV
 
 from ragexp import interrupt
 from ragexp.tracking import store
+from ragexp.tracking.metric_names import results_view
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -76,7 +77,8 @@ def runs_by_kind(client: MlflowClient) -> tuple[list, list]:
 
 def assert_complete(client: MlflowClient, run, downloads: Path) -> None:
     """A FINISHED job run carries everything a job logs: metrics, tags and all artifacts."""
-    assert run.data.metrics.get("n_queries") == 6.0 and "recall_at_5" in run.data.metrics
+    aggregates = results_view(run.data.metrics, run.data.params)
+    assert aggregates.get("n_queries") == 6.0 and "recall_at_5" in aggregates
     assert run.data.tags[store.TAG_CONFIG_HASH] and run.data.params["chunking.name"] in CHUNKERS
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"config", "ragexp_results.json", store.PER_QUERY_TABLE, "plots"} <= artifacts, artifacts

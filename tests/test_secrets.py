@@ -23,6 +23,7 @@ from fake_openai_server import FakeOpenAIServer, _Handler, ok, status
 from mlflow.tracking import MlflowClient
 
 from ragexp.tracking import store
+from ragexp.tracking.metric_names import results_view
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -106,7 +107,8 @@ def test_key_from_env_reaches_the_endpoint_and_is_written_nowhere(tiny_dataset, 
     assert all(r["headers"].get("Authorization") == f"Bearer {key}" for r in server.requests)
     run = only_run(tmp_path)
     assert run.data.params["generator.model.api_key_env"] == "OPENAI_API_KEY"  # the variable's name is logged
-    assert run.data.metrics["generation_errors"] == 0.0 and run.data.metrics["faithfulness"] == 1.0
+    aggregates = results_view(run.data.metrics, run.data.params)
+    assert aggregates["generation_errors"] == 0.0 and aggregates["faithfulness"] == 1.0
     assert_outputs_exist(tmp_path)
     assert key not in proc.stdout and key not in proc.stderr
     assert files_containing(tmp_path, key) == []
@@ -127,15 +129,16 @@ def test_key_echoed_by_a_failing_endpoint_is_redacted_everywhere(tiny_dataset, t
     assert server.hits == 2 + 6  # 500 + one retry, then one 401 for each of the 6 other questions (4xx is not retried)
     assert "401 Unauthorized" in proc.stdout + proc.stderr and "500 Internal Server Error" in proc.stdout + proc.stderr
     run = only_run(tmp_path)
-    assert run.data.metrics["generation_errors"] == 7.0
+    aggregates = results_view(run.data.metrics, run.data.params)
+    assert aggregates["generation_errors"] == 7.0
     results = json.loads((tmp_path / "out" / "ragexp_results.json").read_text(encoding="utf-8"))
     errors = [row["generation_error"] for row in results["per_query"] if "generation_error" in row]
     assert len(errors) == 7
     # a failed call is a generation_error, never a generation failure or a (correct) empty refusal
     assert {row["failure_class"] for row in results["per_query"]} == {"generation_error"}
-    assert run.data.metrics["n_generation_error"] == 7.0 and run.data.metrics["generation_error_rate"] == 1.0
-    assert run.data.metrics["n_unanswerable_ok"] == 0.0 and "refusal_accuracy" not in run.data.metrics
-    assert "f1" not in run.data.metrics  # no answer, no correctness score
+    assert aggregates["n_generation_error"] == 7.0 and aggregates["generation_error_rate"] == 1.0
+    assert aggregates["n_unanswerable_ok"] == 0.0 and "refusal_accuracy" not in aggregates
+    assert "f1" not in aggregates  # no answer, no correctness score
     assert "WARNING: 7 of 7 generator calls failed" in proc.stdout
     assert sum("HTTP 500" in e for e in errors) == 1 and sum("HTTP 401" in e for e in errors) == 6
     assert all("Incorrect API key provided: Bearer <redacted>" in e for e in errors if "HTTP 401" in e), errors

@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
                                file=folder / ARTIFACT_NAME, field="meta.evalset_fingerprint")
     uri = args.tracking_uri or cfg.tracking.uri
     client = store.connect(uri, cfg.tracking.connect_timeout_s)
-    experiment_id = experiments.ensure_for_evalset(client, cfg.tracking.experiment, corpus, evalset)
+    experiment_id = experiments.ensure_for_evalset(client, cfg.tracking.experiment, evalset)
+    experiments.describe_once(client, experiment_id, corpus, evalset)
     output = RunOutput(results, results.meta["run_name"], results.meta["config_hash"], results.meta.get("timings", {}))
     run_id = log_run(
         lambda: log_evaluation(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=None,

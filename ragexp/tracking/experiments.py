@@ -18,6 +18,7 @@ its own defaults), so the view is one click away, and ``ragexp ui`` prints its U
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -28,6 +29,7 @@ from ragexp.tracking import store
 from ragexp.tracking.labels import AXIS_TAG_PREFIX
 from ragexp.tracking.metric_names import to_mlflow
 
+log = logging.getLogger(__name__)
 VIEW_ID = "ragexp"
 VIEW_NAME = "ragexp: headline metrics"
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_ID}"
@@ -138,16 +140,24 @@ def ensure_for_config(client: MlflowClient, cfg) -> str:
     corpus, evalset = load_dataset(cfg.dataset)
     if cfg.eval.get("sample") is not None:
         evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
-    return ensure_for_evalset(client, None, corpus, evalset)
-
-
-def ensure_for_evalset(client: MlflowClient, configured: str | None, corpus: Corpus, evalset: EvalSet) -> str:
-    """The id of the eval set's experiment (:func:`experiment_name`), created if missing; an
-    experiment without a description or ragexp view gets them (a user's edits are kept)."""
-    experiment_id = store.ensure_experiment(client, experiment_name(configured, evalset))
-    tags = client.get_experiment(experiment_id).tags
-    if store.DESCRIPTION_TAG not in tags:
-        client.set_experiment_tag(experiment_id, store.DESCRIPTION_TAG, describe(corpus, evalset, experiment_id))
-    if VIEW_TAG not in tags:
-        set_view(client, experiment_id, view_state())
+    experiment_id = ensure_for_evalset(client, None, evalset)
+    describe_once(client, experiment_id, corpus, evalset)
     return experiment_id
+
+
+def ensure_for_evalset(client: MlflowClient, configured: str | None, evalset: EvalSet) -> str:
+    """The id of the eval set's experiment (:func:`experiment_name`), created if missing."""
+    return store.ensure_experiment(client, experiment_name(configured, evalset))
+
+
+def describe_once(client: MlflowClient, experiment_id: str, corpus: Corpus, evalset: EvalSet) -> None:
+    """Give an experiment without them its description and ragexp view (a user's edits are
+    kept). Presentation only: a store error here is reported and the run is logged regardless."""
+    try:
+        tags = client.get_experiment(experiment_id).tags
+        if store.DESCRIPTION_TAG not in tags:
+            client.set_experiment_tag(experiment_id, store.DESCRIPTION_TAG, describe(corpus, evalset, experiment_id))
+        if VIEW_TAG not in tags:
+            set_view(client, experiment_id, view_state())
+    except Exception as err:  # noqa: BLE001 - any store error; the run's own logging reports outages
+        log.warning("could not write the description of experiment %s: %s", experiment_id, str(err).splitlines()[0][:200])

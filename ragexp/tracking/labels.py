@@ -31,10 +31,14 @@ REPRODUCTION_PREFIX = "repro: "
 
 
 def _parse(overrides: Iterable[str]) -> list:
-    try:
-        return OverridesParser.create().parse_overrides(list(overrides))
-    except HydraException:
-        return []  # Hydra itself rejects a malformed override before any job runs
+    """Each override parsed on its own; one Hydra rejects (it stops the run before any job) is skipped."""
+    parser, parsed = OverridesParser.create(), []
+    for override in overrides:
+        try:
+            parsed += parser.parse_overrides([override])
+        except HydraException:
+            continue
+    return parsed
 
 
 def sweep_axes(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] | None = None) -> list[str]:
