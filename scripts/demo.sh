@@ -7,9 +7,9 @@ export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 .venv/bin/ragexp run -m experiment=demo_sweep "$@"
 echo
 echo "== hit rate, recall, precision, nDCG at k=5 and MRR per configuration (* = best) =="
-.venv/bin/ragexp compare --experiment ragexp-demo --sort hit_rate_at_5
+.venv/bin/ragexp compare --sort hit_rate_at_5   # the newest experiment: the demo eval set's
 echo
 echo "== hit rate@5 per question category =="
-.venv/bin/ragexp compare --experiment ragexp-demo --by-tag hit_rate_at_5
+.venv/bin/ragexp compare --by-tag hit_rate_at_5
 echo
-echo "Open the MLflow UI with:  .venv/bin/ragexp ui   (then http://127.0.0.1:5000)"
+echo "Open the MLflow UI with:  .venv/bin/ragexp ui   (it prints the URL of the runs, headline metrics first)"

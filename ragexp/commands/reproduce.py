@@ -3,7 +3,11 @@
 The saved ``config/resolved.yaml`` is re-executed as is (no defaults are re-composed, so later
 changes to ``conf/`` do not leak in). Differences in code version or data fingerprints are
 warned about first. By default a fresh, empty stage cache is used so nothing cached is trusted.
-Exit 0 when every deterministic retrieval metric matches exactly, 1 when one differs.
+The reproduction is logged as ``repro: <original name>``, tagged ``ragexp.reproduces`` and linked
+from its description. Exit 0 when every deterministic retrieval metric matches exactly, 1 when one
+differs. A store copied or moved with its ``mlruns/`` folder works as is; when ``mlruns/`` is
+elsewhere, ``--artifacts DIR`` names it (:func:`ragexp.tracking.store.download_artifact`). By hand,
+without MLflow: ``ragexp run --config-path /abs/folder --config-name resolved`` (docs/mlflow.md).
 """
 
 from __future__ import annotations
