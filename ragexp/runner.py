@@ -15,6 +15,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from ragexp.data import Chunk, Corpus, EvalSet
 from ragexp.dataset import load_dataset
 from ragexp.errors import RagexpInputError
 from ragexp.fingerprint import stable_hash
+from ragexp.judging.judge_calibration import file_sha256, judge_run_record
 from ragexp.metrics.evaluate import evaluate_run
 from ragexp.metrics.ranking import doc_level, trec_order
 from ragexp.relevance import OverlapRule, chunk_qrels, doc_qrels
@@ -77,10 +79,13 @@ def semantic_config(cfg: DictConfig) -> dict:
 
 
 def config_hash(cfg: DictConfig, data: PreparedData) -> str:
-    """Identity of a run's work: semantic config + corpus and eval-set fingerprints."""
-    return stable_hash(
-        {"config": semantic_config(cfg), "corpus": data.corpus.fingerprint(), "evalset": data.evalset.fingerprint()}
-    )
+    """Identity of a run's work: semantic config + corpus and eval-set fingerprints, + the content
+    of a judge calibration file the config names (only by path)."""
+    parts = {"config": semantic_config(cfg), "corpus": data.corpus.fingerprint(), "evalset": data.evalset.fingerprint()}
+    calibration = cfg.judge.get("calibration") if cfg.get("judge") else None
+    if calibration and Path(calibration).is_file():
+        parts["judge_calibration"] = file_sha256(calibration)
+    return stable_hash(parts)
 
 
 def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> PreparedData:
@@ -375,6 +380,8 @@ def execute(
         "retrieval_from_cache": retrieval_cached,
         "ragexp_version": __version__,
     }
+    if generator is not None and pipeline.judge is not None:
+        meta["judge"] = judge_run_record(pipeline.judge)
     timings["total_s"] = time.perf_counter() - started
     meta["timings"] = timings
     return RunOutput(RunResults(meta=meta, aggregates=aggregates, per_query=per_query), meta["run_name"], output_hash, timings)
