@@ -220,3 +220,40 @@ def test_run_record_warns_when_uncalibrated_or_weak(tmp_path):
         assert (warning is not None) is warns
         if warns:
             assert "agrees weakly with human labels" in warning and "'fit'" in warning
+
+
+class BagOfWordsEncoder:
+    """An :class:`~reference_pipelines.encoders.Encoder`: word counts over a fixed vocabulary."""
+
+    identity = {"model": {"name": "bow", "weights": "0123456789abcdef0123"}}
+    VOCAB = ("webhooks", "retried", "24", "48", "hours", "keys", "rotate", "downtime")
+
+    def encode_queries(self, texts):
+        return self.encode_passages(texts)
+
+    def encode_passages(self, texts):
+        import numpy as np
+
+        return np.array([[text.lower().replace(".", "").split().count(w) for w in self.VOCAB] for text in texts], dtype=float)
+
+
+def test_embedding_judge_scores_the_best_matching_context_sentence():
+    import numpy as np
+
+    from ragexp.judging.judges import EmbeddingJudge
+
+    context = "Webhooks are retried for 24 hours. You can rotate keys without downtime."
+    claims = ["Webhooks are retried for 48 hours.", "Rotate keys.", "Nothing in the vocabulary."]
+    judge = EmbeddingJudge(BagOfWordsEncoder(), threshold=0.6)
+    encoder = BagOfWordsEncoder()
+    sentences = encoder.encode_passages(["Webhooks are retried for 24 hours.", "You can rotate keys without downtime."])
+    expected = []
+    for claim in encoder.encode_queries(claims):
+        norms = np.linalg.norm(sentences, axis=1) * max(np.linalg.norm(claim), 1e-12)
+        expected.append(float(np.max(sentences @ claim / norms)))
+    verdicts = judge.judge_claims(claims, context)
+    assert [v.score for v in verdicts] == pytest.approx(expected)
+    assert expected[0] == pytest.approx(3 / 4) and expected[2] == 0.0  # 3 shared words of 4 in each
+    assert [v.supported for v in verdicts] == [s >= 0.6 for s in expected]
+    assert judge.identity() == {"kind": "embedding", "model_id": "bow@0123456789abcdef"}
+    assert judge.generate_question("anything") is None and judge.threshold_source == "config"

@@ -32,10 +32,11 @@ from ragexp.commands._runs import add_tracking_argument, client_for, get_run, lo
 from ragexp.errors import RagexpInputError
 from ragexp.judging.calibration import LabelledClaim, agreement, label_of, read_labels, write_labels
 from ragexp.judging.judge_calibration import calibrate_threshold, check_calibration_set, measure_agreement
-from ragexp.judging.judges import LIKELIHOOD_METHODS, LexicalJudge, LLMJudge, LocalLikelihoodJudge
+from ragexp.judging.judges import LIKELIHOOD_METHODS, EmbeddingJudge, LexicalJudge, LLMJudge, LocalLikelihoodJudge
+from ragexp.judging.threshold_fit import verdicts_at
 from ragexp.llm.base import LLMCallError
 
-JUDGES = ("local", "lexical", "openai")
+JUDGES = ("local", "lexical", "embedding", "openai")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="use the threshold of this calibration file (from ragexp judge calibrate)")
     agree.add_argument("--out", type=Path, help="write the CSV with the judge's verdicts filled in")
     agree.add_argument("--run", metavar="RUN_ID", help="log the agreement numbers to this MLflow run")
+    _add_cache_argument(agree)
     add_tracking_argument(agree)
 
     calibrate = sub.add_parser("calibrate", help="fit the judge's threshold on human labels, with cross-validated agreement")
@@ -66,13 +68,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     calibrate.add_argument("--seed", type=int, default=0, help="fold assignment seed (default 0)")
     calibrate.add_argument("--name", help="the labelled set's name in runs (default: the file name without .csv)")
     calibrate.add_argument("--out", type=Path, required=True, help="calibration JSON to write")
-    calibrate.add_argument("--cache-dir", type=Path, help="stage cache for the judge's scores (default: $RAGEXP_CACHE_DIR "
-                                                             "or ./.ragexp_cache)")
+    _add_cache_argument(calibrate)
+
+
+def _add_cache_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cache-dir", type=Path, help="stage cache for the judge's scores (default: $RAGEXP_CACHE_DIR "
+                                                        "or ./.ragexp_cache)")
 
 
 def _add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", choices=LIKELIHOOD_METHODS, help="local judge scoring method (default: the judge's)")
-    parser.add_argument("--model", help="judge model: short name or path (local), model name (openai)")
+    parser.add_argument("--model", help="judge model: short name or path (local, embedding), model name (openai)")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key (openai)")
 
@@ -125,6 +131,8 @@ def _build_judge(args: argparse.Namespace):
     try:
         if args.judge == "lexical":
             return LexicalJudge(threshold=threshold, calibration=calibration)
+        if args.judge == "embedding":
+            return EmbeddingJudge({"model": args.model or "minilm"}, threshold=threshold, calibration=calibration)
         if args.judge == "local":
             from ragexp.llm.local_hf import LocalHFModel
 
@@ -168,6 +176,18 @@ def score_rows(judge, rows: list[LabelledClaim], cache: StageCache) -> list[floa
     return scores
 
 
+def apply_scores(judge, rows: list[LabelledClaim], scores: list[float | None]) -> None:
+    """Fill ``judge_label``, ``judge_score`` and ``judge_raw`` from scores at the judge's threshold
+    (a row without a score is a judge failure)."""
+    for row, score in zip(rows, scores):
+        if score is None:
+            row.judge_label, row.judge_score, row.judge_raw = "", "", "not scored"
+            continue
+        row.judge_label = verdicts_at([score], judge.threshold)[0]
+        row.judge_score = f"{score:.6g}"
+        row.judge_raw = f"score={score:.6g} threshold={judge.threshold:.6g}"
+
+
 def _calibrate(args: argparse.Namespace) -> int:
     rows = read_labels(args.labels)
     judge = _build_judge(args)
@@ -201,7 +221,10 @@ def _agreement(args: argparse.Namespace) -> int:
     rows = read_labels(args.labels)
     if args.judge:
         judge = _build_judge(args)
-        apply_judge(judge, rows)
+        if hasattr(judge, "scores"):
+            apply_scores(judge, rows, score_rows(judge, rows, StageCache(args.cache_dir)))
+        else:
+            apply_judge(judge, rows)
         threshold = getattr(judge, "threshold", None)
         print(f"judge: {args.judge} ({judge.model_id})"
               + ("" if threshold is None else f", threshold {threshold:.6g} ({judge.threshold_source})"))

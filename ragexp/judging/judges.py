@@ -11,8 +11,10 @@ list[Verdict]`` and ``generate_question(answer) -> str | None``.
   its text (see its docstring for the methods and how the default was chosen).
 - :class:`LexicalJudge` is a deterministic proxy: the share of the claim's content tokens found
   in the context; it writes no questions, so answer relevance is undefined with it.
+- :class:`EmbeddingJudge`: the claim's cosine similarity to its best-matching context sentence
+  under a sentence encoder (the run's); writes no questions either.
 
-The two scoring judges call a claim supported iff its score ``>= threshold``. The threshold is a
+The scoring judges call a claim supported iff its score ``>= threshold``. The threshold is a
 calibration file's (``calibration=PATH``, written by ``ragexp judge calibrate``: fitted on human
 labels, with its cross-validated agreement), else the ``threshold`` given, else the judge's
 default; ``threshold_source`` says which, ``calibration`` holds the file's content, and
@@ -31,11 +33,12 @@ import re
 import string
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import Stemmer
 
 from ragexp.judging.answer_relevance import QUESTION_PROMPT, clean_generated_question
-from ragexp.judging.claims import ClaimSplitter, SentenceClaimSplitter, make_claim_splitter
+from ragexp.judging.claims import ClaimSplitter, SentenceClaimSplitter, make_claim_splitter, split_sentences
 from ragexp.errors import RagexpInputError
 from ragexp.judging.faithfulness import FAITHFULNESS_PROMPT, Verdict
 from ragexp.judging.judge_calibration import JudgeCalibration, choose_threshold, load_calibration
@@ -151,7 +154,7 @@ class LexicalJudge:
     """
 
     model_id = "lexical"
-    DEFAULT_THRESHOLD = 0.9
+    DEFAULT_THRESHOLD = 0.866071
 
     def __init__(
         self, threshold: float | None = None, calibration: str | None = None, claim_splitter: ClaimSplitter | None = None
@@ -189,6 +192,62 @@ class LexicalJudge:
         support = 1.0 - len(missing) / len(tokens)
         raw = f"support={support:.3f}" + (f" missing={' '.join(missing)}" if missing else "")
         return Verdict(claim, support >= self.threshold, support, raw)
+
+    def generate_question(self, answer: str) -> None:
+        return None
+
+
+class EmbeddingJudge:
+    """Support as semantic similarity::
+
+        s = max_j cos(encode_query(claim), encode_passage(sentence_j))
+
+    over the context's sentences (split like answers, :func:`~ragexp.judging.claims.split_sentences`)
+    with a sentence encoder (a :func:`~reference_pipelines.encoders.build_encoder` spec: the run's
+    ``embedding`` in ``conf/judge/embedding.yaml``). Supported iff ``s >= threshold``. Similar is
+    not entailed: a claim that negates or changes a number of a context sentence stays close to it.
+
+    :data:`DEFAULT_THRESHOLD` is the fit (``ragexp judge calibrate``) on all 72 claims of
+    ``ragexp/datasets/demo/calibration.csv`` with all-MiniLM-L6-v2; docs/judging.md gives its
+    cross-validated numbers there and its numbers on held-out SciFact claims.
+    """
+
+    DEFAULT_THRESHOLD = 0.664979
+
+    def __init__(
+        self, encoder: Any, threshold: float | None = None, calibration: str | None = None,
+        claim_splitter: ClaimSplitter | None = None,
+    ) -> None:
+        from reference_pipelines.encoders import build_encoder
+
+        self.encoder = build_encoder(encoder)
+        model = self.encoder.identity["model"]
+        self.model_id = f"{model['name']}@{model['weights'][:16]}"
+        choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity())
+        self.threshold, self.threshold_source, self.calibration = choice.threshold, choice.source, choice.calibration
+        self.claim_splitter = claim_splitter or SentenceClaimSplitter()
+
+    def identity(self) -> dict[str, str]:
+        return {"kind": "embedding", "model_id": self.model_id}
+
+    def split_claims(self, answer: str) -> list[str]:
+        return self.claim_splitter.split(answer)
+
+    def scores(self, claims: Sequence[str], context: str) -> list[float]:
+        """Each claim's cosine to its most similar context sentence."""
+        from reference_pipelines.encoders import unit_rows
+
+        if not claims:
+            return []
+        sentences = split_sentences(context) or [context]
+        similarity = unit_rows(self.encoder.encode_queries(list(claims))) @ unit_rows(self.encoder.encode_passages(sentences)).T
+        return [float(row.max()) for row in similarity]
+
+    def judge_claims(self, claims: Sequence[str], context: str) -> list[Verdict]:
+        return [
+            Verdict(claim, score >= self.threshold, score, f"cosine={score:.4f} threshold={self.threshold:g}")
+            for claim, score in zip(claims, self.scores(claims, context))
+        ]
 
     def generate_question(self, answer: str) -> None:
         return None
@@ -233,7 +292,7 @@ class LocalLikelihoodJudge:
     model when it can also complete prompts (greedy).
     """
 
-    DEFAULT_THRESHOLDS = {"yes_no": -1.0, "pmi": 2.888, "pmi_min": -1.252, "combo": -4.23}
+    DEFAULT_THRESHOLDS = {"yes_no": -1.0, "pmi": 2.86605, "pmi_min": -1.252, "combo": -4.23}
     COMBO_SCALES = (0.2864, 0.8736)
 
     def __init__(
