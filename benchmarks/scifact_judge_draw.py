@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ragexp.chunking.whole import WholeDocumentChunker
 from ragexp.data import Corpus
-from ragexp.loaders.beir import load_beir
+from ragexp.data.loaders.beir import load_beir
 from ragexp.metrics.ranking import document_id
 from reference_pipelines.bm25 import BM25Retriever
 
@@ -54,9 +54,9 @@ class SciFactClaims:
 
 
 def load_claims(scifact: str | PathLike[str]) -> SciFactClaims:
+    """The SciFact folder's corpus and qrels claims (cited abstracts in qrels order)."""
     claims: dict[str, str] = {}
     cited: dict[str, tuple[str, ...]] = {}
-    corpus = None
     for split in SPLITS:
         corpus, evalset = load_beir(scifact, split=split)
         for item in evalset.items:
@@ -66,6 +66,7 @@ def load_claims(scifact: str | PathLike[str]) -> SciFactClaims:
 
 
 def claim_order(data: SciFactClaims, seed: int = SEED) -> list[str]:
+    """Claim ids sorted, then shuffled once with ``random.Random(seed)``."""
     order = sorted(data.claims)
     random.Random(seed).shuffle(order)
     return order
@@ -82,8 +83,8 @@ def bm25_stream(data: SciFactClaims, seed: int = SEED) -> list[Candidate]:
     rankings = retriever.search([data.claims[claim] for claim in claims], k=1)
     stream = []
     for claim, ranking in zip(claims, rankings):
-        top_doc = document_id(ranking[0][0])
-        if top_doc not in data.cited[claim]:
+        top_doc = document_id(ranking[0][0]) if ranking else None
+        if top_doc is not None and top_doc not in data.cited[claim]:
             stream.append(Candidate(claim, top_doc, BM25_TOP1_UNCITED))
     return stream
 

@@ -17,10 +17,10 @@ import pytest
 from fake_openai_server import FakeOpenAIServer, ok
 from mlflow.tracking import MlflowClient
 
-from ragexp import tracking
+from ragexp.tracking import store
 from ragexp.judging.calibration import NOT_SUPPORTED, SUPPORTED, LabelledClaim, write_labels
 from ragexp.judging.judges import LexicalJudge
-from ragexp.run_logger import TAG_JUDGE_WARNING
+from ragexp.tracking.run_logger import TAG_JUDGE_WARNING
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -121,7 +121,7 @@ def test_a_run_uses_and_logs_the_calibrated_threshold(tmp_path, tiny_dataset):
     assert flipped, "the scripted answer must have claims whose verdict the calibration changes"
     assert tuned.data.metrics["faithfulness"] > plain.data.metrics["faithfulness"]
 
-    assert rewritten.data.tags[tracking.TAG_CONFIG_HASH] != tuned.data.tags[tracking.TAG_CONFIG_HASH]
+    assert rewritten.data.tags[store.TAG_CONFIG_HASH] != tuned.data.tags[store.TAG_CONFIG_HASH]
     for claim in judged_claims(client, rewritten.info.run_id):
         assert claim["supported"] is (claim["score"] >= 0.7)
     assert any(0.5 <= c["score"] < 0.7 for c in after)  # a verdict the rewrite changes

@@ -5,7 +5,7 @@
 verdict filled in and ``human_label`` empty. A reviewer fills ``human_label``; then
 ``ragexp judge agreement verdicts.csv`` prints accuracy, Cohen's kappa and the confusion matrix.
 With ``--judge local|lexical|openai`` the agreement command first runs that judge on every
-(context, claim) row, so a labelled set such as ``ragexp/datasets/demo/calibration.csv`` measures
+(context, claim) row, so a labelled set such as ``ragexp/data/datasets/demo/calibration.csv`` measures
 any judge; ``--run RUN_ID`` logs the numbers to that MLflow run, and ``--calibration FILE``
 applies a threshold fitted elsewhere (e.g. fit on the demo set, measure on your own labels).
 
@@ -26,7 +26,6 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from ragexp import tracking
 from ragexp.cache import StageCache
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run, load_results
 from ragexp.errors import RagexpInputError
@@ -35,6 +34,7 @@ from ragexp.judging.judge_calibration import calibrate_threshold, check_calibrat
 from ragexp.judging.judges import LIKELIHOOD_METHODS, EmbeddingJudge, LexicalJudge, LLMJudge, LocalLikelihoodJudge
 from ragexp.judging.threshold_fit import verdicts_at
 from ragexp.llm.base import LLMCallError
+from ragexp.tracking import store
 
 JUDGES = ("local", "lexical", "embedding", "openai")
 
@@ -237,7 +237,7 @@ def _agreement(args: argparse.Namespace) -> int:
     if args.run:
         client, _ = client_for(args)
         get_run(client, args.run)
-        tracking.log_batched(client, args.run, metrics=report.metrics())
-        tracking.log_artifact_text(client, args.run, "judge_agreement.txt", report.render() + "\n")
+        store.log_batched(client, args.run, metrics=report.metrics())
+        store.log_artifact_text(client, args.run, "judge_agreement.txt", report.render() + "\n")
         print(f"logged to run {args.run}")
     return 0

@@ -149,7 +149,7 @@ class LexicalJudge:
     judge failure.
 
     :data:`DEFAULT_THRESHOLD` is the fit (``ragexp judge calibrate``) on all 72 claims of
-    ``ragexp/datasets/demo/calibration.csv``; docs/judging.md gives its cross-validated numbers
+    ``ragexp/data/datasets/demo/calibration.csv``; docs/judging.md gives its cross-validated numbers
     there and its numbers on held-out SciFact claims.
     """
 
@@ -208,7 +208,7 @@ class EmbeddingJudge:
     not entailed: a claim that negates or changes a number of a context sentence stays close to it.
 
     :data:`DEFAULT_THRESHOLD` is the fit (``ragexp judge calibrate``) on all 72 claims of
-    ``ragexp/datasets/demo/calibration.csv`` with all-MiniLM-L6-v2; docs/judging.md gives its
+    ``ragexp/data/datasets/demo/calibration.csv`` with all-MiniLM-L6-v2; docs/judging.md gives its
     cross-validated numbers there and its numbers on held-out SciFact claims.
     """
 
@@ -281,7 +281,7 @@ class LocalLikelihoodJudge:
     - ``combo``: ``s = yes_no / yes_no_scale + pmi_min / pmi_min_scale``, both scores brought to a
       common scale (the scales are their standard deviations on the calibration set).
 
-    The defaults come from the 72 hand-labelled claims of ``ragexp/datasets/demo/calibration.csv``
+    The defaults come from the 72 hand-labelled claims of ``ragexp/data/datasets/demo/calibration.csv``
     scored with SmolLM2-135M: each threshold is the one that agrees best with the human labels
     there, the combo scales are the scores' standard deviations there, and ``pmi`` is the default
     method because it did best under leave-one-passage-out cross-validation (accuracy 0.597,
