@@ -257,3 +257,32 @@ def test_embedding_judge_scores_the_best_matching_context_sentence():
     assert [v.supported for v in verdicts] == [s >= 0.6 for s in expected]
     assert judge.identity() == {"kind": "embedding", "model_id": "bow@0123456789abcdef"}
     assert judge.generate_question("anything") is None and judge.threshold_source == "config"
+
+
+def test_an_llm_judge_records_its_plain_agreement(tmp_path, capsys):
+    from fake_openai_server import FakeOpenAIServer, ok
+
+    from ragexp.judging.judges import LLMJudge
+    from ragexp.llm.openai_compat import OpenAIChatModel
+
+    rows = labelled_set()
+    labels_csv = write_labels(tmp_path / "labels.csv", rows)
+    out = tmp_path / "llm.json"
+    with FakeOpenAIServer() as server:
+        server.script(*[ok("Yes.")] * len(rows))  # a judge that accepts everything
+        assert main(["judge", "calibrate", str(labels_csv), "--judge", "openai", "--base-url", server.base_url,
+                     "--model", "judge-model", "--api-key-env", "RAGEXP_TEST_NO_KEY", "--out", str(out)]) == 0
+        assert len(server.requests) == len(rows)
+        data = json.loads(out.read_text())
+        assert data["judge"] == {"kind": "llm", "model_id": "judge-model"} and data["threshold"] is None
+        supported = sum(r.human_label == S for r in rows) / len(rows)
+        assert data["accuracy"] == pytest.approx(supported) and data["kappa"] == pytest.approx(0.0)
+        assert data["estimate"] == "agreement (nothing fitted)" and data["folds"] is None
+        judge = LLMJudge(OpenAIChatModel(server.base_url, "judge-model"), claim_splitter="sentences", calibration=str(out))
+    record = judge_run_record(judge)
+    assert record["calibration"]["estimate"] == "agreement (nothing fitted)" and "agrees weakly" in record["warning"]
+    # an agreement-only file handed to a scoring judge has no threshold to give it
+    data["judge"] = {"kind": "lexical", "model_id": "lexical"}
+    out.write_text(json.dumps(data))
+    with pytest.raises(RagexpInputError, match="fitted no threshold"):
+        LexicalJudge(calibration=str(out))

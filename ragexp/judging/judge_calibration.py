@@ -249,8 +249,8 @@ def judge_warning(record: dict) -> str | None:
     judge = describe_identity(record["identity"])
     calibration = record.get("calibration")
     if calibration is None:
-        source = {"default": "its shipped default", "config": "a threshold set in the config"}.get(
-            record.get("threshold_source"), "no fitted parameter")
+        source = {"default": "its shipped default threshold", "config": "a threshold set by hand"}.get(
+            record.get("threshold_source"), "agreement never measured")
         return (f"faithfulness comes from an uncalibrated judge ({judge}, {source}): how well it agrees with "
                 "human labels on this data is unknown; measure it with ragexp judge calibrate LABELS.csv and "
                 "pass judge.calibration=FILE")
