@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import random
+from itertools import pairwise
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from sklearn.metrics import cohen_kappa_score
@@ -22,9 +24,9 @@ S, N = SUPPORTED, NOT_SUPPORTED
 
 
 def brute_force_kappas(scores, labels) -> dict[float, float]:
-    """sklearn's kappa at every threshold that gives distinct verdicts (midpoints), plus the ends."""
+    """sklearn's kappa at every threshold between two distinct scores (the midpoints)."""
     distinct = sorted(set(scores))
-    thresholds = [(a + b) / 2 for a, b in zip(distinct, distinct[1:])]
+    thresholds = [(a + b) / 2 for a, b in pairwise(distinct)]
     return {t: cohen_kappa_score(labels, [S if s >= t else N for s in scores]) for t in thresholds}
 
 
@@ -225,7 +227,7 @@ def test_run_record_warns_when_uncalibrated_or_weak(tmp_path):
 class BagOfWordsEncoder:
     """An :class:`~reference_pipelines.encoders.Encoder`: word counts over a fixed vocabulary."""
 
-    identity = {"model": {"name": "bow", "weights": "0123456789abcdef0123"}}
+    identity: ClassVar[dict] = {"model": {"name": "bow", "weights": "0123456789abcdef0123"}}
     VOCAB = ("webhooks", "retried", "24", "48", "hours", "keys", "rotate", "downtime")
 
     def encode_queries(self, texts):

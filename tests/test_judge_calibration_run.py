@@ -17,9 +17,9 @@ import pytest
 from fake_openai_server import FakeOpenAIServer, ok
 from mlflow.tracking import MlflowClient
 
-from ragexp.tracking import store
 from ragexp.judging.calibration import NOT_SUPPORTED, SUPPORTED, LabelledClaim, write_labels
 from ragexp.judging.judges import LexicalJudge
+from ragexp.tracking import store
 from ragexp.tracking.run_logger import TAG_JUDGE_WARNING
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

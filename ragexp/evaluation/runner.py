@@ -30,8 +30,8 @@ from ragexp.data import Chunk, Corpus, EvalSet
 from ragexp.data.dataset import load_dataset
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import RunResults
-from ragexp.fingerprint import stable_hash
-from ragexp.judging.judge_calibration import file_sha256, judge_run_record
+from ragexp.fingerprint import file_hash, stable_hash
+from ragexp.judging.judge_calibration import judge_run_record
 from ragexp.metrics.evaluate import evaluate_run
 from ragexp.metrics.ranking import doc_level, trec_order
 from ragexp.relevance import OverlapRule, chunk_qrels, doc_qrels
@@ -84,7 +84,7 @@ def config_hash(cfg: DictConfig, data: PreparedData) -> str:
     parts = {"config": semantic_config(cfg), "corpus": data.corpus.fingerprint(), "evalset": data.evalset.fingerprint()}
     calibration = cfg.judge.get("calibration") if cfg.get("judge") else None
     if calibration and Path(calibration).is_file():
-        parts["judge_calibration"] = file_sha256(calibration)
+        parts["judge_calibration"] = file_hash(calibration)
     return stable_hash(parts)
 
 

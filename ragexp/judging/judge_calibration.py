@@ -25,7 +25,6 @@ sentence when the judge is uncalibrated or its kappa is below :data:`MIN_KAPPA`.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -35,9 +34,10 @@ from typing import Any
 
 from ragexp import __version__
 from ragexp.errors import RagexpInputError
+from ragexp.fingerprint import file_hash
 from ragexp.judging.calibration import LABELS, LabelledClaim, agreement, cohen_kappa
-from ragexp.judging.threshold_fit import baselines, cross_validate, fit_threshold, verdicts_at
 from ragexp.judging.threshold_fit import accuracy as accuracy_of
+from ragexp.judging.threshold_fit import baselines, cross_validate, fit_threshold, verdicts_at
 
 FORMAT = "ragexp-judge-calibration/1"
 #: Below this Cohen's kappa a run warns that faithfulness comes from a weakly agreeing judge
@@ -79,9 +79,9 @@ class JudgeCalibration:
     def render(self) -> str:
         lines = [
             f"judge: {describe_identity(self.judge)}",
-            f"labels: {self.labels['file']} (set {self.labels['set']!r}, sha256 {self.labels['sha256'][:12]}): "
-            f"n={self.n} ({', '.join(f'{k} {v}' for k, v in self.label_counts.items())}), "
-            f"unscored {self.n_unscored}, unlabelled {self.n_unlabelled}",
+            (f"labels: {self.labels['file']} (set {self.labels['set']!r}, sha256 {self.labels['sha256'][:12]}): "
+             f"n={self.n} ({', '.join(f'{k} {v}' for k, v in self.label_counts.items())}), "
+             f"unscored {self.n_unscored}, unlabelled {self.n_unlabelled}"),
         ]
         if self.threshold is not None:
             lines.append(f"fitted threshold on all {self.n} rows: {self.threshold:.6g} "
@@ -107,17 +107,13 @@ def _fmt(value: float | None) -> str:
 
 
 def describe_identity(identity: dict[str, str]) -> str:
-    """``lexical``, ``local_likelihood method=pmi model=smollm2-135m@...``, ``llm model=gpt-4o``."""
+    """``lexical model_id=lexical``, ``local_likelihood method=pmi model_id=smollm2-135m@...``."""
     return " ".join([identity.get("kind", "?"), *(f"{k}={v}" for k, v in identity.items() if k != "kind")])
-
-
-def file_sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _labels_meta(labels_path: str | Path, set_name: str | None) -> dict[str, str]:
     path = Path(labels_path)
-    return {"set": set_name or path.stem, "file": path.name, "sha256": file_sha256(path)}
+    return {"set": set_name or path.stem, "file": path.name, "sha256": file_hash(path)}
 
 
 def check_calibration_set(rows: Sequence[LabelledClaim], labels_path: str | Path, folds: int | None) -> None:

@@ -37,9 +37,9 @@ from typing import Any
 
 import Stemmer
 
+from ragexp.errors import RagexpInputError
 from ragexp.judging.answer_relevance import QUESTION_PROMPT, clean_generated_question
 from ragexp.judging.claims import ClaimSplitter, SentenceClaimSplitter, make_claim_splitter, split_sentences
-from ragexp.errors import RagexpInputError
 from ragexp.judging.faithfulness import FAITHFULNESS_PROMPT, Verdict
 from ragexp.judging.judge_calibration import JudgeCalibration, choose_threshold, load_calibration
 from ragexp.llm.base import ChatModel, LLMCallError, ScoringModel, as_messages

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from ragexp.judging.calibration import LABELS, NOT_SUPPORTED, SUPPORTED, cohen_kappa
 
@@ -43,7 +44,7 @@ def fit_threshold(scores: Sequence[float], labels: Sequence[str]) -> float:
     distinct = sorted(set(scores))
     if len(distinct) < 2:
         raise ValueError("all scores are equal: no threshold separates them")
-    candidates = [(lo + hi) / 2 for lo, hi in zip(distinct, distinct[1:])]
+    candidates = [(lo + hi) / 2 for lo, hi in pairwise(distinct)]
     kappas = [_rank_value(cohen_kappa(labels, verdicts_at(scores, t))) for t in candidates]
     best = max(kappas)
     runs: list[tuple[int, int]] = []  # (first, last) candidate index of each run of best candidates
