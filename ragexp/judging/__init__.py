@@ -12,13 +12,7 @@ agreement), :mod:`~ragexp.judging.threshold_fit` (threshold fit and grouped cros
 from ragexp.judging.answer_relevance import AnswerRelevanceResult, aggregate_answer_relevance, answer_relevance
 from ragexp.judging.correctness import correctness_metrics, is_refusal
 from ragexp.judging.failure import FailureClass, FailureThresholds, classify, failure_rates, gold_in_context
-from ragexp.judging.faithfulness import (
-    FAITHFULNESS_PROMPT,
-    FaithfulnessResult,
-    Verdict,
-    aggregate_faithfulness,
-    faithfulness,
-)
+from ragexp.judging.faithfulness import FAITHFULNESS_PROMPT, FaithfulnessResult, Verdict, aggregate_faithfulness, faithfulness
 from ragexp.judging.judges import EmbeddingJudge, LexicalJudge, LLMJudge, LocalLikelihoodJudge, warn_if_self_judging
 
 __all__ = [
