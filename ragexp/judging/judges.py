@@ -281,13 +281,13 @@ class LocalLikelihoodJudge:
     - ``combo``: ``s = yes_no / yes_no_scale + pmi_min / pmi_min_scale``, both scores brought to a
       common scale (the scales are their standard deviations on the calibration set).
 
-    The defaults come from the 72 hand-labelled claims of ``ragexp/data/datasets/demo/calibration.csv``
-    scored with SmolLM2-135M: each threshold is the one that agrees best with the human labels
-    there, the combo scales are the scores' standard deviations there, and ``pmi`` is the default
-    method because it did best under leave-one-passage-out cross-validation (accuracy 0.597,
-    kappa 0.194) and costs two forward passes per claim. All methods are close to chance with a
-    135M model; docs/judging.md lists every number. Re-measure with ``ragexp judge agreement
-    --judge local --method M`` before trusting another model.
+    The default thresholds are fits on all 72 hand-labelled claims of
+    ``ragexp/data/datasets/demo/calibration.csv`` scored with SmolLM2-135M (``pmi``'s by
+    ``ragexp judge calibrate``, the others by an earlier rule), the combo scales are the scores'
+    standard deviations there; ``pmi`` is the default method because it costs two forward passes
+    per claim. Every method is close to chance with a 135M model (docs/judging.md has the
+    cross-validated and held-out numbers): calibrate with ``ragexp judge calibrate --judge local
+    --method M`` before trusting it, and always for another model.
     Question writing (answer relevance) uses ``question_model`` if given, else the scoring
     model when it can also complete prompts (greedy).
     """
