@@ -288,3 +288,25 @@ def test_an_llm_judge_records_its_plain_agreement(tmp_path, capsys):
     out.write_text(json.dumps(data))
     with pytest.raises(RagexpInputError, match="fitted no threshold"):
         LexicalJudge(calibration=str(out))
+
+
+def _demo_fit(tmp_path: Path, judge: str) -> dict:
+    from ragexp.data.datasets import DEMO_DIR
+
+    out = tmp_path / f"{judge}.json"
+    assert main(["judge", "calibrate", str(DEMO_DIR / "calibration.csv"), "--judge", judge, "--out", str(out),
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
+    return json.loads(out.read_text())
+
+
+def test_the_shipped_lexical_threshold_is_the_demo_set_fit(tmp_path):
+    fitted = _demo_fit(tmp_path, "lexical")
+    assert LexicalJudge.DEFAULT_THRESHOLD == pytest.approx(fitted["threshold"], abs=1e-6)
+    assert (fitted["n"], fitted["folds"]) == (72, 5)
+
+
+@pytest.mark.slow  # loads all-MiniLM-L6-v2
+def test_the_shipped_embedding_threshold_is_the_demo_set_fit(tmp_path):
+    from ragexp.judging.judges import EmbeddingJudge
+
+    assert EmbeddingJudge.DEFAULT_THRESHOLD == pytest.approx(_demo_fit(tmp_path, "embedding")["threshold"], abs=1e-6)
