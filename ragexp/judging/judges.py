@@ -292,7 +292,7 @@ class LocalLikelihoodJudge:
     model when it can also complete prompts (greedy).
     """
 
-    DEFAULT_THRESHOLDS = {"yes_no": -1.0, "pmi": 2.86605, "pmi_min": -1.252, "combo": -4.23}
+    DEFAULT_THRESHOLDS = {"yes_no": -0.999874, "pmi": 2.86605, "pmi_min": -1.252, "combo": -4.23}
     COMBO_SCALES = (0.2864, 0.8736)
 
     def __init__(
