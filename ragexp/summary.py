@@ -56,9 +56,19 @@ def print_run_summary(output, run_id: str, tracking_uri: str) -> None:
     judge = output.results.meta.get("judge")
     if judge is not None:
         print(judge_line(judge))
-    for warning in call_failure_warnings(output.results):
+    for warning in [*index_warnings(output.results), *call_failure_warnings(output.results)]:
         print(warning)
     print(f"logged to {tracking_uri}; open it with: ragexp ui")
+
+
+def index_warnings(results) -> list[str]:
+    """A loud line for documents no chunk was made of (neither text nor title)."""
+    missing = int(results.aggregates.get("n_docs_not_indexed", 0))
+    if not missing:
+        return []
+    shown = ", ".join(results.meta.get("docs_not_indexed", [])[:5])
+    return [f"WARNING: {missing} documents have neither text nor title and were not indexed ({shown}); "
+            "evidence in them counts at neither chunk nor document level"]
 
 
 def judge_line(record: dict) -> str:

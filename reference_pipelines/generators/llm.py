@@ -1,7 +1,7 @@
 """Prompted generation through any :class:`~ragexp.llm.base.ChatModel`.
 
 The prompt is ``prompt_template`` with ``{context}`` replaced by the first ``context_k``
-chunks (see :func:`~reference_pipelines.generators.base.format_context`) and ``{query}`` by the
+chunks (see :func:`~ragexp.data.context.format_context`) and ``{query}`` by the
 question; it is sent as one user message, greedy (temperature 0). Model calls are cached under
 the runner's cache root (``<root>/llm_calls``), keyed by model, prompt version and template
 hash, the full prompt and the decoding settings, so a re-run makes no model calls.
@@ -16,6 +16,7 @@ from typing import Any
 
 from ragexp.cache import StageCache
 from ragexp.data import Chunk
+from ragexp.data.context import format_context
 from ragexp.errors import RagexpInputError
 from ragexp.llm.base import ChatModel, LLMCallError
 from ragexp.llm.call_cache import CallCache
@@ -23,7 +24,6 @@ from ragexp.llm.models import build_chat_model
 from reference_pipelines.generators.base import (
     REFUSAL_ANSWER,
     Generation,
-    format_context,
 )
 
 GROUNDED_QA_TEMPLATE = (
