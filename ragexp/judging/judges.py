@@ -282,9 +282,9 @@ class LocalLikelihoodJudge:
       common scale (the scales are their standard deviations on the calibration set).
 
     The default thresholds are fits on all 72 hand-labelled claims of
-    ``ragexp/data/datasets/demo/calibration.csv`` scored with SmolLM2-135M (``pmi``'s by
-    ``ragexp judge calibrate``, the others by an earlier rule), the combo scales are the scores'
-    standard deviations there; ``pmi`` is the default method because it costs two forward passes
+    ``ragexp/data/datasets/demo/calibration.csv`` scored with SmolLM2-135M (by ``ragexp judge
+    calibrate``; ``combo``'s by an earlier rule), the combo scales are the scores' standard
+    deviations there; ``pmi`` is the default method because it costs two forward passes
     per claim. Every method is close to chance with a 135M model (docs/judging.md has the
     cross-validated and held-out numbers): calibrate with ``ragexp judge calibrate --judge local
     --method M`` before trusting it, and always for another model.
@@ -292,7 +292,7 @@ class LocalLikelihoodJudge:
     model when it can also complete prompts (greedy).
     """
 
-    DEFAULT_THRESHOLDS = {"yes_no": -0.999874, "pmi": 2.86605, "pmi_min": -1.252, "combo": -4.23}
+    DEFAULT_THRESHOLDS = {"yes_no": -0.999874, "pmi": 2.86605, "pmi_min": -1.25179, "combo": -4.23}
     COMBO_SCALES = (0.2864, 0.8736)
 
     def __init__(
