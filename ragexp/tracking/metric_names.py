@@ -54,7 +54,7 @@ OTHER_SECTION = "other"
 #: A chunk-level retrieval metric key (``doc_`` ones carry the prefix).
 RETRIEVAL_KEY = re.compile(r"(hit_rate|recall|mrr|context_precision|ndcg)(_at_\d+)?|context_(hit_rate|recall)")
 _GENERATION = re.compile(r"faithfulness|answer_relevance|exact_match|f1|key_fact_recall|refused|refusal_accuracy"
-                         r"|judge_failures|generation_errors|.+_rate|n_.+|.+_judge_failures|gen\..+")
+                         r"|judge_failures|generation_errors|.+_rate|n_.+|.+_judge_failures|gen\..+|judge\..+")
 _CI = re.compile(r"(?P<metric>.+)_ci_(?P<bound>low|high)")
 
 

@@ -6,7 +6,8 @@ metrics: every aggregate and stage timing under its section prefix (``1_headline
 ``retrieval/``, ``doc/``, ``generation/``, ``tag/<tag>/``, ``ci/``, ``time/``;
 :mod:`~ragexp.tracking.metric_names`); tags: config hash, corpus and eval-set fingerprints, eval-set
 name and gold level, code version, package versions, the sweep's axis values (``axis.<key>``),
-``mlflow.runType=evaluation``; artifacts: resolved config and Hydra overrides, the portable
+``mlflow.runType=evaluation``; with a judge, its calibration next to faithfulness
+(:func:`judge_fields`); artifacts: resolved config and Hydra overrides, the portable
 ``ragexp_results.json``, the per-query table (``log_table``, flat columns: :func:`per_query_table`),
 a recall@k curve; the eval set via ``log_input`` with its fingerprint as digest. The run spans
 the job's work (its start time is the job's), not only the logging. The run is opened only after everything was
@@ -40,8 +41,39 @@ from ragexp.judging.failure import FailureClass, gold_in_context
 from ragexp.tracking import store
 from ragexp.tracking.experiments import gold_level
 from ragexp.tracking.labels import run_params
-from ragexp.tracking.metric_names import split_for_mlflow
+from ragexp.tracking.metric_names import split_for_mlflow, to_mlflow
 from ragexp.tracking.sweep import terminal_status
+
+TAG_JUDGE_WARNING = "ragexp.judge_warning"
+
+
+def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float], dict[str, str]]:
+    """Params, metrics and tags for a run's judge record (``meta["judge"]``,
+    :func:`~ragexp.judging.judge_calibration.judge_run_record`)::
+
+        params  judge.effective_threshold, judge.threshold_source,
+                judge.calibration.{set, file, sha256, n, estimate}
+        metrics judge.calibration.cv_accuracy, judge.calibration.cv_kappa (in MLflow under
+                generation/, :func:`~ragexp.tracking.metric_names.to_mlflow`)
+        tags    ragexp.judge_warning (the plain sentence, when uncalibrated or kappa < 0.4)
+    """
+    if record is None:
+        return {}, {}, {}
+    params = {"judge.threshold_source": str(record["threshold_source"] or "none")}
+    if record["threshold"] is not None:
+        params["judge.effective_threshold"] = f"{record['threshold']:.6g}"
+    metrics: dict[str, float] = {}
+    calibration = record["calibration"]
+    if calibration is None:
+        params["judge.calibration.set"] = "none"
+    else:
+        params.update({f"judge.calibration.{key}": str(calibration[key]) for key in ("set", "file", "sha256", "n", "estimate")})
+        metrics["judge.calibration.cv_accuracy"] = calibration["accuracy"]
+        if calibration["kappa"] is not None:
+            metrics["judge.calibration.cv_kappa"] = calibration["kappa"]
+    tags = {TAG_JUDGE_WARNING: record["warning"]} if record["warning"] else {}
+    return params, metrics, tags
+
 
 TOP_IDS = 3
 #: Generation columns of the per-query table, when the run has a generator (scalars and text).
@@ -231,9 +263,12 @@ def _log_run(
     tags = {**run_tags(cfg, output, evalset), **extra_tags}
     if parent_run_id:
         tags[store.PARENT_TAG] = parent_run_id
+    judge_params, judge_metrics, judge_tags = judge_fields(results.meta.get("judge"))
+    tags.update(judge_tags)
     metrics, constants = split_for_mlflow(results.aggregates, output.timings)
+    metrics.update({to_mlflow(key): value for key, value in judge_metrics.items()})
     chunking_label = make_chunker(chunker_options(cfg.chunking)).describe()
-    params = {**run_params(semantic_config(cfg), chunking_label), **constants}
+    params = {**run_params(semantic_config(cfg), chunking_label), **constants, **judge_params}
     run = client.create_run(experiment_id, run_name=output.run_name, tags=tags,
                             start_time=_millis(results.meta.get("started_at")))
     run_id = run.info.run_id
