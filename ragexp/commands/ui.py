@@ -4,7 +4,7 @@ The port is checked before anything slow happens: when it is taken the command f
 naming it (a URL is only printed once the server answers on it, so it never points at another
 program on that port). The server runs in its own process group with MLflow's job runner off
 (``MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false``: no ``huey_consumer`` children); on Ctrl+C,
-SIGTERM, or when the server dies, the whole group is stopped. The printed URL opens the newest
+SIGTERM, SIGHUP, or when the server dies, the whole group is stopped. The printed URL opens the newest
 experiment in its ragexp view (headline metrics as columns, best hit rate@5 first).
 """
 
@@ -96,7 +96,9 @@ def run(args: argparse.Namespace) -> int:
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     log_file = tempfile.NamedTemporaryFile(prefix="ragexp-ui-", suffix=".log", delete=False)  # noqa: SIM115 - outlives this call
     server = subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
-    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGTERM,)}
+    # SIGTERM and SIGHUP (a closed terminal) stop it like Ctrl+C: the server has its own session and
+    # would otherwise outlive this process.
+    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not _healthy(base):

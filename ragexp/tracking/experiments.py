@@ -27,7 +27,7 @@ from mlflow.tracking import MlflowClient
 from ragexp.data import Corpus, EvalSet
 from ragexp.tracking import store
 from ragexp.tracking.labels import AXIS_TAG_PREFIX
-from ragexp.tracking.metric_names import to_mlflow
+from ragexp.tracking.metric_names import HEADLINE_SECTION, to_mlflow
 
 log = logging.getLogger(__name__)
 VIEW_ID = "ragexp"
@@ -92,14 +92,17 @@ def describe(corpus: Corpus, evalset: EvalSet, experiment_id: str) -> str:
 def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headline: Iterable[str] = RETRIEVAL_HEADLINE
                ) -> dict:
     """The saved view's state: MLflow's search facets and runs-page UI state (column ids are
-    ``metrics.`key```, ``params.`key```, ``tags.`key```)."""
+    ``metrics.`key```, ``params.`key```, ``tags.`key```). ``axis_params`` are the params behind
+    the sweep's axes; the parallel-coordinates chart spans them (else the component labels) and
+    the first three headline metrics."""
     metrics = [to_mlflow(key) for key in headline]
     params = [*LABEL_PARAMS, *(p for p in axis_params if p not in LABEL_PARAMS)]
     axis_columns = [f"tags.`{AXIS_TAG_PREFIX}{axis}`" for axis in axes if axis not in LABEL_PARAMS]
+    swept = [p for p in LABEL_PARAMS if p in axes] + [p for p in axis_params if p not in LABEL_PARAMS]
     section = f"{VIEW_ID}-headline"
     charts = [{"uuid": f"{VIEW_ID}-parallel", "type": "PARALLEL", "metricSectionId": section, "isGenerated": False,
-               "deleted": False, "runsCountToCompare": 100, "selectedParams": params, "selectedMetrics": metrics,
-               "showAllRuns": True}]
+               "deleted": False, "runsCountToCompare": 100, "selectedParams": swept or list(LABEL_PARAMS),
+               "selectedMetrics": metrics[:3], "showAllRuns": True}]
     charts += [{"uuid": f"{VIEW_ID}-bar-{i}", "type": "BAR", "metricSectionId": section, "isGenerated": True,
                 "deleted": False, "runsCountToCompare": 100, "metricKey": key, "displayName": key.rsplit("/", 1)[-1]}
                for i, key in enumerate(metrics)]
@@ -116,7 +119,7 @@ def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headli
         "columnWidths": widths,
         "runsHiddenMode": "SHOW_ALL",
         "compareRunCharts": charts,
-        "compareRunSections": [{"uuid": section, "name": to_mlflow(SORT_METRIC).split("/")[0], "display": True,
+        "compareRunSections": [{"uuid": section, "name": HEADLINE_SECTION, "display": True,
                                 "isReordered": False, "deleted": False, "isGenerated": True}],
     }
 

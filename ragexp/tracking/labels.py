@@ -49,7 +49,8 @@ def sweep_axes(task_overrides: Sequence[str], sweeper_params: Mapping[str, Any] 
     axes: list[str] = []
     for override in _parse(entries):
         key = override.key_or_group
-        if override.is_hydra_override() or key.startswith("hydra") or not override.is_sweep_override():
+        if override.is_hydra_override() or key == "hydra" or key.startswith(("hydra.", "hydra/")) \
+                or not override.is_sweep_override():
             continue
         if override.is_discrete_sweep() and len(list(override.sweep_string_iterator())) < 2:
             continue
