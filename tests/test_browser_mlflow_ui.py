@@ -241,7 +241,7 @@ def test_per_query_table_filters_to_the_runs_retrieval_failures(sweep, page):
 def test_the_same_query_side_by_side_in_two_runs(sweep, page):
     bm25, dense = sweep.child("fixed", "bm25"), sweep.child("fixed", "dense")
     results = results_of(sweep, bm25)
-    failure = sorted(retrieval_failures(results) - retrieval_failures(results_of(sweep, dense)))[0]  # dense finds it
+    failure = min(retrieval_failures(results) - retrieval_failures(results_of(sweep, dense)))  # dense finds it
     other = next(row["query_id"] for row in results.per_query if row["query_id"] != failure)
     evaluation_view(sweep, page, [bm25, dense])
     sync_api.expect(page.get_by_text(other, exact=True)).to_be_visible()

@@ -7,7 +7,14 @@ from mlflow.utils.validation import _validate_metric_name, _validate_param_name
 
 from ragexp.metrics.evaluate import metric_names
 from ragexp.tracking import labels
-from ragexp.tracking.metric_names import CONSTANTS, HEADLINE, from_mlflow, results_view, split_for_mlflow, to_mlflow
+from ragexp.tracking.metric_names import (
+    CONSTANTS,
+    HEADLINE,
+    from_mlflow,
+    results_view,
+    split_for_mlflow,
+    to_mlflow,
+)
 
 KS = [1, 3, 5, 10]
 
