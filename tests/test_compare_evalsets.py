@@ -107,3 +107,23 @@ def test_a_reproduction_is_labelled_with_its_original(tracking, capsys):
     code, out, _ = compare(capsys, uri, "--experiment", "repro")
     assert code == 0
     assert "repro: fixed-512c-64 · bm25 [" in out and f"repro of {original[:8]}]" in out
+
+
+def test_sweep_summary_says_when_its_chunk_level_best_is_not_comparable(tracking):
+    """The parent's best tags and description carry the same caveat as ``compare``'s ``†``."""
+    from ragexp.tracking.sweep_summary import log_sweep_summary
+
+    client, _ = tracking
+    experiment_id = store.ensure_experiment(client, "docs-sweep")
+    parent = client.create_run(experiment_id, run_name="sweep", tags={store.TAG_KIND: "sweep"}).info.run_id
+    for chunking, hit_rate in (("fixed", 0.7), ("none", 0.9)):
+        run_id = log_run(client, "docs-sweep", chunking, {**SCORES, "hit_rate_at_5": hit_rate}, gold="document",
+                         chunking=chunking)
+        client.set_tag(run_id, store.PARENT_TAG, parent)
+        client.set_tag(run_id, "axis.chunking", chunking)
+    runs = client.search_runs([experiment_id], filter_string=f"tags.`{store.TAG_KIND}` = 'job'")
+    log_sweep_summary(client, parent, experiment_id, runs, ["chunking"])
+    tags = client.get_run(parent).data.tags
+    [whole] = [run.info.run_id for run in runs if run.info.run_name == "none"]
+    assert tags["best.hit_rate_at_5"] == f"none = 0.9000 (run {whole[:8]}) (not comparable across chunkings)"
+    assert "Gold is whole documents" in tags[store.DESCRIPTION_TAG]

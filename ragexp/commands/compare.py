@@ -20,8 +20,8 @@ from collections import Counter
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
 from ragexp.errors import RagexpInputError
 from ragexp.summary import format_table, headline_metrics
-from ragexp.tracking import store
-from ragexp.tracking.metric_names import RETRIEVAL_KEY, results_view
+from ragexp.tracking import experiments, store
+from ragexp.tracking.metric_names import results_view
 
 NOT_COMPARABLE_MARK = "†"
 CHUNKING_NOTE = (f"{NOT_COMPARABLE_MARK} not comparable across chunkings: the gold is whole documents, so each chunking has "
@@ -85,16 +85,6 @@ def check_one_evalset(runs, force: bool) -> bool:
     return False
 
 
-def not_comparable_across_chunkings(runs, metrics: list[str]) -> set[str]:
-    """The chunk-level metrics among ``metrics`` when the gold is whole documents and the runs
-    use more than one chunking (see the module docstring)."""
-    document_gold = all(r.data.tags.get(store.TAG_GOLD_LEVEL) == "document" for r in runs)
-    chunkings = {r.data.params.get("chunking", r.data.params.get("chunking.name")) for r in runs}
-    if not document_gold or len(chunkings) < 2:
-        return set()
-    return {m for m in metrics if RETRIEVAL_KEY.fullmatch(m.split(".")[-1])}
-
-
 def _known(name: str, option: str, available: set[str]) -> str:
     if name in available:
         return name
@@ -120,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         if not tags:
             raise RagexpInputError(f"no per-tag values of {args.by_tag!r} in these runs", field="--by-tag")
         table_rows = {n: {t: rows[n].get(f"tag.{t}.{args.by_tag}") for t in tags} for n in names}
-        across_chunkings = bool(not_comparable_across_chunkings(runs, [args.by_tag]))
+        across_chunkings = bool(experiments.not_comparable_across_chunkings(runs, [args.by_tag]))
         unranked = set(tags) if not comparable or across_chunkings else set()
         print(f"{args.by_tag} per tag")
         print(format_table(names, table_rows, tags, unranked=unranked, flag=NOT_COMPARABLE_MARK if across_chunkings else ""))
@@ -135,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sort:
         sort_key = _known(args.sort, "--sort", available)
         names.sort(key=lambda n: rows[n].get(sort_key, float("-inf")), reverse=True)
-    across_chunkings = not_comparable_across_chunkings(runs, metrics)
+    across_chunkings = experiments.not_comparable_across_chunkings(runs, metrics)
     unranked = set(metrics) if not comparable else across_chunkings
     print(format_table(names, rows, metrics, unranked=unranked, flag=NOT_COMPARABLE_MARK if across_chunkings else ""))
     if across_chunkings:

@@ -27,7 +27,7 @@ from mlflow.tracking import MlflowClient
 from ragexp.data import Corpus, EvalSet
 from ragexp.tracking import store
 from ragexp.tracking.labels import AXIS_TAG_PREFIX
-from ragexp.tracking.metric_names import HEADLINE_SECTION, to_mlflow
+from ragexp.tracking.metric_names import HEADLINE_SECTION, RETRIEVAL_KEY, to_mlflow
 
 log = logging.getLogger(__name__)
 VIEW_ID = "ragexp"
@@ -50,6 +50,17 @@ def gold_level(evalset: EvalSet) -> str:
     if not kinds:
         return "none"
     return "mixed" if len(kinds) == 2 else ("span" if kinds == {True} else "document")
+
+
+def not_comparable_across_chunkings(runs, metrics: Iterable[str]) -> set[str]:
+    """The chunk-level metrics among ``metrics`` (``tag.<t>.<m>`` included) when every run's gold
+    is whole documents and the runs use more than one chunking: each chunking then has its own
+    number of relevant chunks per query, so their chunk-level values do not rank the pipelines."""
+    document_gold = all(r.data.tags.get(store.TAG_GOLD_LEVEL) == "document" for r in runs)
+    chunkings = {r.data.params.get("chunking", r.data.params.get("chunking.name")) for r in runs}
+    if not document_gold or len(chunkings) < 2:
+        return set()
+    return {m for m in metrics if RETRIEVAL_KEY.fullmatch(m.split(".")[-1])}
 
 
 def experiment_name(configured: str | None, evalset: EvalSet) -> str:

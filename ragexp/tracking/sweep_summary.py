@@ -8,7 +8,8 @@ Written when the sweep ends, from its FINISHED child runs:
   one colour scale per metric, every cell annotated, the best cell in bold;
 - ``summary/compare.md`` and ``summary/compare.html``: runs x axis values x headline metrics,
   best hit rate@5 first, the best value of each metric in bold;
-- tags ``best.<metric>`` = ``<run name> = <value> (run <id[:8]>)`` per headline metric;
+- tags ``best.<metric>`` = ``<run name> = <value> (run <id[:8]>)`` per headline metric (marked
+  not comparable across chunkings when the gold is whole documents and the runs chunk differently);
 - the run's description (``mlflow.note.content``, shown on its overview page): the best run per
   headline metric with a link, the hit rate@5 heatmap, the compare table;
 - the experiment's ragexp view (:mod:`~ragexp.tracking.experiments`) gets the sweep's axes as
@@ -37,6 +38,8 @@ MAX_PANELS = 6
 SUMMARY_DIR = "summary"
 BEST_TAG_PREFIX = "best."
 SORT_METRIC = "hit_rate_at_5"
+NOT_COMPARABLE_NOTE = ("Gold is whole documents and the runs chunk differently, so these chunk-level metrics do not "
+                       "rank them (each chunking has its own number of relevant chunks); compare doc/ metrics")
 
 
 @dataclass(frozen=True)
@@ -172,9 +175,11 @@ def artifact_url(run_id: str, path: str) -> str:
 
 
 def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str], best: Mapping[str, ChildRun],
-             parent_run_id: str, experiment_id: str, image: str | None) -> str:
+             parent_run_id: str, experiment_id: str, image: str | None, not_comparable: set[str] = frozenset()) -> str:
     sweep = " × ".join(axes) or "no swept axis"
     lines = [f"**Best of {len(children)} runs** (sweep over {sweep}):", ""]
+    if not_comparable:
+        lines = [*lines, f"{NOT_COMPARABLE_NOTE}: {', '.join(sorted(not_comparable))}.", ""]
     for metric in metrics:
         if metric in best:
             winner = best[metric]
@@ -209,6 +214,8 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
         return
     metrics = [m for m in HEADLINE if any(m in child.metrics for child in children)]
     best = best_by_metric(children, metrics)
+    finished = [run for run in runs if run.info.run_id in {child.run_id for child in children}]
+    not_comparable = experiments.not_comparable_across_chunkings(finished, metrics)
     image = None
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / SUMMARY_DIR
@@ -221,8 +228,10 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
         (folder / "compare.html").write_text(compare_html(children, axes, metrics), encoding="utf-8")
         client.log_artifacts(parent_run_id, str(folder), artifact_path=SUMMARY_DIR)
     tags = {f"{BEST_TAG_PREFIX}{metric}": f"{run.name} = {run.metrics[metric]:.4f} (run {run.run_id[:8]})"
+            + (" (not comparable across chunkings)" if metric in not_comparable else "")
             for metric, run in best.items()}
-    tags[store.DESCRIPTION_TAG] = describe(children, axes, metrics, best, parent_run_id, experiment_id, image)
+    tags[store.DESCRIPTION_TAG] = describe(children, axes, metrics, best, parent_run_id, experiment_id, image,
+                                           not_comparable)
     store.log_batched(client, parent_run_id, tags=tags)
     view_metrics = [m for m in (*experiments.RETRIEVAL_HEADLINE, *experiments.GENERATION_HEADLINE) if m in metrics]
     experiments.set_view(client, experiment_id, experiments.view_state(axes, _axis_params(children, axes), view_metrics))
