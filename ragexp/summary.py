@@ -53,7 +53,7 @@ def print_run_summary(output, run_id: str, tracking_uri: str) -> None:
     print(f"\n{output.run_name}  (run {run_id}: {output.results.meta['n_queries']} queries, "
           f"{int(agg.get('n_queries_no_gold', 0))} without gold evidence and left out of retrieval means)")
     print(format_table(["this run"], {"this run": agg}, metrics))
-    for warning in call_failure_warnings(output.results):
+    for warning in [*call_failure_warnings(output.results), *run_warnings(output.results)]:
         print(warning)
     print(f"logged to {tracking_uri}; open it with: ragexp ui")
 
@@ -72,3 +72,8 @@ def call_failure_warnings(results) -> list[str]:
         lines.append(f"WARNING: {failures} claim verdicts failed (no yes/no, timeout or HTTP error); "
                      "they are counted in judge_failures and left out of faithfulness")
     return lines
+
+
+def run_warnings(results) -> list[str]:
+    """The warnings a run recorded (``meta.warnings``, e.g. a BM25 index where no term scores)."""
+    return [f"WARNING: {warning}" for warning in results.meta.get("warnings", [])]

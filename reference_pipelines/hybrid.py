@@ -120,6 +120,11 @@ class HybridRetriever:
         for retriever in self.retrievers:
             retriever.index(chunks)
 
+    @property
+    def warnings(self) -> list[str]:
+        """The fused retrievers' warnings about their last index()."""
+        return [warning for retriever in self.retrievers for warning in getattr(retriever, "warnings", [])]
+
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
         depth = max(self.depth, k)
         per_retriever = [retriever.search(queries, depth) for retriever in self.retrievers]

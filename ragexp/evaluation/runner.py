@@ -72,10 +72,12 @@ def retrieval_depth(cfg: DictConfig, reranker: Any | None, generator: Any | None
 
 def retrieve(
     cfg: DictConfig, data: PreparedData, retriever: Any, depth: int, cache: StageCache
-) -> tuple[list[list[tuple[str, float]]], bool]:
+) -> tuple[list[list[tuple[str, float]]], bool, list[str]]:
     """Rankings for every eval query (cached by retriever config, chunking, corpus, queries, depth).
 
-    Returns ``(rankings, from_cache)``; the index is built only on a cache miss.
+    Returns ``(rankings, from_cache, warnings)``; the index is built only on a cache miss, and the
+    retriever's ``warnings`` about it (e.g. BM25 with no positive term weight) are cached with the
+    rankings, so a cached run records the same warnings.
     """
     queries = [item.query for item in data.evalset.items]
     key = {
@@ -84,17 +86,20 @@ def retrieve(
         "corpus": data.corpus.fingerprint(),
         "queries": stable_hash(queries),
         "depth": depth,
+        "payload": "rankings+warnings",
     }
     computed = False
 
-    def compute() -> list:
+    def compute() -> dict:
         nonlocal computed
         computed = True
         retriever.index(data.chunks)
-        return [[[cid, float(score)] for cid, score in trec_order(r)] for r in retriever.search(queries, depth)]
+        rankings = [[[cid, float(score)] for cid, score in trec_order(r)] for r in retriever.search(queries, depth)]
+        return {"rankings": rankings, "warnings": list(getattr(retriever, "warnings", []))}
 
-    rows = cache.get_or_compute_json("retrieval", key, compute)
-    return [[(cid, score) for cid, score in ranking] for ranking in rows], not computed
+    stored = cache.get_or_compute_json("retrieval", key, compute)
+    rankings = [[(cid, score) for cid, score in ranking] for ranking in stored["rankings"]]
+    return rankings, not computed, stored["warnings"]
 
 
 def rerank(
@@ -160,7 +165,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     depth = retrieval_depth(cfg, reranker, generator)
 
     t0 = time.perf_counter()
-    rankings, retrieval_cached = retrieve(cfg, data, retriever, depth, cache)
+    rankings, retrieval_cached, warnings = retrieve(cfg, data, retriever, depth, cache)
     timings["retrieval_s"] = time.perf_counter() - t0
     if reranker is not None:
         t0 = time.perf_counter()
@@ -216,6 +221,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
         "ks": ks,
         "context_k": depth_k,
         "retrieval_from_cache": retrieval_cached,
+        "warnings": warnings,
         "ragexp_version": __version__,
     }
     timings["total_s"] = time.perf_counter() - started
