@@ -37,6 +37,7 @@ SECRET_NAME_SUFFIXES = (
 
 URL_CREDENTIALS = "URL credentials (user:password@)"
 _TOKEN_PATTERNS = [
+    (URL_CREDENTIALS, re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:[^/\s@]+@")),  # first: the most specific advice
     ("an OpenAI-style key (sk-...)", re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{12,}")),
     ("a bearer token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=\-]{8,}")),
     ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
@@ -47,7 +48,6 @@ _TOKEN_PATTERNS = [
     ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{16,}")),
     ("a payment-provider key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}")),
     ("a JSON web token", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.")),
-    (URL_CREDENTIALS, re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:[^/\s@]+@")),
 ]  # fmt: skip
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
