@@ -61,6 +61,10 @@ def chunker_configs(draw: st.DrawFn) -> dict:
 
 def assert_valid_chunks(doc: Document, chunks: list[Chunk]) -> None:
     """The contract of every chunker (ragexp.chunking.base)."""
+    if not doc.text.strip():  # nothing but the title to index
+        title_only = [Chunk(chunk_id(doc.id, 0), doc.id, 0, 0, 0, "", doc.title)] if doc.title.strip() else []
+        assert chunks == title_only
+        return
     covered = bytearray(len(doc.text))
     for index, chunk in enumerate(chunks):
         assert chunk.text == doc.text[chunk.start : chunk.end]
@@ -439,3 +443,13 @@ def test_markdown_heading_rules() -> None:
     text = "#NoSpace\n    # indented code\n ## Real ##\nbody\n~~~\n# fenced\n~~~\n#\nempty heading body"
     chunks = make_chunker({"name": "markdown", "min_size": 0}).chunk(Document("d", text))
     assert [c.title for c in chunks] == ["", "Real", ""]
+
+
+def test_none_has_no_size_and_ignores_other_chunkers_options_with_a_warning(caplog) -> None:
+    with caplog.at_level("WARNING"):
+        chunker = make_chunker({"name": "none", "size": 256, "overlap": 32})
+    assert chunker.config == make_chunker({"name": "none"}).config == {"name": "none"}
+    assert "has no size: ignoring chunking.size=256, chunking.overlap=32" in caplog.text
+    with pytest.raises(RagexpInputError) as caught:  # another chunker still refuses an option it does not take
+        make_chunker({"name": "fixed", "max_size": 256})
+    assert caught.value.field == "chunking.max_size"

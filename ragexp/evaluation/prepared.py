@@ -3,6 +3,7 @@ every chunk and document derived from the gold evidence for this chunking."""
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -16,6 +17,8 @@ from ragexp.data import Chunk, Corpus, EvalSet
 from ragexp.data.dataset import load_dataset
 from ragexp.relevance import OverlapRule, chunk_qrels, doc_qrels
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class PreparedData:
@@ -28,6 +31,7 @@ class PreparedData:
     doc_qrels: dict[str, dict[str, int]]
     chunking_label: str
     chunking_config: dict
+    not_indexed: list[str]  # documents without text and title: no chunk, never retrievable
 
     @property
     def chunks_by_id(self) -> dict[str, Chunk]:
@@ -35,7 +39,11 @@ class PreparedData:
 
 
 def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> PreparedData:
-    """Load the dataset, chunk it (cached) and derive chunk- and document-level qrels."""
+    """Load the dataset, chunk it (cached) and derive chunk- and document-level qrels.
+
+    A document with neither text nor title gets no chunk; it is listed in ``not_indexed`` and,
+    like at chunk level, its evidence counts at document level neither (an item whose only gold
+    lies there has no gold and is left out of the retrieval means at both levels)."""
     corpus, evalset = load_dataset(cfg.dataset)
     if cfg.eval.get("sample") is not None:
         evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
@@ -49,14 +57,23 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> P
     for chunk in chunks:
         by_doc[chunk.doc_id].append(chunk)
     rule = OverlapRule(min_fraction=cfg.eval.relevance.min_fraction, mode=cfg.eval.relevance.mode)
+    not_indexed = [doc_id for doc_id in corpus if doc_id not in by_doc]
+    if not_indexed:
+        log.warning("%d documents have neither text nor title and are not indexed (e.g. %s)", len(not_indexed),
+                    ", ".join(not_indexed[:5]))
+    indexed_doc_qrels = {
+        qid: {doc_id: grade for doc_id, grade in grades.items() if doc_id in by_doc}
+        for qid, grades in doc_qrels(evalset.items).items()
+    }
     return PreparedData(
         corpus=corpus,
         evalset=evalset,
         chunks=chunks,
         chunk_qrels=chunk_qrels(evalset.items, by_doc, rule),
-        doc_qrels=doc_qrels(evalset.items),
+        doc_qrels=indexed_doc_qrels,
         chunking_label=chunker.describe(),
         chunking_config=chunker.config,
+        not_indexed=not_indexed,
     )
 
 

@@ -24,10 +24,11 @@ from ragexp.evaluation.generation_step import generation_step
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.evaluation.results import RunResults
+from ragexp.evaluation.retrieval_step import retrieval_step
 from ragexp.fingerprint import stable_hash
 from ragexp.metrics.evaluate import evaluate_run
 from ragexp.metrics.per_tag import per_tag_means
-from ragexp.metrics.ranking import doc_level, trec_order
+from ragexp.metrics.ranking import doc_level
 from ragexp.stats import mean_ci
 
 log = logging.getLogger(__name__)
@@ -55,67 +56,10 @@ def semantic_config(cfg: DictConfig) -> dict:
 
 
 def config_hash(cfg: DictConfig, data: PreparedData) -> str:
-    """Identity of a run's work: semantic config + corpus and eval-set fingerprints."""
-    return stable_hash(
-        {"config": semantic_config(cfg), "corpus": data.corpus.fingerprint(), "evalset": data.evalset.fingerprint()}
-    )
-
-
-def retrieval_depth(cfg: DictConfig, reranker: Any | None, generator: Any | None) -> int:
-    """Retrieve once, at the largest depth any consumer needs; every smaller k is a slice."""
-    depth = max([*cfg.eval.ks, cfg.eval.retrieve_k])
-    for component in (reranker, generator):
-        for attribute in ("top_n", "context_k"):
-            depth = max(depth, int(getattr(component, attribute, 0) or 0))
-    return depth
-
-
-def retrieve(
-    cfg: DictConfig, data: PreparedData, retriever: Any, depth: int, cache: StageCache
-) -> tuple[list[list[tuple[str, float]]], bool, list[str]]:
-    """Rankings for every eval query (cached by retriever config, chunking, corpus, queries, depth).
-
-    Returns ``(rankings, from_cache, warnings)``; the index is built only on a cache miss, and the
-    retriever's ``warnings`` about it (e.g. BM25 with no positive term weight) are cached with the
-    rankings, so a cached run records the same warnings.
-    """
-    queries = [item.query for item in data.evalset.items]
-    key = {
-        "retriever": component_config(cfg.retrieval),
-        "chunking": data.chunking_config,
-        "corpus": data.corpus.fingerprint(),
-        "queries": stable_hash(queries),
-        "depth": depth,
-        "payload": "rankings+warnings",
-    }
-    computed = False
-
-    def compute() -> dict:
-        nonlocal computed
-        computed = True
-        retriever.index(data.chunks)
-        rankings = [[[cid, float(score)] for cid, score in trec_order(r)] for r in retriever.search(queries, depth)]
-        return {"rankings": rankings, "warnings": list(getattr(retriever, "warnings", []))}
-
-    stored = cache.get_or_compute_json("retrieval", key, compute)
-    rankings = [[(cid, score) for cid, score in ranking] for ranking in stored["rankings"]]
-    return rankings, not computed, stored["warnings"]
-
-
-def rerank(
-    cfg: DictConfig, data: PreparedData, reranker: Any, rankings: list, depth_key: dict, cache: StageCache
-) -> list[list[tuple[str, float]]]:
-    queries = [item.query for item in data.evalset.items]
-    key = {"reranker": component_config(cfg.reranker), "candidates": stable_hash(rankings), **depth_key}
-    rows = cache.get_or_compute_json(
-        "rerank",
-        key,
-        lambda: [
-            [[cid, float(score)] for cid, score in trec_order(r)]
-            for r in reranker.rerank(queries, rankings, data.chunks_by_id)
-        ],
-    )
-    return [[(cid, score) for cid, score in ranking] for ranking in rows]
+    """Identity of a run's work: semantic config (chunking as the chunker's effective options) +
+    corpus and eval-set fingerprints."""
+    config = {**semantic_config(cfg), "chunking": data.chunking_config}
+    return stable_hash({"config": config, "corpus": data.corpus.fingerprint(), "evalset": data.evalset.fingerprint()})
 
 
 #: ``context_<m>`` = ``<m>_at_{context depth}``: what the generator is (or would be) shown.
@@ -159,18 +103,11 @@ def run_label(cfg: DictConfig, data: PreparedData) -> str:
 
 def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline: Pipeline, progress: bool = True) -> RunOutput:
     """Evaluate ``pipeline`` on ``data`` as ``cfg`` (validated by the caller) describes."""
-    retriever, reranker, generator = pipeline.retriever, pipeline.reranker, pipeline.generator
-    timings: dict[str, float] = {}
+    generator = pipeline.generator
     started = time.perf_counter()
-    depth = retrieval_depth(cfg, reranker, generator)
-
-    t0 = time.perf_counter()
-    rankings, retrieval_cached, warnings = retrieve(cfg, data, retriever, depth, cache)
-    timings["retrieval_s"] = time.perf_counter() - t0
-    if reranker is not None:
-        t0 = time.perf_counter()
-        rankings = rerank(cfg, data, reranker, rankings, {"depth": depth, "corpus": data.corpus.fingerprint()}, cache)
-        timings["rerank_s"] = time.perf_counter() - t0
+    retrieved = retrieval_step(cfg, data, pipeline, cache)
+    rankings, depth = retrieved.rankings, retrieved.depth
+    timings = dict(retrieved.timings)
 
     t0 = time.perf_counter()
     items = data.evalset.items
@@ -180,31 +117,35 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     depth_k = context_depth(cfg, generator)
     chunk_eval = evaluate_run(run, data.chunk_qrels, sorted({*ks, depth_k}))
     add_context_metrics(chunk_eval.per_query, chunk_eval.aggregate, depth_k)
-    doc_eval = evaluate_run({q: doc_level(r) for q, r in run.items()}, data.doc_qrels, ks, prefix="doc_")
+    doc_eval = evaluate_run(dict(zip(qids, retrieved.doc_rankings)), data.doc_qrels, ks, prefix="doc_")
     tags_by_query = {item.id: item.tags for item in items}
     aggregates: dict[str, float] = {**chunk_eval.aggregate, **doc_eval.aggregate}
     aggregates.update(per_tag_means(chunk_eval.per_query, tags_by_query))
     aggregates["n_chunks"] = float(len(data.chunks))
     aggregates["retrieval_depth"] = float(depth)
+    aggregates["doc_rankings_extended"] = float(retrieved.doc_rankings_extended)
+    aggregates["doc_retrieval_depth_max"] = float(retrieved.doc_retrieval_depth_max)
+    aggregates["n_docs_not_indexed"] = float(len(data.not_indexed))
     aggregates.update(_confidence_intervals(chunk_eval.per_query, ks, cfg.eval.bootstrap_resamples))
     timings["evaluation_s"] = time.perf_counter() - t0
 
     per_query = []
-    for item, ranking in zip(items, rankings):
+    for item, ranking, doc_ranking in zip(items, rankings, retrieved.doc_rankings):
         metrics = {**chunk_eval.per_query.get(item.id, {}), **doc_eval.per_query.get(item.id, {})}
-        per_query.append(
-            {
-                "query_id": item.id,
-                "query": item.query,
-                "tags": list(item.tags),
-                "answerable": item.answerable,
-                "ranking": [[cid, score] for cid, score in ranking],
-                "relevant": data.chunk_qrels.get(item.id, {}),
-                "doc_relevant": data.doc_qrels.get(item.id, {}),
-                "first_relevant_rank": chunk_eval.first_relevant_rank.get(item.id),
-                "metrics": metrics,
-            }
-        )
+        row = {
+            "query_id": item.id,
+            "query": item.query,
+            "tags": list(item.tags),
+            "answerable": item.answerable,
+            "ranking": [[cid, score] for cid, score in ranking],
+            "relevant": data.chunk_qrels.get(item.id, {}),
+            "doc_relevant": data.doc_qrels.get(item.id, {}),
+            "first_relevant_rank": chunk_eval.first_relevant_rank.get(item.id),
+            "metrics": metrics,
+        }
+        if doc_ranking != doc_level(ranking):  # retrieved deeper for k distinct documents
+            row["doc_ranking"] = [[doc_id, score] for doc_id, score in doc_ranking]
+        per_query.append(row)
 
     if generator is not None:
         t0 = time.perf_counter()
@@ -220,8 +161,9 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
         "n_queries": len(items),
         "ks": ks,
         "context_k": depth_k,
-        "retrieval_from_cache": retrieval_cached,
-        "warnings": warnings,
+        "retrieval_from_cache": retrieved.from_cache,
+        "warnings": retrieved.warnings,
+        "docs_not_indexed": data.not_indexed[:20],
         "ragexp_version": __version__,
     }
     timings["total_s"] = time.perf_counter() - started
