@@ -18,7 +18,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from ragexp import interrupt, progress
+from ragexp import interrupt
 from ragexp.config import register_schema
 from ragexp.config_errors import CONFIG_ERRORS, config_error_line
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, TrackingUnavailable
@@ -49,7 +49,6 @@ _started = False
 def _hydra_main(cfg: DictConfig) -> None:
     global _started
     _started = True
-    progress.set_enabled(cfg.progress)
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # its INFO lines report CPU features
     try:
         run_one_job(cfg)
@@ -115,6 +114,10 @@ def run_app(argv: list[str]) -> int:
         return USAGE_EXIT_CODE
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        if code != 0:  # a sweep stopped by a job's bad input: its parent is closed, not left RUNNING
+            from ragexp.tracking.sweep import close_open_parent
+
+            close_open_parent("FAILED")
         # Hydra reports config errors (unknown option, bad override, schema type) with exit 1
         # before the job starts: that is bad input, exit 2 like every other input error.
         return USAGE_EXIT_CODE if code == 1 and not _started else code

@@ -27,7 +27,7 @@ CHUNKINGS = ("fixed", "recursive", "sentence", "none")  # four configs: four run
 @pytest.mark.timeout(1200)
 def test_four_processes_on_a_fresh_sqlite_store_lose_no_run(tiny_dataset, tmp_path):
     corpus, evalset = tiny_dataset
-    lost = []
+    lost, failures = [], []
     for repeat in range(REPEATS):
         db = tmp_path / f"fresh-{repeat}" / "mlflow.db"  # a folder that does not exist yet either
         processes = [
@@ -45,15 +45,14 @@ def test_four_processes_on_a_fresh_sqlite_store_lose_no_run(tiny_dataset, tmp_pa
             process.stdout.close()
             process.stderr.close()
         client = MlflowClient(f"sqlite:///{db}")
-        runs = client.search_runs([client.get_experiment_by_name("race").experiment_id])
+        experiment = client.get_experiment_by_name("race")
+        runs = client.search_runs([experiment.experiment_id]) if experiment else []
         finished = sorted(r.data.params["chunking.name"] for r in runs if r.info.status == "FINISHED")
         print(f"repeat {repeat}: exit codes {[code for code, _ in outcomes]}, FINISHED runs {finished}")
-        for code, stderr in outcomes:
-            assert code == 0 and "Traceback" not in stderr, stderr[-3000:]
         lost.append(PROCESSES - len(finished))
-        assert finished == sorted(CHUNKINGS[:PROCESSES]) and len(runs) == PROCESSES
-        assert db.with_name("mlflow.db.lock").exists()  # the lock file beside the store
-    assert lost == [0] * REPEATS
+        failures += [stderr[-1500:] for code, stderr in outcomes if code != 0 or "Traceback" in stderr]
+    print(f"runs lost per repeat: {lost}")
+    assert lost == [0] * REPEATS and failures == [], failures[:1]
 
 
 def test_reading_commands_never_create_a_store(tmp_path):

@@ -7,7 +7,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from mlflow.tracking import MlflowClient
+from test_runner_sweep import ENV, dataset_args, job_runs
 
 from ragexp.tracking import store
 from ragexp.tracking.sweep import (
@@ -37,3 +39,15 @@ def test_only_dead_parents_of_the_same_sweep_are_closed(tmp_path):
     assert sorted(closed) == sorted([ids["dead"], ids["pid-reused"]])
     status = {name: MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_run(run_id).info.status for name, run_id in ids.items()}
     assert status == {"dead": "KILLED", "alive": "RUNNING", "other-sweep": "RUNNING", "other-host": "RUNNING", "pid-reused": "KILLED"}
+
+
+@pytest.mark.slow
+def test_a_sweep_stopped_by_bad_input_closes_its_parent(tiny_dataset, tmp_path):
+    db = tmp_path / "mlflow.db"
+    proc = subprocess.run([sys.executable, "-m", "ragexp.cli", "run", "-m", *dataset_args(tiny_dataset, db), "retrieval=bm25",
+                           "chunking=fixed", "chunking.size=120", "chunking.overlap=120,20"],
+                          cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600, check=False)
+    lines = [line for line in proc.stderr.splitlines() if "ragexp run: error:" in line]
+    assert proc.returncode == 2 and len(lines) == 1 and "field 'chunking.overlap'" in lines[0], proc.stderr[-3000:]
+    _, (parent,), children = job_runs(db)
+    assert parent.info.status == "FAILED" and children == []  # closed, not left RUNNING
