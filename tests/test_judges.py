@@ -13,6 +13,7 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer, ok, slow, status
 from ragexp.data.datasets import DEMO_DIR
+from ragexp.errors import RagexpInputError
 from ragexp.judging.answer_relevance import aggregate_answer_relevance, answer_relevance, clean_generated_question
 from ragexp.judging.claims import LLMClaimSplitter, make_claim_splitter, split_sentences
 from ragexp.judging.faithfulness import (
@@ -156,7 +157,7 @@ def test_lexical_judge_is_deterministic_and_threshold_bound():
     assert first[1].score == pytest.approx(0.75) and "missing=48" in first[1].raw
     assert first[3].error == "claim has no content token"
     assert LexicalJudge(threshold=0.75).judge_claims(claims[1:2], CONTEXT)[0].supported is True
-    with pytest.raises(ValueError):
+    with pytest.raises(RagexpInputError, match="field 'threshold': must be in"):
         LexicalJudge(threshold=1.5)
 
 
@@ -322,6 +323,6 @@ def test_local_judge_with_smollm2_scores_context_support():
         context,
     )
     assert quoted.score > unrelated.score + 1.0
-    assert quoted.supported is (quoted.score > judge.threshold) and unrelated.supported is False
+    assert quoted.supported is (quoted.score >= judge.threshold) and unrelated.supported is False
     question = judge.generate_question("Idempotency keys are stored for 48 hours after the first request.")
     assert question and question == clean_generated_question(question)

@@ -67,7 +67,8 @@ def generation_step(
     from tqdm import tqdm
 
     generator, judge = pipeline.generator, pipeline.judge
-    judge_key = component_config(cfg.get("judge"))
+    # the threshold in force: a calibration file rewritten under the same path changes verdicts
+    judge_key = {"config": component_config(cfg.get("judge")), "threshold": getattr(judge, "threshold", None)}
     generator_id = getattr(generator, "params", {}).get("model_id") if hasattr(generator, "params") else None
     if judge is not None:
         warn_if_self_judging(judge.model_id, generator_id)
