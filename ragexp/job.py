@@ -2,13 +2,14 @@
 job), ``ragexp reproduce`` and ``ragexp upload`` all go through here.
 
 Order, so that bad input fails before any work and a store outage loses nothing:
-validate the config -> build the components (a bad parameter fails here, before the store or the
-cache is touched) -> connect to the store -> load and chunk the data -> find the eval set's
-experiment (:mod:`ragexp.tracking.experiments`) -> skip when a FINISHED run has the same config
-hash (sweeps with ``resume=true``) -> evaluate -> name the run from its sweep axes
-(:mod:`ragexp.tracking.labels`) -> save the results to the job's output folder -> log them to
-MLflow (:func:`log_run`, retried; when the store stays away the error says how to upload the saved
-folder later). The logged run starts when the job started, so its duration is the job's work.
+validate the config (secrets refused) -> build the components (a bad parameter or a ``_target_``
+outside the allow-list fails here, before the store or the cache is touched) -> connect to the
+store -> load and chunk the data -> find (create if new) the eval set's experiment
+(:mod:`ragexp.tracking.experiments`) -> skip when a FINISHED run has the same config hash (sweeps
+with ``resume=true``) -> evaluate -> name the run from its sweep axes (:mod:`ragexp.tracking.labels`)
+-> save the results to the job's output folder -> log them to MLflow (:func:`log_run`, retried;
+when the store stays away the error says how to upload the saved folder later). The logged run
+starts when the job started, so its duration is the job's work.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from ragexp import interrupt
+from ragexp import interrupt, progress
 from ragexp.cache import StageCache
 from ragexp.config import validate
 from ragexp.data import EvalSet
@@ -75,15 +76,14 @@ def run_job(
     started_at = time.time()
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
     validate(cfg)
+    progress.set_enabled(cfg.progress)
     cache = cache or StageCache(Path(cfg.cache_dir))
     pipeline = build_pipeline(cfg, cache)
-    client = None
-    if log_to_store:
-        client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s)
+    client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s) if log_to_store else None
     started = time.perf_counter()
     data = prepare_data(cfg, cache, progress=cfg.progress)
     prepare_s = time.perf_counter() - started
-    if client is not None:
+    if client is not None:  # only now: a run refused for bad data leaves no experiment behind
         experiment_id = experiment_id or experiments.ensure_for_evalset(client, cfg.tracking.experiment, data.evalset)
     if resume and client is not None:
         existing = store.find_finished_run(client, experiment_id, config_hash(cfg, data))

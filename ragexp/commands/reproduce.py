@@ -17,10 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
-from ragexp.config import RagexpConfig
+from ragexp.config import load_saved_config
 from ragexp.summary import format_table
 from ragexp.tracking import experiments, labels, store
 from ragexp.tracking.metric_names import HEADLINE, results_view
@@ -58,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     client, uri = client_for(args)
     original = get_run(client, args.run_id)
     saved = store.download_artifact(args.run_id, store.CONFIG_ARTIFACT, uri, args.artifacts)
-    cfg = OmegaConf.merge(OmegaConf.structured(RagexpConfig), OmegaConf.load(saved))
+    cfg = load_saved_config(saved)
     cfg.tracking.uri = uri
     cache = StageCache(Path(cfg.cache_dir) if args.use_cache else Path(tempfile.mkdtemp(prefix="ragexp-reproduce-")))
     output_dir = Path(tempfile.mkdtemp(prefix=f"ragexp-reproduce-{args.run_id[:8]}-"))

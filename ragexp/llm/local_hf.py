@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
@@ -30,6 +29,7 @@ from transformers import (
     PreTrainedModel,
 )
 
+from ragexp import progress
 from ragexp.cache import publish_dir
 from ragexp.errors import RagexpInputError
 from ragexp.llm.base import LLMCallError, LLMResponse, Prompt, as_messages
@@ -229,7 +229,7 @@ class LocalHFModel:
         encoded = [self._encode_pair(prefix, continuation) for prefix, continuation in pairs]
         scores: list[float] = []
         batches = range(0, len(encoded), self.batch_size)
-        for start in tqdm(batches, desc="logprobs", disable=len(batches) < 4, leave=False):
+        for start in progress.bar(batches, desc="logprobs", disable=len(batches) < 4, leave=False):
             scores.extend(self._score_batch(encoded[start : start + self.batch_size]))
         return scores
 

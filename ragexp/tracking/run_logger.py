@@ -44,6 +44,8 @@ from ragexp.tracking.labels import run_params
 from ragexp.tracking.metric_names import split_for_mlflow, to_mlflow
 from ragexp.tracking.sweep import terminal_status
 
+TAG_WARNINGS = "ragexp.warnings"  # what the run warned about (also in ragexp_results.json, meta.warnings)
+TAG_LIMIT = 5000
 TAG_JUDGE_WARNING = "ragexp.judge_warning"
 
 
@@ -243,6 +245,7 @@ def run_tags(cfg: DictConfig, output: RunOutput, evalset: EvalSet) -> dict[str, 
         store.TAG_CODE_VERSION: store.code_version(),
         store.TAG_VERSION: meta["ragexp_version"],
         "ragexp.dataset": str(cfg.dataset.get("name", "")),
+        **({TAG_WARNINGS: " | ".join(meta["warnings"])[:TAG_LIMIT]} if meta.get("warnings") else {}),
         **store.package_versions(),
     }
 
