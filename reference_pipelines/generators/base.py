@@ -25,7 +25,9 @@ def is_refusal(answer: str) -> bool:
 
 @dataclass(frozen=True)
 class Generation:
-    """One generated answer. ``context_ids`` are the chunks the generator was shown, in order."""
+    """One generated answer. ``context_ids`` are the chunks the generator was shown, in order.
+    ``finish_reason``, ``prefill_s`` and ``decode_s`` are the model call's
+    (:class:`~ragexp.llm.base.LLMResponse`)."""
 
     answer: str
     prompt: str
@@ -36,6 +38,9 @@ class Generation:
     error: str | None = None
     cached: bool = False
     context_ids: tuple[str, ...] = field(default_factory=tuple)
+    finish_reason: str | None = None
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
 
     @property
     def failed(self) -> bool:
@@ -51,7 +56,9 @@ class Generation:
 
 @runtime_checkable
 class Generator(Protocol):
-    """``params`` is everything that determines the answers (for cache keys and run params)."""
+    """``params`` is everything that determines the answers (for cache keys and run params).
+    A generator may also offer ``generate_batch(requests)``: :meth:`generate` for a list of
+    ``(query, contexts)``, answered together."""
 
     context_k: int
 
