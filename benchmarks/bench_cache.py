@@ -26,7 +26,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ragexp.cache import StageCache  # noqa: E402
 from ragexp.chunking.whole import WholeDocumentChunker  # noqa: E402
-from ragexp.loaders.beir import load_beir  # noqa: E402
+from ragexp.data.loaders.beir import load_beir  # noqa: E402
 from reference_pipelines.bm25 import BM25Retriever  # noqa: E402
 from reference_pipelines.dense import DenseRetriever  # noqa: E402
 

@@ -145,8 +145,8 @@ def synthetic_vectors(n: int, n_queries: int, regime: Regime) -> tuple[np.ndarra
 def scifact_vectors(n: int, n_queries: int) -> tuple[np.ndarray, np.ndarray, str]:
     """The first ``n`` distinct SciFact sentences and ``n_queries`` queries, MiniLM-encoded (cached)."""
     from ragexp.cache import StageCache
+    from ragexp.data.loaders.jsonl import iter_jsonl_objects
     from ragexp.fingerprint import stable_hash
-    from ragexp.loaders.jsonl import iter_jsonl_objects
     from reference_pipelines.encoders import build_encoder
 
     root = Path(os.environ.get("RAGEXP_SHARED_DATA", REPO.parent / "shared" / "data")) / "scifact"

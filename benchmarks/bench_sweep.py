@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from ragexp.chunking import make_chunker
-from ragexp.datasets import demo_paths
-from ragexp.loaders.corpus import load_corpus
+from ragexp.data.datasets import demo_paths
+from ragexp.data.loaders.corpus import load_corpus
 from reference_pipelines.encoders import build_encoder
 
 CHUNKINGS = {

@@ -1,6 +1,6 @@
 """``ragexp run``: the Hydra app. One job = one evaluated pipeline = one MLflow run.
 
-A multirun (``-m``) sweeps the cross product of the overrides; :mod:`ragexp.sweep` makes it one
+A multirun (``-m``) sweeps the cross product of the overrides; :mod:`ragexp.tracking.sweep` makes it one
 parent run with a child per job. With ``resume=true`` (default) a sweep job whose config hash
 (semantic config + corpus and eval-set fingerprints) already has a FINISHED run is skipped.
 """
@@ -18,10 +18,10 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from ragexp import interrupt, tracking
+from ragexp import interrupt
 from ragexp.config import register_schema, validate
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError
-from ragexp.results import ARTIFACT_NAME
+from ragexp.tracking import store
 
 log = logging.getLogger("ragexp")
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "conf"
@@ -30,22 +30,22 @@ CONFIG_DIR = Path(__file__).resolve().parents[1] / "conf"
 def evaluate_and_log(cfg: DictConfig) -> dict | None:
     """Run one job: returns the run's aggregate metrics, or ``None`` when resumed (skipped)."""
     from ragexp.cache import StageCache
-    from ragexp.generation_step import generation_step
-    from ragexp.run_logger import log_evaluation, save_local
-    from ragexp.runner import build_pipeline, config_hash, execute, prepare_data
+    from ragexp.evaluation.generation_step import generation_step
+    from ragexp.evaluation.runner import build_pipeline, config_hash, execute, prepare_data
     from ragexp.summary import print_run_summary
-    from ragexp.sweep import current_parent_run
+    from ragexp.tracking.run_logger import log_evaluation, save_local
+    from ragexp.tracking.sweep import current_parent_run
 
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
     validate(cfg)
     cache = StageCache(Path(cfg.cache_dir))
     pipeline = build_pipeline(cfg, cache)  # a bad parameter fails before the store or the cache is touched
-    client = tracking.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s)
-    experiment_id = tracking.ensure_experiment(client, cfg.tracking.experiment)
+    client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s)
+    experiment_id = store.ensure_experiment(client, cfg.tracking.experiment)
     data = prepare_data(cfg, cache, progress=cfg.progress)
     parent = current_parent_run()
     if parent and cfg.resume:
-        existing = tracking.find_finished_run(client, experiment_id, config_hash(cfg, data))
+        existing = store.find_finished_run(client, experiment_id, config_hash(cfg, data))
         if existing:
             log.info("resume: skipping, run %s already FINISHED with this config hash", existing)
             return None
@@ -132,7 +132,7 @@ def run_app(argv: list[str]) -> int:
     try:
         _hydra_main()
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM via ragexp.interrupt
-        from ragexp.sweep import close_open_parent, terminal_status
+        from ragexp.tracking.sweep import close_open_parent, terminal_status
 
         signum = getattr(err, "signum", signal.SIGINT)
         parent = close_open_parent(terminal_status(err))  # KILLED

@@ -27,9 +27,9 @@ import yaml
 
 from ragexp import stats
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation.results import RunResults
 from ragexp.metrics import RELEVANCE_LEVEL
 from ragexp.metrics.ranking import trec_order
-from ragexp.results import RunResults
 
 DEFAULT_SPEC_PATH = Path(__file__).resolve().parent / "resources" / "gate_default.yaml"
 _SLACK = 1e-12

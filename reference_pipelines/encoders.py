@@ -20,7 +20,13 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from tqdm import tqdm
 
-from reference_pipelines.models import ONNX, ResolvedModel, model_identity, resolve_model, unloadable_model_error
+from ragexp.models import (
+    ONNX,
+    ResolvedModel,
+    model_identity,
+    resolve_model,
+    unloadable_model_error,
+)
 
 
 @runtime_checkable

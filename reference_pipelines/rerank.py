@@ -21,9 +21,9 @@ from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.fingerprint import stable_hash
+from ragexp.models import model_identity, resolve_model, unloadable_model_error
 from reference_pipelines.base import Ranking
 from reference_pipelines.encoders import Encoder, build_encoder, unit_rows
-from reference_pipelines.models import model_identity, resolve_model, unloadable_model_error
 from reference_pipelines.ranking import ChunkTable, indexed_text, sort_ranking
 
 

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from ragexp.cache import StageCache
 from ragexp.chunking import CHUNKERS, make_chunker
 from ragexp.data import Corpus, Document
+from ragexp.data.loaders.corpus import load_corpus
+from ragexp.data.loaders.evalset import EVIDENCE_FIELDS, ITEM_FIELDS, load_evalset
 from ragexp.errors import RagexpInputError
-from ragexp.loaders.corpus import load_corpus
-from ragexp.loaders.evalset import EVIDENCE_FIELDS, ITEM_FIELDS, load_evalset
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -346,7 +346,7 @@ CONFIG_ERROR_CASES = [
 
 
 def execute_expecting_input_error(cfg) -> RagexpInputError:
-    from ragexp.runner import execute
+    from ragexp.evaluation.runner import execute
 
     with pytest.raises(RagexpInputError) as caught:
         execute(cfg, cache=StageCache(cfg.cache_dir), progress=False)
@@ -370,7 +370,7 @@ def test_component_config_error_caches_nothing(tiny_dataset, tmp_path: Path, mon
 def test_component_config_error_names_the_nested_key(tmp_path: Path) -> None:
     from omegaconf import OmegaConf
 
-    from ragexp.runner import build_component
+    from ragexp.evaluation.runner import build_component
 
     node = OmegaConf.create({"name": "bm25", "_target_": "reference_pipelines.bm25.BM25Retriever", "k1": -1})
     with pytest.raises(RagexpInputError) as caught:
@@ -408,7 +408,7 @@ def huge_document(size: int) -> str:
 
 @pytest.mark.slow
 def test_five_megabyte_document_chunks_and_runs(tmp_path: Path, monkeypatch) -> None:
-    from ragexp.runner import execute
+    from ragexp.evaluation.runner import execute
 
     corpus_dir = tmp_path / "corpus"
     corpus_dir.mkdir()

@@ -23,7 +23,7 @@ from mlflow.tracking import MlflowClient
 from mlflow_server import mlflow_server, wait_until_healthy
 from test_runner_sweep import ENV, dataset_args, job_runs, ragexp
 
-from ragexp import results
+from ragexp.evaluation import results
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from ragexp.cli import main
+from ragexp.data.loaders.corpus import load_corpus
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+from ragexp.data.datasets import DEMO_DIR
 from ragexp.judging.calibration import (
     LABELS,
     NOT_SUPPORTED,
@@ -21,10 +23,8 @@ from ragexp.judging.calibration import (
     read_labels,
     write_labels,
 )
-from ragexp.loaders.corpus import load_corpus
-from ragexp.results import ARTIFACT_NAME, RunResults
 
-DEMO = Path(__file__).resolve().parents[1] / "ragexp" / "datasets" / "demo"
+DEMO = DEMO_DIR
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ragexp.datasets import demo_paths
-from ragexp.loaders.corpus import load_corpus
-from ragexp.loaders.evalset import load_evalset
+from ragexp.data.datasets import demo_paths
+from ragexp.data.loaders.corpus import load_corpus
+from ragexp.data.loaders.evalset import load_evalset
 
 CORPUS_DIR, EVALSET_PATH = demo_paths()
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -145,7 +145,7 @@ def test_demo_ships_with_the_package():
     package_data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
         "package-data"
     ]["ragexp"]
-    assert "datasets/demo/**/*" in package_data
+    assert "data/datasets/demo/**/*" in package_data
     assert CORPUS_DIR.is_dir() and EVALSET_PATH.is_file()
 
 

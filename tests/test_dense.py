@@ -9,9 +9,9 @@ from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.fingerprint import stable_hash
+from ragexp.models import SHORT_NAMES, resolve_model
 from reference_pipelines.dense import DenseRetriever
 from reference_pipelines.encoders import OnnxEncoder, build_encoder
-from reference_pipelines.models import SHORT_NAMES, resolve_model
 
 
 class TableEncoder:

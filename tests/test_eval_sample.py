@@ -6,11 +6,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from ragexp.config import RagexpConfig, validate
-from ragexp.datasets import demo_paths
+from ragexp.data.datasets import demo_paths
+from ragexp.data.loaders.corpus import load_corpus
+from ragexp.data.loaders.evalset import load_evalset
 from ragexp.errors import RagexpInputError
-from ragexp.loaders.corpus import load_corpus
-from ragexp.loaders.evalset import load_evalset
-from ragexp.runner import sample_evalset
+from ragexp.evaluation.runner import sample_evalset
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragexp.cli import main
-from ragexp.lint import NoiseFloor, lint_evalset
+from ragexp.data.lint import NoiseFloor, lint_evalset
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -12,8 +12,8 @@ import pytest
 
 from ragexp.commands.gate import render_json, render_markdown, render_text
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.gate import GateSpec, first_relevant_rank, run_gate
-from ragexp.results import ARTIFACT_NAME, RunResults
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 N = 120

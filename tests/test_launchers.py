@@ -2,7 +2,7 @@
 
 The submitit launcher in local mode is the SLURM code path without a cluster: Hydra pickles each
 job into ``<sweep dir>/.submitit/<id>/`` and submitit runs it in a separate Python process, exactly
-as ``submitit_slurm`` would on a node. The parent run is created by ``ragexp.sweep`` in the
+as ``submitit_slurm`` would on a node. The parent run is created by ``ragexp.tracking.sweep`` in the
 launching process; each job must find it from its own process (and its own working directory).
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragexp import tracking
+from ragexp.tracking import store
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="hydra-submitit-launcher (the test extra) missing")
@@ -39,11 +39,11 @@ def sweep(cwd: Path, tiny_dataset, db: Path, *overrides: str) -> subprocess.Comp
 def assert_one_parent_two_finished_children(db: Path) -> None:
     client = MlflowClient(f"sqlite:///{db}")
     runs = client.search_runs([client.get_experiment_by_name("tiny").experiment_id], max_results=100)
-    parents = [r for r in runs if r.data.tags.get(tracking.TAG_KIND) == "sweep"]
-    children = [r for r in runs if r.data.tags.get(tracking.TAG_KIND) == "job"]
+    parents = [r for r in runs if r.data.tags.get(store.TAG_KIND) == "sweep"]
+    children = [r for r in runs if r.data.tags.get(store.TAG_KIND) == "job"]
     assert len(runs) == 3 and len(parents) == 1 and len(children) == 2, [r.info.run_name for r in runs]
     parent = parents[0]
-    assert [c.data.tags.get(tracking.PARENT_TAG) for c in children] == [parent.info.run_id] * 2
+    assert [c.data.tags.get(store.PARENT_TAG) for c in children] == [parent.info.run_id] * 2
     assert [c.info.status for c in children] == ["FINISHED"] * 2
     assert {c.data.params["chunking.name"] for c in children} == {"fixed", "recursive"}
     assert len({c.info.run_name for c in children}) == 2

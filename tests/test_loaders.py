@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from ragexp.data import Document, Evidence
+from ragexp.data.loaders import load_beir, load_corpus, load_evalset, load_squad
+from ragexp.data.loaders.evalset import evalset_to_jsonl, read_evalset
 from ragexp.errors import RagexpInputError
-from ragexp.loaders import load_beir, load_corpus, load_evalset, load_squad
-from ragexp.loaders.evalset import evalset_to_jsonl, read_evalset
 
 RETRY_SENTENCE = "Webhooks retry with exponential backoff for 24 hours before being marked failed."
 

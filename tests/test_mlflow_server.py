@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 from mlflow_server import mlflow_server, wait_until_healthy
 from test_runner_sweep import ragexp
 
-from ragexp import tracking
+from ragexp.tracking import store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 
@@ -32,8 +32,8 @@ def test_parallel_sweep_logs_runs_and_artifacts_through_a_tracking_server(tiny_d
     corpus, evalset = tiny_dataset
     artifacts = tmp_path / "artifacts"
     log = tmp_path / "mlflow-server.log"
-    store = ["--backend-store-uri", f"sqlite:///{tmp_path / 'db.sqlite'}", "--artifacts-destination", str(artifacts)]
-    with mlflow_server(tmp_path, store, log) as (server, base):
+    server_args = ["--backend-store-uri", f"sqlite:///{tmp_path / 'db.sqlite'}", "--artifacts-destination", str(artifacts)]
+    with mlflow_server(tmp_path, server_args, log) as (server, base):
         started = time.monotonic()
         wait_until_healthy(server, base, log)
         print(f"mlflow server healthy after {time.monotonic() - started:.1f} s")
@@ -47,8 +47,8 @@ def test_parallel_sweep_logs_runs_and_artifacts_through_a_tracking_server(tiny_d
         client = MlflowClient(tracking_uri=base)
         experiment = client.get_experiment_by_name("served")
         runs = client.search_runs([experiment.experiment_id], max_results=100)
-        parents = [r for r in runs if r.data.tags.get(tracking.TAG_KIND) == "sweep"]
-        children = [r for r in runs if r.data.tags.get(tracking.TAG_KIND) == "job"]
+        parents = [r for r in runs if r.data.tags.get(store.TAG_KIND) == "sweep"]
+        children = [r for r in runs if r.data.tags.get(store.TAG_KIND) == "job"]
         assert len(runs) == 3 and len(parents) == 1 and len(children) == 2, [r.info.run_name for r in runs]
         parent = parents[0]
         assert parent.info.status == "FINISHED"
@@ -57,24 +57,24 @@ def test_parallel_sweep_logs_runs_and_artifacts_through_a_tracking_server(tiny_d
         expected_ids = {item[0] for item in TINY_ITEMS} | {"t7"}
         for child in children:
             assert child.info.status == "FINISHED"
-            assert child.data.tags[tracking.PARENT_TAG] == parent.info.run_id
+            assert child.data.tags[store.PARENT_TAG] == parent.info.run_id
             # proxied artifact storage: the client never wrote a path of its own
             assert child.info.artifact_uri.startswith("mlflow-artifacts:"), child.info.artifact_uri
             listed = {a.path for a in client.list_artifacts(child.info.run_id)}
-            assert {tracking.PER_QUERY_TABLE, "config", "ragexp_results.json"} <= listed, listed
+            assert {store.PER_QUERY_TABLE, "config", "ragexp_results.json"} <= listed, listed
 
             target = tmp_path / "downloads" / child.info.run_id
             target.mkdir(parents=True)
-            table = json.loads(Path(client.download_artifacts(child.info.run_id, tracking.PER_QUERY_TABLE,
+            table = json.loads(Path(client.download_artifacts(child.info.run_id, store.PER_QUERY_TABLE,
                                                               str(target))).read_text(encoding="utf-8"))
             query_ids = [row[table["columns"].index("query_id")] for row in table["data"]]
             assert sorted(query_ids) == sorted(expected_ids)
-            config = yaml.safe_load(Path(client.download_artifacts(child.info.run_id, tracking.CONFIG_ARTIFACT,
+            config = yaml.safe_load(Path(client.download_artifacts(child.info.run_id, store.CONFIG_ARTIFACT,
                                                                    str(target))).read_text(encoding="utf-8"))
             assert config["chunking"]["name"] == child.data.params["chunking.name"]
             assert config["tracking"]["uri"] == base and config["dataset"]["evalset"] == str(evalset)
 
             # ... and the bytes are in the server's artifact destination
-            stored = list(artifacts.rglob(f"{child.info.run_id}/artifacts/{tracking.CONFIG_ARTIFACT}"))
+            stored = list(artifacts.rglob(f"{child.info.run_id}/artifacts/{store.CONFIG_ARTIFACT}"))
             assert len(stored) == 1, sorted(str(p) for p in artifacts.rglob("*"))[:20]
     assert not (tmp_path / "mlruns").exists(), "ragexp wrote artifacts locally instead of through the server"

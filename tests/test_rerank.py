@@ -8,7 +8,7 @@ import pytest
 from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
-from reference_pipelines.models import resolve_model
+from ragexp.models import resolve_model
 from reference_pipelines.rerank import CrossEncoderReranker, EmbeddingReranker
 
 TEXTS = {
@@ -76,7 +76,7 @@ def test_missing_cross_encoder_is_a_clear_input_error(monkeypatch, tmp_path) -> 
     with pytest.raises(RagexpInputError, match="cannot load model 'cross-encoder/ms-marco-MiniLM-L6-v2'") as err:
         CrossEncoderReranker(model="cross-encoder/ms-marco-MiniLM-L6-v2")
     assert err.value.field == "model"
-    with pytest.raises(RagexpInputError, match="no such file"):
+    with pytest.raises(RagexpInputError, match="no model file or folder"):
         CrossEncoderReranker(model=str(tmp_path / "missing" / "model"))
 
 

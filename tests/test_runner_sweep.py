@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragexp import tracking
+from ragexp.tracking import store
 
 pytestmark = pytest.mark.slow
 
@@ -35,8 +35,8 @@ def job_runs(db: Path):
     client = MlflowClient(f"sqlite:///{db}")
     experiment = client.get_experiment_by_name("tiny")
     runs = client.search_runs([experiment.experiment_id], max_results=1000)
-    parents = [r for r in runs if r.data.tags.get(tracking.TAG_KIND) == "sweep"]
-    children = [r for r in runs if r.data.tags.get(tracking.TAG_KIND) == "job"]
+    parents = [r for r in runs if r.data.tags.get(store.TAG_KIND) == "sweep"]
+    children = [r for r in runs if r.data.tags.get(store.TAG_KIND) == "job"]
     return client, parents, children
 
 
@@ -47,7 +47,7 @@ def test_two_by_two_sweep_logs_parent_children_artifacts_and_metrics(tiny_datase
     client, parents, children = job_runs(db)
     assert len(parents) == 1 and len(children) == 4
     assert parents[0].info.status == "FINISHED"
-    assert {c.data.tags[tracking.PARENT_TAG] for c in children} == {parents[0].info.run_id}
+    assert {c.data.tags[store.PARENT_TAG] for c in children} == {parents[0].info.run_id}
     names = {c.info.run_name for c in children}
     assert "chunk=fixed-120c-20 emb=minilm search=bm25 rerank=none k=1,3,5" in names
     expected = {f"{m}_at_{k}" for m in ("recall", "hit_rate", "context_precision", "ndcg", "mrr") for k in (1, 3, 5)}
@@ -57,11 +57,11 @@ def test_two_by_two_sweep_logs_parent_children_artifacts_and_metrics(tiny_datase
         assert expected <= set(child.data.metrics), expected - set(child.data.metrics)
         assert child.data.metrics["n_queries_no_gold"] == 1.0  # the unanswerable item is reported, not dropped
         artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
-        assert {"config", "ragexp_results.json", tracking.PER_QUERY_TABLE, "plots"} <= artifacts
+        assert {"config", "ragexp_results.json", store.PER_QUERY_TABLE, "plots"} <= artifacts
         config_files = {a.path for a in client.list_artifacts(child.info.run_id, "config")}
-        assert config_files == {tracking.CONFIG_ARTIFACT, tracking.OVERRIDES_ARTIFACT}
+        assert config_files == {store.CONFIG_ARTIFACT, store.OVERRIDES_ARTIFACT}
         assert child.data.params["chunking.name"] in {"fixed", "recursive"}
-        assert child.data.tags[tracking.TAG_EVALSET_FP] and child.data.tags[tracking.TAG_CORPUS_FP]
+        assert child.data.tags[store.TAG_EVALSET_FP] and child.data.tags[store.TAG_CORPUS_FP]
         assert len(child.inputs.dataset_inputs) == 1
     # Re-launching the same sweep resumes: nothing new is computed or logged.
     ragexp(tmp_path, "run", "-m", *dataset_args(tiny_dataset, db), "chunking=fixed,recursive", "retrieval=bm25,dense",

@@ -22,7 +22,7 @@ import pytest
 from fake_openai_server import FakeOpenAIServer, _Handler, ok, status
 from mlflow.tracking import MlflowClient
 
-from ragexp import tracking
+from ragexp.tracking import store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -79,7 +79,7 @@ def assert_outputs_exist(tmp_path: Path, calls_cached: bool = True) -> None:
     """The places searched are the real outputs: guards against a scan of an empty folder."""
     assert (tmp_path / "mlflow.db").stat().st_size > 0
     assert list((tmp_path / "mlruns").rglob("ragexp_results.json")), "no artifact folder under mlruns/"
-    assert list((tmp_path / "mlruns").rglob(tracking.PER_QUERY_TABLE))
+    assert list((tmp_path / "mlruns").rglob(store.PER_QUERY_TABLE))
     assert (tmp_path / "out" / ".hydra" / "config.yaml").exists() and (tmp_path / "out" / "ragexp_results.json").exists()
     assert list((tmp_path / "cache" / "chunks").rglob("*"))
     if calls_cached:

@@ -1,6 +1,6 @@
 """Terminal summary: failed generator calls and judge verdicts are reported, not hidden in a metric."""
 
-from ragexp.results import RunResults
+from ragexp.evaluation.results import RunResults
 from ragexp.summary import call_failure_warnings
 
 

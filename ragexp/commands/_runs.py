@@ -9,9 +9,9 @@ from pathlib import Path
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from ragexp import tracking
 from ragexp.errors import RagexpInputError
-from ragexp.results import ARTIFACT_NAME, RunResults
+from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+from ragexp.tracking import store
 
 
 def add_tracking_argument(parser: argparse.ArgumentParser) -> None:
@@ -22,8 +22,8 @@ def add_tracking_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def client_for(args: argparse.Namespace) -> tuple[MlflowClient, str]:
-    uri = args.tracking_uri or tracking.default_tracking_uri()
-    return tracking.connect(uri), uri
+    uri = args.tracking_uri or store.default_tracking_uri()
+    return store.connect(uri), uri
 
 
 def get_run(client: MlflowClient, run_id: str):
@@ -41,6 +41,6 @@ def load_results(ref: str, tracking_uri: str | None = None) -> RunResults:
     path = Path(ref)
     if path.exists() or not RUN_ID.fullmatch(ref):
         return RunResults.load(path)
-    uri = tracking_uri or tracking.default_tracking_uri()
-    get_run(tracking.connect(uri), ref)
-    return RunResults.load(tracking.download_artifact(ref, ARTIFACT_NAME, uri))
+    uri = tracking_uri or store.default_tracking_uri()
+    get_run(store.connect(uri), ref)
+    return RunResults.load(store.download_artifact(ref, ARTIFACT_NAME, uri))

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import re
 
-from ragexp import tracking
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
 from ragexp.errors import RagexpInputError
 from ragexp.summary import format_table, headline_metrics
+from ragexp.tracking import store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,7 @@ def _job_runs(client, args):
         experiments = sorted(client.search_experiments(), key=lambda e: e.last_update_time or 0, reverse=True)
     for experiment in experiments:
         runs = client.search_runs(
-            [experiment.experiment_id], filter_string=f"tags.`{tracking.TAG_KIND}` = 'job'", order_by=["attributes.start_time ASC"],
+            [experiment.experiment_id], filter_string=f"tags.`{store.TAG_KIND}` = 'job'", order_by=["attributes.start_time ASC"],
             max_results=5000,
         )
         if runs:

@@ -1,7 +1,7 @@
 """``ragexp evalset``: check an eval set against a corpus.
 
 ``ragexp evalset lint EVALSET --corpus PATH [--format text|json]``
-    Report every problem at once (see :mod:`ragexp.lint`). Exit 0 clean (warnings allowed), 1 on
+    Report every problem at once (see :mod:`ragexp.data.lint`). Exit 0 clean (warnings allowed), 1 on
     lint errors, 2 on unusable input.
 ``ragexp evalset resolve EVALSET --corpus PATH [--output FILE]``
     Load the eval set exactly as a run does (the first error stops it, exit 2) and write it back
@@ -16,9 +16,9 @@ import json
 import sys
 from pathlib import Path
 
-from ragexp.lint import lint_evalset
-from ragexp.loaders.corpus import load_corpus
-from ragexp.loaders.evalset import evalset_to_jsonl, load_evalset
+from ragexp.data.lint import lint_evalset
+from ragexp.data.loaders.corpus import load_corpus
+from ragexp.data.loaders.evalset import evalset_to_jsonl, load_evalset
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

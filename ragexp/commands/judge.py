@@ -5,7 +5,7 @@
 verdict filled in and ``human_label`` empty. A reviewer fills ``human_label``; then
 ``ragexp judge agreement verdicts.csv`` prints accuracy, Cohen's kappa and the confusion matrix.
 With ``--judge local|lexical|openai`` the agreement command first runs that judge on every
-(context, claim) row, so a labelled set such as ``ragexp/datasets/demo/calibration.csv`` measures
+(context, claim) row, so a labelled set such as ``ragexp/data/datasets/demo/calibration.csv`` measures
 any judge; ``--run RUN_ID`` logs the numbers to that MLflow run.
 """
 
@@ -18,11 +18,11 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from ragexp import tracking
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run, load_results
 from ragexp.errors import RagexpInputError
 from ragexp.judging.calibration import LabelledClaim, agreement, label_of, read_labels, write_labels
 from ragexp.judging.judges import LIKELIHOOD_METHODS, LexicalJudge, LLMJudge, LocalLikelihoodJudge
+from ragexp.tracking import store
 
 JUDGES = ("local", "lexical", "openai")
 
@@ -134,7 +134,7 @@ def _agreement(args: argparse.Namespace) -> int:
     if args.run:
         client, _ = client_for(args)
         get_run(client, args.run)
-        tracking.log_batched(client, args.run, metrics=report.metrics())
-        tracking.log_artifact_text(client, args.run, "judge_agreement.txt", report.render() + "\n")
+        store.log_batched(client, args.run, metrics=report.metrics())
+        store.log_artifact_text(client, args.run, "judge_agreement.txt", report.render() + "\n")
         print(f"logged to run {args.run}")
     return 0

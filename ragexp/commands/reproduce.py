@@ -15,10 +15,10 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ragexp import tracking
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
 from ragexp.config import RagexpConfig
 from ragexp.summary import format_table
+from ragexp.tracking import store
 
 RETRIEVAL_PREFIXES = ("recall_at_", "hit_rate_at_", "mrr", "context_precision_at_", "ndcg_at_", "doc_", "tag.", "n_queries")
 
@@ -32,13 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ragexp.cache import StageCache
-    from ragexp.generation_step import generation_step
-    from ragexp.run_logger import log_evaluation
-    from ragexp.runner import execute, prepare_data
+    from ragexp.evaluation.generation_step import generation_step
+    from ragexp.evaluation.runner import execute, prepare_data
+    from ragexp.tracking.run_logger import log_evaluation
 
     client, uri = client_for(args)
     original = get_run(client, args.run_id)
-    saved = tracking.download_artifact(args.run_id, tracking.CONFIG_ARTIFACT, uri)
+    saved = store.download_artifact(args.run_id, store.CONFIG_ARTIFACT, uri)
     cfg = OmegaConf.merge(OmegaConf.structured(RagexpConfig), OmegaConf.load(saved))
     cfg.tracking.uri = uri
     cache_root = Path(cfg.cache_dir) if args.use_cache else Path(tempfile.mkdtemp(prefix="ragexp-reproduce-"))
@@ -46,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
     data = prepare_data(cfg, cache, progress=cfg.progress)
     tags = original.data.tags
     for label, tag, now in (
-        ("code version", tracking.TAG_CODE_VERSION, tracking.code_version()),
-        ("corpus fingerprint", tracking.TAG_CORPUS_FP, data.corpus.fingerprint()),
-        ("eval-set fingerprint", tracking.TAG_EVALSET_FP, data.evalset.fingerprint()),
+        ("code version", store.TAG_CODE_VERSION, store.code_version()),
+        ("corpus fingerprint", store.TAG_CORPUS_FP, data.corpus.fingerprint()),
+        ("eval-set fingerprint", store.TAG_EVALSET_FP, data.evalset.fingerprint()),
     ):
         if tags.get(tag) != now:
             print(f"warning: {label} differs: run has {tags.get(tag)!r}, now {now!r}", file=sys.stderr)

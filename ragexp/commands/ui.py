@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from ragexp import tracking
+from ragexp.tracking import store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,8 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    uri = args.tracking_uri or tracking.default_tracking_uri()
-    tracking.connect(uri)  # fail fast (and create a fresh sqlite store) before the server starts
+    uri = args.tracking_uri or store.default_tracking_uri()
+    store.connect(uri)  # fail fast (and create a fresh sqlite store) before the server starts
     print(f"MLflow UI for {uri} at http://{args.host}:{args.port}  (Ctrl+C to stop)", flush=True)
     # One worker: several workers on a 2-core machine kept dying and never became healthy.
     command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", args.host, "--port", str(args.port),

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ragexp import tracking
 from ragexp.errors import RagexpInputError
+from ragexp.tracking import store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,10 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ragexp.config import RagexpConfig
-    from ragexp.dataset import load_dataset
-    from ragexp.results import ARTIFACT_NAME, RunResults
-    from ragexp.run_logger import LOCAL_CONFIG, LOCAL_OVERRIDES, log_evaluation
-    from ragexp.runner import RunOutput
+    from ragexp.data.dataset import load_dataset
+    from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+    from ragexp.evaluation.runner import RunOutput
+    from ragexp.tracking.run_logger import LOCAL_CONFIG, LOCAL_OVERRIDES, log_evaluation
 
     folder = args.output_dir
     for name in (LOCAL_CONFIG, ARTIFACT_NAME):
@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
         raise RagexpInputError("the eval set changed since this run was computed; refusing to log it against the new one",
                                file=folder / ARTIFACT_NAME, field="meta.evalset_fingerprint")
     uri = args.tracking_uri or cfg.tracking.uri
-    client = tracking.connect(uri, cfg.tracking.connect_timeout_s)
-    experiment_id = tracking.ensure_experiment(client, cfg.tracking.experiment)
+    client = store.connect(uri, cfg.tracking.connect_timeout_s)
+    experiment_id = store.ensure_experiment(client, cfg.tracking.experiment)
     output = RunOutput(results, results.meta["run_name"], results.meta["config_hash"], results.meta.get("timings", {}))
     run_id = log_evaluation(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=None)
     client.set_tag(run_id, "ragexp.uploaded_from", str(folder.resolve()))

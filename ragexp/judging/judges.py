@@ -204,7 +204,7 @@ class LocalLikelihoodJudge:
     - ``combo``: ``s = yes_no / yes_no_scale + pmi_min / pmi_min_scale``, both scores brought to a
       common scale (the scales are their standard deviations on the calibration set).
 
-    The defaults come from the 72 hand-labelled claims of ``ragexp/datasets/demo/calibration.csv``
+    The defaults come from the 72 hand-labelled claims of ``ragexp/data/datasets/demo/calibration.csv``
     scored with SmolLM2-135M: each threshold is the one that agrees best with the human labels
     there, the combo scales are the scores' standard deviations there, and ``pmi`` is the default
     method because it did best under leave-one-passage-out cross-validation (accuracy 0.597,

@@ -29,13 +29,12 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
 from ragexp.cache import publish_dir
 from ragexp.errors import RagexpInputError
-from ragexp.fingerprint import file_hash
 from ragexp.llm.base import LLMCallError, LLMResponse, Prompt, as_messages
 from ragexp.llm.call_cache import CallCache, cached_batch
 from ragexp.llm.decoding import decode_batch
-from ragexp.llm.models import ModelSource, resolve_model
 from ragexp.llm.prefix_scoring import score_pairs
 from ragexp.llm.threads import configure_threads
+from ragexp.models import GGUF, HF_FOLDER, ResolvedModel, resolve_model, weights_digest
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 QUANTIZATIONS = ("none", "dynamic_int8")
@@ -81,24 +80,22 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
 
 
 @functools.lru_cache(maxsize=4)
-def load_weights(source: ModelSource, device: str, dtype: str, cache_dir: str) -> LoadedWeights:
+def load_weights(source: ResolvedModel, device: str, dtype: str, cache_dir: str) -> LoadedWeights:
     """Load (once per process) the weights ``source`` names; GGUF goes through the converted cache."""
     started = time.perf_counter()
-    offline = {"local_files_only": True} if source.local else {}
-    if source.gguf_file is not None and source.local:
-        gguf = Path(source.location) / source.gguf_file
-        digest = file_hash(gguf)[:16]
-        folder = Path(cache_dir) / f"{gguf.stem}-{digest}"
+    if source.kind == GGUF:
+        digest = weights_digest(source.path)[:16]
+        folder = Path(cache_dir) / f"{source.path.stem}-{digest}"
         loaded_from = "converted_cache" if folder.is_dir() else "gguf"
         if loaded_from == "gguf":
             folder.parent.mkdir(parents=True, exist_ok=True)
-            _convert_gguf(gguf, folder)
-        location, extra, content_id = str(folder), {"local_files_only": True}, f"gguf-sha256:{digest}"
-    elif source.gguf_file is not None:
-        location, extra, content_id = source.location, {"gguf_file": source.gguf_file}, source.name
-        loaded_from = "pretrained"
+            _convert_gguf(source.path, folder)
+        location, content_id = str(folder), f"gguf-sha256:{digest}"
+    elif source.kind == HF_FOLDER:
+        location, content_id, loaded_from = str(source.path), source.name, "pretrained"
     else:
-        location, extra, content_id, loaded_from = source.location, offline, source.name, "pretrained"
+        raise RagexpInputError(f"{source.name!r} is an {source.kind} model; a language model is a model folder or a .gguf file", field="model")
+    extra = {"local_files_only": True}
     tokenizer = AutoTokenizer.from_pretrained(location, **extra)
     model = AutoModelForCausalLM.from_pretrained(location, dtype=DTYPES[dtype], **extra).to(device)
     model.eval()
@@ -106,7 +103,7 @@ def load_weights(source: ModelSource, device: str, dtype: str, cache_dir: str) -
 
 
 @functools.lru_cache(maxsize=4)
-def quantized_weights(source: ModelSource, device: str, cache_dir: str) -> LoadedWeights:
+def quantized_weights(source: ResolvedModel, device: str, cache_dir: str) -> LoadedWeights:
     """The float32 weights with every ``nn.Linear`` (the LM head included) replaced by torch's
     dynamic int8 version: int8 weights, activations quantised per batch at run time."""
     base = load_weights(source, device, "float32", cache_dir)
@@ -120,7 +117,7 @@ def quantized_weights(source: ModelSource, device: str, cache_dir: str) -> Loade
 
 
 class LocalHFModel:
-    """A transformers causal LM. ``model`` is a short name (see :mod:`ragexp.llm.models`), a
+    """A transformers causal LM. ``model`` is a short name (see :mod:`ragexp.models`), a
     Hugging Face id or a local path; ``gguf_file`` picks a GGUF file inside a folder or repo.
     ``quantization``: ``none`` or ``dynamic_int8`` (see :func:`quantized_weights`; needs
     ``dtype: float32``). ``threads``: torch intra-op threads, an int or ``auto``
@@ -151,7 +148,7 @@ class LocalHFModel:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise RagexpInputError(f"must be a positive integer, got {batch_size!r}", field="batch_size")
         self.threads = configure_threads(threads)
-        source = resolve_model(model, gguf_file)
+        source = resolve_model(model, gguf_file=gguf_file)
         converted = str((Path(cache_dir) if cache_dir is not None else default_converted_dir()).resolve())
         if quantization == "dynamic_int8":
             self.weights = quantized_weights(source, device, converted)

@@ -5,6 +5,12 @@
   matching context sentences, or a refusal.
 """
 
-from reference_pipelines.generators.base import REFUSAL_ANSWER, Generation, Generator, format_context, is_refusal
+from reference_pipelines.generators.base import (
+    REFUSAL_ANSWER,
+    Generation,
+    Generator,
+    format_context,
+    is_refusal,
+)
 
 __all__ = ["REFUSAL_ANSWER", "Generation", "Generator", "format_context", "is_refusal"]

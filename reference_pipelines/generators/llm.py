@@ -24,7 +24,11 @@ from ragexp.errors import RagexpInputError
 from ragexp.llm.base import ChatModel, LLMCallError, complete_all
 from ragexp.llm.call_cache import CallCache
 from ragexp.llm.models import build_chat_model
-from reference_pipelines.generators.base import REFUSAL_ANSWER, Generation, format_context
+from reference_pipelines.generators.base import (
+    REFUSAL_ANSWER,
+    Generation,
+    format_context,
+)
 
 GROUNDED_QA_TEMPLATE = (
     "Answer the question using only the context below. Be concise: one or two sentences.\n"

@@ -42,8 +42,8 @@ import yaml
 from ragexp.chunking import make_chunker
 from ragexp.chunking.base import Chunker
 from ragexp.data import CHUNK_SEPARATOR, Chunk, Corpus, EvalItem, EvalSet, Evidence
+from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
 from ragexp.errors import RagexpInputError
-from ragexp.loaders.jsonl import iter_jsonl_objects, read_text
 
 FORMAT_VERSION = 1
 VERSION_KEY = "ragexp_evalset"

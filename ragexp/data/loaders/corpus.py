@@ -24,8 +24,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ragexp.data import Corpus, Document
+from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
 from ragexp.errors import RagexpInputError
-from ragexp.loaders.jsonl import iter_jsonl_objects, read_text
 
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt")
 

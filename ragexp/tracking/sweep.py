@@ -23,7 +23,8 @@ from hydra.types import RunMode
 from mlflow.entities import RunStatus
 from omegaconf import DictConfig, open_dict, read_write
 
-from ragexp import tracking
+from ragexp import __version__
+from ragexp.tracking import store
 
 PARENT_ENV = "RAGEXP_PARENT_RUN"
 log = logging.getLogger(__name__)
@@ -31,16 +32,16 @@ log = logging.getLogger(__name__)
 
 class MlflowSweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        client = tracking.connect(config.tracking.uri, config.tracking.connect_timeout_s)
-        experiment_id = tracking.ensure_experiment(client, config.tracking.experiment)
+        client = store.connect(config.tracking.uri, config.tracking.connect_timeout_s)
+        experiment_id = store.ensure_experiment(client, config.tracking.experiment)
         sweep_dir = Path(config.hydra.sweep.dir)
         run = client.create_run(
             experiment_id,
             run_name=f"sweep {sweep_dir.name}",
-            tags={tracking.TAG_KIND: "sweep", tracking.TAG_VERSION: tracking.__version__},
+            tags={store.TAG_KIND: "sweep", store.TAG_VERSION: __version__},
         )
         overrides = list(config.hydra.overrides.task)
-        tracking.log_batched(client, run.info.run_id, params={"sweep.overrides": " ".join(overrides) or "(none)"})
+        store.log_batched(client, run.info.run_id, params={"sweep.overrides": " ".join(overrides) or "(none)"})
         # Launchers compose each job's config from hydra.overrides.hydra plus the job's overrides, so
         # this override reaches every job, also where the sweep dir is not at the same path as here
         # (a Ray node with another working directory, hydra.job.chdir=true with a relative sweep dir).
@@ -68,12 +69,12 @@ _open_parent: _OpenParent | None = None  # the parent this process opened and ha
 def _close_parent(parent: _OpenParent, status: str | None = None) -> None:
     """Log the child counts and close the parent: ``status``, else FINISHED when every child
     finished, else FAILED."""
-    client = tracking.connect(parent.uri, parent.timeout_s)
+    client = store.connect(parent.uri, parent.timeout_s)
     children = client.search_runs(
-        [parent.experiment_id], filter_string=f"tags.`{tracking.PARENT_TAG}` = '{parent.run_id}'", max_results=10_000
+        [parent.experiment_id], filter_string=f"tags.`{store.PARENT_TAG}` = '{parent.run_id}'", max_results=10_000
     )
     finished = sum(run.info.status == "FINISHED" for run in children)
-    tracking.log_batched(
+    store.log_batched(
         client, parent.run_id, metrics={"sweep.children": len(children), "sweep.children_finished": finished}
     )
     if status is None:

@@ -26,13 +26,13 @@ from ragexp.cache import StageCache
 from ragexp.chunking import make_chunker
 from ragexp.config import chunker_options, component_config, validate
 from ragexp.data import Chunk, Corpus, EvalSet
-from ragexp.dataset import load_dataset
+from ragexp.data.dataset import load_dataset
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation.results import RunResults
 from ragexp.fingerprint import stable_hash
 from ragexp.metrics.evaluate import evaluate_run
 from ragexp.metrics.ranking import doc_level, trec_order
 from ragexp.relevance import OverlapRule, chunk_qrels, doc_qrels
-from ragexp.results import RunResults
 from ragexp.stats import mean_ci
 
 log = logging.getLogger(__name__)

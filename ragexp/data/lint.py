@@ -1,7 +1,7 @@
 """Linting an eval set against the live corpus (``ragexp evalset lint``).
 
 Errors (exit 1) — the eval set would measure the wrong thing:
-    every content problem of :func:`ragexp.loaders.evalset.read_evalset`, all at once: gold that
+    every content problem of :func:`ragexp.data.loaders.evalset.read_evalset`, all at once: gold that
     no longer resolves in the live corpus (unknown document, quote gone or ambiguous, span out of
     range, chunk index out of range — the method article's stale-export pitfall), duplicate item
     ids, empty queries, evidence contradicting ``answerable``; plus evidence spans that hold only
@@ -32,9 +32,9 @@ from dataclasses import asdict, dataclass, field
 from os import PathLike
 
 from ragexp.data import Corpus, EvalItem
+from ragexp.data.loaders.corpus import load_corpus
+from ragexp.data.loaders.evalset import EvalSetReading, read_evalset
 from ragexp.errors import RagexpInputError
-from ragexp.loaders.corpus import load_corpus
-from ragexp.loaders.evalset import EvalSetReading, read_evalset
 
 FAILURE_PRONE_CATEGORIES = ("paraphrase", "synonym", "multi-chunk", "boundary", "unanswerable")
 MIN_CATEGORY_SHARE = 0.05

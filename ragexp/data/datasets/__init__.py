@@ -1,7 +1,7 @@
 """Data sets that ship inside the ragexp package.
 
 The built-in demo is a help centre for the fictional "Relaywave API" (a folder of Markdown files)
-plus a hand-built eval set over it; ``ragexp/datasets/demo/README.md`` describes how it was made.
+plus a hand-built eval set over it; ``ragexp/data/datasets/demo/README.md`` describes how it was made.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@
 - :func:`load_squad` — a SQuAD v1.1-style JSON file (article documents, answer or paragraph spans).
 """
 
-from ragexp.loaders.beir import load_beir
-from ragexp.loaders.corpus import load_corpus
-from ragexp.loaders.evalset import load_evalset
-from ragexp.loaders.squad import load_squad
+from ragexp.data.loaders.beir import load_beir
+from ragexp.data.loaders.corpus import load_corpus
+from ragexp.data.loaders.evalset import load_evalset
+from ragexp.data.loaders.squad import load_squad
 
 __all__ = ["load_beir", "load_corpus", "load_evalset", "load_squad"]

@@ -1,7 +1,7 @@
 """BEIR datasets: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` in one folder.
 
 - Documents: ``{"_id", "title", "text"}`` per line; ``Document.title`` and ``Document.text`` are
-  taken verbatim (see :func:`ragexp.loaders.corpus.read_jsonl_corpus`).
+  taken verbatim (see :func:`ragexp.data.loaders.corpus.read_jsonl_corpus`).
 - Queries: ``{"_id", "text"}`` per line; only queries that appear in the split's qrels are kept, in
   ``queries.jsonl`` order (as BEIR's ``GenericDataLoader`` does).
 - Qrels: a header line, then ``query-id <TAB> corpus-id <TAB> score``. Every judgement becomes
@@ -17,9 +17,9 @@ from os import PathLike
 from pathlib import Path
 
 from ragexp.data import Corpus, EvalItem, EvalSet, Evidence
+from ragexp.data.loaders.corpus import read_jsonl_corpus
+from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
 from ragexp.errors import RagexpInputError
-from ragexp.loaders.corpus import read_jsonl_corpus
-from ragexp.loaders.jsonl import iter_jsonl_objects, read_text
 
 
 def load_beir(path: str | PathLike[str], split: str = "test") -> tuple[Corpus, EvalSet]:

@@ -24,11 +24,12 @@ from mlflow.tracking import MlflowClient
 from mlflow.tracking.fluent import _create_dataset_input
 from omegaconf import DictConfig, OmegaConf
 
-from ragexp import interrupt, tracking
+from ragexp import interrupt
 from ragexp.data import EvalSet
-from ragexp.results import ARTIFACT_NAME
-from ragexp.runner import RunOutput, semantic_config
-from ragexp.sweep import terminal_status
+from ragexp.evaluation.results import ARTIFACT_NAME
+from ragexp.evaluation.runner import RunOutput, semantic_config
+from ragexp.tracking import store
+from ragexp.tracking.sweep import terminal_status
 
 TABLE_DEPTH = 10
 
@@ -146,24 +147,24 @@ def _log_run(
 ) -> str:
     results = output.results
     tags = {
-        tracking.TAG_KIND: "job",
-        tracking.TAG_CONFIG_HASH: output.config_hash,
-        tracking.TAG_CORPUS_FP: results.meta["corpus_fingerprint"],
-        tracking.TAG_EVALSET_FP: results.meta["evalset_fingerprint"],
-        tracking.TAG_CODE_VERSION: tracking.code_version(),
-        tracking.TAG_VERSION: results.meta["ragexp_version"],
-        "ragexp.dataset": str(cfg.dataset.get("name", "")),
-        **tracking.package_versions(),
+        store.TAG_KIND: "job",
+        store.TAG_CONFIG_HASH: output.config_hash,
+        store.TAG_CORPUS_FP: results.meta["corpus_fingerprint"],
+        store.TAG_EVALSET_FP: results.meta["evalset_fingerprint"],
+        store.TAG_CODE_VERSION: store.code_version(),
+        store.TAG_VERSION: results.meta["ragexp_version"],
+        "ragexp.data.dataset": str(cfg.dataset.get("name", "")),
+        **store.package_versions(),
     }
     if parent_run_id:
-        tags[tracking.PARENT_TAG] = parent_run_id
+        tags[store.PARENT_TAG] = parent_run_id
     run = client.create_run(experiment_id, run_name=output.run_name, tags=tags)
     run_id = run.info.run_id
     error: BaseException | None = None
     try:
         results.meta["run_id"] = run_id
         metrics = {**results.aggregates, **{f"time.{k}": v for k, v in output.timings.items()}}
-        tracking.log_batched(client, run_id, params=tracking.flatten(semantic_config(cfg)), metrics=metrics)
+        store.log_batched(client, run_id, params=store.flatten(semantic_config(cfg)), metrics=metrics)
         with tempfile.TemporaryDirectory() as tmp:
             tmp_path = Path(tmp)
             (tmp_path / "config").mkdir()
@@ -173,7 +174,7 @@ def _log_run(
             (tmp_path / "plots").mkdir()
             recall_curve_png(output, tmp_path / "plots" / "recall_at_k.png")
             client.log_artifacts(run_id, str(tmp_path))
-        mlflow.log_table(per_query_table(output), artifact_file=tracking.PER_QUERY_TABLE, run_id=run_id)
+        mlflow.log_table(per_query_table(output), artifact_file=store.PER_QUERY_TABLE, run_id=run_id)
         client.log_inputs(run_id, datasets=[_create_dataset_input(evalset_dataset(evalset), "eval", None)])
         interrupt.check()  # a signal received during the writes: KILLED, not FINISHED
     except BaseException as err:  # noqa: BLE001 - any failure must leave the run FAILED/KILLED, then propagate

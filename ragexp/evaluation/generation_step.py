@@ -20,12 +20,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.cache import StageCache
 from ragexp.config import component_config
+from ragexp.evaluation.runner import PreparedData, per_tag_means
 from ragexp.judging.answer_relevance import AnswerRelevanceResult, aggregate_answer_relevance, answer_relevance
 from ragexp.judging.correctness import correctness_metrics
 from ragexp.judging.failure import FailureClass, FailureThresholds, classify, failure_rates, gold_in_context
 from ragexp.judging.faithfulness import FaithfulnessResult, Verdict, aggregate_faithfulness, faithfulness
 from ragexp.judging.judges import warn_if_self_judging
-from ragexp.runner import PreparedData, per_tag_means
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def generation_step(
     judge: Any | None,
 ) -> dict[str, float]:
     """Generate, judge and classify every item; fills each per-query row, returns aggregates.
-    ``judge`` is the built ``cfg.judge`` (:func:`~ragexp.runner.build_pipeline`), or ``None``."""
+    ``judge`` is the built ``cfg.judge`` (:func:`~ragexp.evaluation.runner.build_pipeline`), or ``None``."""
     from tqdm import tqdm
 
     from reference_pipelines.encoders import build_encoder

@@ -30,8 +30,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ragexp.data import Corpus, Document, EvalItem, EvalSet, Evidence
+from ragexp.data.loaders.jsonl import read_text
 from ragexp.errors import RagexpInputError
-from ragexp.loaders.jsonl import read_text
 
 EVIDENCE_MODES = ("answer", "paragraph")
 PARAGRAPH_SEPARATOR = "\n\n"

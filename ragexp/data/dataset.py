@@ -13,24 +13,24 @@ LOADERS = ("demo", "beir", "squad", "evalset")
 def load_dataset(cfg: Mapping) -> tuple[Corpus, EvalSet]:
     loader = cfg.get("loader")
     if loader == "demo":
-        from ragexp.datasets import demo_paths
-        from ragexp.loaders.corpus import load_corpus
-        from ragexp.loaders.evalset import load_evalset
+        from ragexp.data.datasets import demo_paths
+        from ragexp.data.loaders.corpus import load_corpus
+        from ragexp.data.loaders.evalset import load_evalset
 
         corpus_dir, evalset_path = demo_paths()
         corpus = load_corpus(corpus_dir)
         return corpus, load_evalset(evalset_path, corpus)
     if loader == "beir":
-        from ragexp.loaders.beir import load_beir
+        from ragexp.data.loaders.beir import load_beir
 
         return load_beir(_required(cfg, "path"), split=cfg.get("split", "test"))
     if loader == "squad":
-        from ragexp.loaders.squad import load_squad
+        from ragexp.data.loaders.squad import load_squad
 
         return load_squad(_required(cfg, "path"), evidence=cfg.get("evidence", "answer"))
     if loader == "evalset":
-        from ragexp.loaders.corpus import load_corpus
-        from ragexp.loaders.evalset import load_evalset
+        from ragexp.data.loaders.corpus import load_corpus
+        from ragexp.data.loaders.evalset import load_evalset
 
         corpus = load_corpus(_required(cfg, "corpus"))
         return corpus, load_evalset(_required(cfg, "evalset"), corpus)
