@@ -67,7 +67,9 @@ def demo_prompts(cache_dir: Path) -> tuple[list[str], dict]:
     from ragexp.app import CONFIG_DIR
     from ragexp.cache import StageCache
     from ragexp.config import register_schema
-    from ragexp.evaluation.runner import build_pipeline, prepare_data, retrieval_depth, retrieve
+    from ragexp.evaluation.pipeline import build_pipeline
+    from ragexp.evaluation.prepared import prepare_data
+    from ragexp.evaluation.runner import retrieval_depth, retrieve
 
     register_schema()
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):

@@ -88,9 +88,9 @@ def main() -> int:
         if not args.skip_onnx:
             retrievers["dense paraphrase-minilm-l3 onnx flat"] = DenseRetriever(encoder={"model": "paraphrase-minilm-l3"}, cache=cache)
         retrievers |= {
-            "hybrid rrf (okapi + minilm)": HybridRetriever([bm25, minilm], fusion="rrf", rrf_k=60, depth=100),
+            "hybrid rrf (okapi + minilm)": HybridRetriever([bm25, minilm], fusion="rrf", rrf_k=60),
             **{
-                f"hybrid weighted minmax w_bm25={w}": HybridRetriever([bm25, minilm], fusion="weighted", weight=w, depth=100)
+                f"hybrid weighted minmax w_bm25={w}": HybridRetriever([bm25, minilm], fusion="weighted", weight=w)
                 for w in (0.3, 0.5, 0.7)
             },
         }

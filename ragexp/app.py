@@ -11,7 +11,6 @@ import logging
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import hydra
@@ -19,75 +18,25 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from ragexp import interrupt
-from ragexp.config import register_schema, validate
-from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError
-from ragexp.tracking import store
+from ragexp.config import register_schema
+from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, TrackingUnavailable
 
 log = logging.getLogger("ragexp")
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
-def evaluate_and_log(cfg: DictConfig) -> dict | None:
-    """Run one job: returns the run's aggregate metrics, or ``None`` when resumed (skipped)."""
-    from ragexp.cache import StageCache
-    from ragexp.evaluation.generation_step import generation_step
-    from ragexp.evaluation.runner import build_pipeline, config_hash, execute, prepare_data
+def run_one_job(cfg: DictConfig) -> None:
+    """The Hydra task: one job of ``ragexp run`` (see :mod:`ragexp.job`)."""
+    from ragexp.job import run_job
     from ragexp.summary import print_run_summary
-    from ragexp.tracking.run_logger import log_evaluation, save_local
     from ragexp.tracking.sweep import current_parent_run
 
-    interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
-    validate(cfg)
-    cache = StageCache(Path(cfg.cache_dir))
-    pipeline = build_pipeline(cfg, cache)  # a bad parameter fails before the store or the cache is touched
-    client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s)
-    experiment_id = store.ensure_experiment(client, cfg.tracking.experiment)
-    data = prepare_data(cfg, cache, progress=cfg.progress)
-    parent = current_parent_run()
-    if parent and cfg.resume:
-        existing = store.find_finished_run(client, experiment_id, config_hash(cfg, data))
-        if existing:
-            log.info("resume: skipping, run %s already FINISHED with this config hash", existing)
-            return None
-    output = execute(
-        cfg, cache=cache, data=data, pipeline=pipeline, progress=cfg.progress, generation_step=generation_step
-    )
     output_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else Path.cwd()
     overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
-    save_local(output_dir, cfg, output, overrides)  # first: the results survive a store outage
-    run_id = log_with_retries(
-        lambda: log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=overrides, parent_run_id=parent),
-        output_dir,
-    )
-    print_run_summary(output, run_id, cfg.tracking.uri)
-    return output.results.aggregates
-
-
-LOG_ATTEMPTS = 3
-
-
-def log_with_retries(log_once, output_dir: Path, attempts: int = LOG_ATTEMPTS, backoff_s: float = 2.0) -> str:
-    """Log to MLflow, retrying with backoff; when the store stays unreachable, say where the
-    results are kept and how to upload them later (``ragexp upload DIR``), and fail the job."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return log_once()
-        except RagexpInputError:
-            raise
-        except Exception as err:  # the store went away mid-run: transport and store errors alike
-            if attempt == attempts:
-                raise TrackingUnavailable(
-                    f"could not log to the tracking store after {attempts} attempts ({type(err).__name__}: "
-                    f"{str(err).splitlines()[0][:200] if str(err) else ''}); results are kept in {output_dir}; "
-                    f"upload them later with: ragexp upload {output_dir}"
-                ) from err
-            log.warning("logging failed (attempt %d/%d): %s; retrying", attempt, attempts, err)
-            time.sleep(backoff_s * 2 ** (attempt - 1))
-    raise AssertionError("unreachable")
-
-
-class TrackingUnavailable(RuntimeError):
-    """The run was computed and saved locally, but MLflow could not be written."""
+    parent = current_parent_run()
+    result = run_job(cfg, output_dir=output_dir, overrides=overrides, parent_run_id=parent, resume=bool(parent and cfg.resume))
+    if not result.skipped:
+        print_run_summary(result.output, result.run_id, cfg.tracking.uri)
 
 
 _started = False
@@ -102,7 +51,7 @@ def _hydra_main(cfg: DictConfig) -> None:
         os.environ["TQDM_DISABLE"] = "1"
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # its INFO lines report CPU features
     try:
-        evaluate_and_log(cfg)
+        run_one_job(cfg)
     except RagexpInputError as err:
         print(f"ragexp run: error: {err}", file=sys.stderr)
         raise SystemExit(USAGE_EXIT_CODE) from None

@@ -35,3 +35,7 @@ class RagexpInputError(Exception):
             where += ": "
         field = f"field '{self.field}': " if self.field else ""
         return f"{where}{field}{self.message}"
+
+
+class TrackingUnavailable(RuntimeError):
+    """The run was computed and saved locally, but MLflow could not be written (exit code 1)."""

@@ -98,8 +98,9 @@ def chunk_qrels(
 
     ``chunks_by_doc[doc_id]`` lists a document's chunks in the order a ragexp chunker returns them
     (starts and ends non-decreasing, see :mod:`ragexp.chunking.base`). Evidence in a document
-    without chunks (absent, or whitespace only) marks nothing here; :func:`doc_qrels` still
-    counts it. Cost per span: two bisections plus one step per overlapping chunk.
+    without chunks (absent, or with neither text nor title) marks nothing here; a run drops it
+    from its :func:`doc_qrels` too (:func:`ragexp.evaluation.prepared.prepare_data`). Cost per
+    span: two bisections plus one step per overlapping chunk.
     """
     qrels: Qrels = {}
     for item in _unique(items):

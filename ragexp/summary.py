@@ -53,9 +53,19 @@ def print_run_summary(output, run_id: str, tracking_uri: str) -> None:
     print(f"\n{output.run_name}  (run {run_id}: {output.results.meta['n_queries']} queries, "
           f"{int(agg.get('n_queries_no_gold', 0))} without gold evidence and left out of retrieval means)")
     print(format_table(["this run"], {"this run": agg}, metrics))
-    for warning in call_failure_warnings(output.results):
+    for warning in [*index_warnings(output.results), *call_failure_warnings(output.results)]:
         print(warning)
     print(f"logged to {tracking_uri}; open it with: ragexp ui")
+
+
+def index_warnings(results) -> list[str]:
+    """A loud line for documents no chunk was made of (neither text nor title)."""
+    missing = int(results.aggregates.get("n_docs_not_indexed", 0))
+    if not missing:
+        return []
+    shown = ", ".join(results.meta.get("docs_not_indexed", [])[:5])
+    return [f"WARNING: {missing} documents have neither text nor title and were not indexed ({shown}); "
+            "evidence in them counts at neither chunk nor document level"]
 
 
 def call_failure_warnings(results) -> list[str]:

@@ -23,8 +23,3 @@ class Retriever(Protocol):
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
         """Return the top ``k`` chunks for each query."""
 
-
-@runtime_checkable
-class Reranker(Protocol):
-    def rerank(self, queries: Sequence[str], candidates: Sequence[Ranking], chunks: dict[str, Chunk]) -> list[Ranking]:
-        """Re-score each query's candidates; return them re-ordered (same ids)."""

@@ -39,7 +39,7 @@ from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
 from reference_pipelines.base import Ranking
-from reference_pipelines.ranking import ChunkTable
+from reference_pipelines.ranking import ChunkTable, check_tie_order
 from reference_pipelines.tokenize import Tokenizer
 
 VARIANTS = ("okapi", "bm25l", "bm25plus", "lucene")
@@ -105,7 +105,9 @@ def _term_weights(variant: str, idf: np.ndarray, tf: np.ndarray, norm: np.ndarra
 
 
 class BM25Retriever:
-    """BM25 over ``chunk.text_with_title()`` (or ``chunk.text``); see the module docstring for the maths."""
+    """BM25 over ``chunk.text_with_title()`` (or ``chunk.text``); see the module docstring for the
+    maths. ``tokenizer``: a :class:`Tokenizer` or its options (``conf/retrieval/tokenizer/``);
+    ``ties``: order of equal scores (:data:`~reference_pipelines.ranking.TIE_ORDERS`)."""
 
     def __init__(
         self,
@@ -116,6 +118,7 @@ class BM25Retriever:
         delta: float | None = None,
         tokenizer: Mapping[str, Any] | Tokenizer | None = None,
         include_title: bool = True,
+        ties: str = "trec",
         cache: StageCache | None = None,
     ) -> None:
         if variant not in VARIANTS:
@@ -129,6 +132,7 @@ class BM25Retriever:
         self.delta = float(DEFAULT_DELTA.get(variant, 0.0) if delta is None else delta)
         self.tokenizer = tokenizer if isinstance(tokenizer, Tokenizer) else Tokenizer(**(tokenizer or {}))
         self.include_title = include_title
+        self.ties = check_tie_order(ties)
         self.cache = cache
         self._table: ChunkTable | None = None
         self._index: InvertedIndex | None = None
@@ -146,7 +150,7 @@ class BM25Retriever:
         }
 
     def index(self, chunks: Sequence[Chunk]) -> None:
-        self._table = ChunkTable.from_chunks(chunks, self.include_title)
+        self._table = ChunkTable.from_chunks(chunks, self.include_title, self.ties)
         if self.cache is None:
             self._index = self._build(self._table.texts)
             return

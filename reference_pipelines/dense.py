@@ -34,7 +34,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.fingerprint import stable_hash
 from reference_pipelines.base import Ranking
 from reference_pipelines.encoders import Encoder, build_encoder
-from reference_pipelines.ranking import ChunkTable
+from reference_pipelines.ranking import ChunkTable, check_tie_order
 
 INDEX_TYPES = ("flat", "hnsw", "ivf")
 MIN_TRAIN_PER_LIST = 39  # faiss' own k-means warning threshold
@@ -53,7 +53,8 @@ def auto_nlist(n_vectors: int) -> int:
 
 class DenseRetriever:
     """``encoder``: an :class:`~reference_pipelines.encoders.Encoder` or its config mapping;
-    ``batch_size`` is the encoding batch size when the encoder is built from a mapping."""
+    ``batch_size`` is the encoding batch size when the encoder is built from a mapping; ``ties``:
+    order of equal scores (:data:`~reference_pipelines.ranking.TIE_ORDERS`)."""
 
     def __init__(
         self,
@@ -67,6 +68,7 @@ class DenseRetriever:
         batch_size: int = 64,
         threads: int = 1,
         include_title: bool = True,
+        ties: str = "trec",
         cache: StageCache | None = None,
     ) -> None:
         if index not in INDEX_TYPES:
@@ -82,6 +84,7 @@ class DenseRetriever:
         self.nprobe = nprobe
         self.threads = threads
         self.include_title = include_title
+        self.ties = check_tie_order(ties)
         self.cache = cache
         self._table: ChunkTable | None = None
         self._index: faiss.Index | None = None
@@ -91,7 +94,7 @@ class DenseRetriever:
 
     def index(self, chunks: Sequence[Chunk]) -> None:
         configure_faiss(self.threads)
-        self._table = table = ChunkTable.from_chunks(chunks, self.include_title)
+        self._table = table = ChunkTable.from_chunks(chunks, self.include_title, self.ties)
         embedding_key = {"encoder": self.encoder.identity, "chunks": table.fingerprint}
         vectors = self._cached_array("embeddings", embedding_key, lambda: self.encoder.encode_passages(table.texts))
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)

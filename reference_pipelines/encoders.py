@@ -166,18 +166,24 @@ class OnnxEncoder(_PrefixedEncoder):
         return unit_rows(vectors) if self.normalize else vectors
 
 
+def make_encoder(model: str, name: str | None = None, **options: Any) -> Encoder:
+    """The encoder for ``model``: an ONNX graph gets :class:`OnnxEncoder`, anything else
+    :class:`SentenceTransformerEncoder`; ``options`` go to its constructor. ``name`` is the config
+    group's label (``embedding=minilm``) and is ignored. The ``_target_`` of ``conf/embedding``."""
+    kind = resolve_model(model).kind
+    return OnnxEncoder(model, **options) if kind == ONNX else SentenceTransformerEncoder(model, **options)
+
+
 def build_encoder(spec: Mapping[str, Any] | Encoder) -> Encoder:
     """An encoder from config: a built :class:`Encoder`, a mapping with ``_target_`` (Hydra), or a
-    plain mapping whose ``model`` picks the class (ONNX models -> :class:`OnnxEncoder`). A
-    ``name`` key is a config label (``embedding=minilm``) and is ignored."""
+    plain mapping for :func:`make_encoder`."""
     if isinstance(spec, Encoder):
         return spec
-    config = {key: value for key, value in spec.items() if key != "name"}
+    config = dict(spec)
     if "_target_" in config:
         from hydra.utils import instantiate
 
         return instantiate(config)
     if "model" not in config:
         raise unloadable_model_error("<missing>", "the encoder config has no 'model'", field="encoder.model")
-    kind = resolve_model(config["model"]).kind
-    return OnnxEncoder(**config) if kind == ONNX else SentenceTransformerEncoder(**config)
+    return make_encoder(**config)

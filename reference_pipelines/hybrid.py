@@ -1,6 +1,7 @@
 """Hybrid retrieval: fuse the rankings of several retrievers for the same query.
 
-Each retriever returns its top ``depth`` chunks (at least ``k``); a chunk's fused score is
+Each retriever returns its top ``k`` chunks (``k`` is the run's one retrieval depth); a chunk's
+fused score is
 
 - ``rrf``: ``sum_i 1 / (rrf_k + rank_i)``, ``rank_i`` 1-based in list ``i``; lists that do not
   contain the chunk add nothing (Cormack et al., 2009). Weights are ignored.
@@ -11,12 +12,23 @@ Each retriever returns its top ``depth`` chunks (at least ``k``); a chunk's fuse
   ``(s - mean) / std`` (all 0.0 when std == 0). A chunk missing from list ``i`` counts as that
   list's floor: 0 for ``minmax``, the list's minimum z for ``zscore``.
 
-Sub-retrievers are Retriever objects or config mappings with ``_target_``; those built here,
-and built ones whose ``cache`` is ``None``, share this retriever's cache.
+Ties never depend on how ids are spelled: inside every list, and in the fused list before it is
+cut to ``k``, equal scores are ordered by corpus position (documents as loaded, chunks in
+document order). Without that, two exact-duplicate documents tie in every list, the copy whose id
+sorts last wins every tie (trec_eval's id-descending order) and RRF turns the ties into a strict
+win for it. The runner still scores the fused ranking in trec_eval's order.
+
+Configured (``conf/retrieval/hybrid_*.yaml``), a hybrid names its ``components`` (``bm25``,
+``dense``) and carries every component's parameters at its own level, composed from
+``conf/retrieval/bm25.yaml`` and ``dense.yaml``, so ``retrieval.k1=0.9`` or
+``retrieval/tokenizer=plain`` reach its BM25 exactly as they reach ``retrieval=bm25``; each
+component takes the parameters its constructor accepts. From Python, ``retrievers`` takes built
+retrievers or ``_target_`` mappings instead.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,10 +38,13 @@ from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
 from reference_pipelines.base import Ranking, Retriever
+from reference_pipelines.bm25 import BM25Retriever
+from reference_pipelines.dense import DenseRetriever
 from reference_pipelines.ranking import sort_ranking
 
 FUSIONS = ("rrf", "weighted")
 NORMALIZATIONS = ("minmax", "zscore")
+COMPONENTS: dict[str, type] = {"bm25": BM25Retriever, "dense": DenseRetriever}
 
 
 def normalise_scores(scores: np.ndarray, method: str) -> np.ndarray:
@@ -40,72 +55,104 @@ def normalise_scores(scores: np.ndarray, method: str) -> np.ndarray:
     return (scores - scores.mean()) / std if std > 0 else np.zeros_like(scores)
 
 
-def rrf_fuse(rankings: Sequence[Ranking], rrf_k: float = 60) -> Ranking:
+def rrf_fuse(rankings: Sequence[Ranking], rrf_k: float = 60, position: Mapping[str, int] | None = None) -> Ranking:
+    """RRF of rankings given best first; fused ties by ``position`` (else id descending)."""
     fused: dict[str, float] = {}
     for ranking in rankings:
         for rank, (chunk_id, _) in enumerate(ranking, start=1):
             fused[chunk_id] = fused.get(chunk_id, 0.0) + 1.0 / (rrf_k + rank)
-    return sort_ranking(list(fused.items()))
+    return sort_ranking(list(fused.items()), position)
 
 
-def weighted_fuse(rankings: Sequence[Ranking], weights: Sequence[float], normalization: str = "minmax") -> Ranking:
+def weighted_fuse(
+    rankings: Sequence[Ranking], weights: Sequence[float], normalization: str = "minmax",
+    position: Mapping[str, int] | None = None,
+) -> Ranking:
+    """Convex fusion of normalised scores; fused ties by ``position`` (else id descending)."""
     total = float(sum(weights))
     candidates = list(dict.fromkeys(chunk_id for ranking in rankings for chunk_id, _ in ranking))
     fused = np.zeros(len(candidates))
-    position = {chunk_id: i for i, chunk_id in enumerate(candidates)}
+    index_of = {chunk_id: i for i, chunk_id in enumerate(candidates)}
     for ranking, weight in zip(rankings, weights):
         if not ranking:
             continue
         normalised = normalise_scores(np.array([score for _, score in ranking], dtype=np.float64), normalization)
         floor = 0.0 if normalization == "minmax" else normalised.min()
         per_candidate = np.full(len(candidates), floor)
-        per_candidate[[position[chunk_id] for chunk_id, _ in ranking]] = normalised
+        per_candidate[[index_of[chunk_id] for chunk_id, _ in ranking]] = normalised
         fused += (weight / total) * per_candidate
-    return sort_ranking(list(zip(candidates, fused.tolist())))
+    return sort_ranking(list(zip(candidates, fused.tolist())), position)
+
+
+def build_components(names: Sequence[str], params: Mapping[str, Any], cache: StageCache | None) -> list[Retriever]:
+    """One retriever per name in :data:`COMPONENTS`, each given the ``params`` its constructor
+    takes and ties in corpus order; a parameter no component takes is an error naming it."""
+    unknown = [name for name in names if name not in COMPONENTS]
+    if unknown or not names:
+        raise RagexpInputError(
+            f"unknown component(s) {unknown or names}; use a list of: {', '.join(COMPONENTS)}", field="components"
+        )
+    accepted = {name: set(inspect.signature(COMPONENTS[name]).parameters) - {"cache", "ties"} for name in names}
+    unused = sorted(set(params) - set().union(*accepted.values()))
+    if unused:
+        raise RagexpInputError(
+            f"not a parameter of the hybrid nor of its components ({', '.join(names)})", field=unused[0]
+        )
+    return [
+        COMPONENTS[name](**{key: value for key, value in params.items() if key in accepted[name]}, ties="corpus", cache=cache)
+        for name in names
+    ]
 
 
 class HybridRetriever:
-    """Searches every sub-retriever to ``max(depth, k)`` and fuses their lists per query."""
+    """Searches every component to the requested depth and fuses their lists per query."""
 
     def __init__(
         self,
-        retrievers: Sequence[Retriever | Mapping[str, Any]],
+        retrievers: Sequence[Retriever | Mapping[str, Any]] | None = None,
+        components: Sequence[str] | None = None,
         fusion: str = "rrf",
         rrf_k: float = 60,
         weights: Sequence[float] | None = None,
         weight: float | None = None,
         normalization: str = "minmax",
-        depth: int = 100,
         cache: StageCache | None = None,
+        **component_params: Any,
     ) -> None:
         if fusion not in FUSIONS:
             raise RagexpInputError(f"unknown fusion {fusion!r}; use one of {', '.join(FUSIONS)}", field="fusion")
         if normalization not in NORMALIZATIONS:
             raise RagexpInputError(f"unknown normalization {normalization!r}; use one of {', '.join(NORMALIZATIONS)}", field="normalization")
-        if len(retrievers) < 2:
+        if (retrievers is None) == (components is None):
+            raise RagexpInputError("give either components (names) or retrievers (objects or configs)", field="components")
+        if retrievers is not None and component_params:
+            raise RagexpInputError("component parameters go with components, not with retrievers", field=sorted(component_params)[0])
+        self.cache = cache
+        if components is not None:
+            self.retrievers = build_components(list(components), component_params, cache)
+        else:
+            self.retrievers = [self._build(r) for r in retrievers]
+        if len(self.retrievers) < 2:
             raise RagexpInputError("a hybrid retriever needs at least two retrievers", field="retrievers")
         if weight is not None:
-            if weights is not None or len(retrievers) != 2 or not 0 <= weight <= 1:
+            if weights is not None or len(self.retrievers) != 2 or not 0 <= weight <= 1:
                 raise RagexpInputError(
                     "weight (a number in [0, 1]) is shorthand for weights=[weight, 1 - weight] with exactly two "
                     "retrievers; give either weight or weights",
                     field="weight",
                 )
             weights = [weight, 1 - weight]
-        weights = [1.0 / len(retrievers)] * len(retrievers) if weights is None else [float(w) for w in weights]
-        if len(weights) != len(retrievers) or min(weights) < 0 or sum(weights) <= 0:
-            raise RagexpInputError(
-                f"weights must be {len(retrievers)} non-negative numbers with a positive sum, got {weights}", field="weights"
-            )
-        if rrf_k < 0 or depth < 1:
-            raise RagexpInputError(f"need rrf_k >= 0 and depth >= 1, got rrf_k={rrf_k}, depth={depth}", field="rrf_k" if rrf_k < 0 else "depth")
-        self.cache = cache
-        self.retrievers = [self._build(r) for r in retrievers]
+        n = len(self.retrievers)
+        weights = [1.0 / n] * n if weights is None else [float(w) for w in weights]
+        if len(weights) != n or min(weights) < 0 or sum(weights) <= 0:
+            raise RagexpInputError(f"weights must be {n} non-negative numbers with a positive sum, got {weights}", field="weights")
+        if rrf_k < 0:
+            raise RagexpInputError(f"need rrf_k >= 0, got {rrf_k}", field="rrf_k")
         self.fusion = fusion
         self.rrf_k = rrf_k
         self.weights = weights
         self.normalization = normalization
-        self.depth = depth
+        self._position: dict[str, int] | None = None
 
     def _build(self, retriever: Retriever | Mapping[str, Any]) -> Retriever:
         if isinstance(retriever, Mapping):
@@ -117,16 +164,19 @@ class HybridRetriever:
         return retriever
 
     def index(self, chunks: Sequence[Chunk]) -> None:
+        self._position = {chunk.id: row for row, chunk in enumerate(chunks)}
         for retriever in self.retrievers:
             retriever.index(chunks)
 
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
-        depth = max(self.depth, k)
-        per_retriever = [retriever.search(queries, depth) for retriever in self.retrievers]
+        per_retriever = [retriever.search(queries, k) for retriever in self.retrievers]
+        position = self._position
         fused = []
         for lists in zip(*per_retriever):
+            if position is not None:  # lists from retrievers that order their ties otherwise
+                lists = [sort_ranking(ranking, position) for ranking in lists]
             if self.fusion == "rrf":
-                fused.append(rrf_fuse(lists, self.rrf_k)[:k])
+                fused.append(rrf_fuse(lists, self.rrf_k, position)[:k])
             else:
-                fused.append(weighted_fuse(lists, self.weights, self.normalization)[:k])
+                fused.append(weighted_fuse(lists, self.weights, self.normalization, position)[:k])
         return fused

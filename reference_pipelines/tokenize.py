@@ -49,7 +49,8 @@ def _stemmer(name: str | None) -> Stemmer.Stemmer | None:
 
 
 class Tokenizer:
-    """Callable ``text -> list[str]``; :attr:`config` is its identity for cache keys."""
+    """Callable ``text -> list[str]``; :attr:`config` is its identity for cache keys. ``name`` is
+    the label of a ``conf/retrieval/tokenizer`` option (``english``, ``plain``), not part of it."""
 
     def __init__(
         self,
@@ -57,6 +58,7 @@ class Tokenizer:
         stopwords: str | Sequence[str] | None = "english",
         stemmer: str | None = "snowball-english",
         token_pattern: str = DEFAULT_TOKEN_PATTERN,
+        name: str | None = None,
     ) -> None:
         try:
             self._split = re.compile(token_pattern).findall

@@ -346,10 +346,10 @@ CONFIG_ERROR_CASES = [
 
 
 def execute_expecting_input_error(cfg) -> RagexpInputError:
-    from ragexp.evaluation.runner import execute
+    from ragexp.job import run_job
 
     with pytest.raises(RagexpInputError) as caught:
-        execute(cfg, cache=StageCache(cfg.cache_dir), progress=False)
+        run_job(cfg, output_dir=Path(cfg.cache_dir).parent / "out", overrides=[], log_to_store=False)
     return caught.value
 
 
@@ -370,7 +370,7 @@ def test_component_config_error_caches_nothing(tiny_dataset, tmp_path: Path, mon
 def test_component_config_error_names_the_nested_key(tmp_path: Path) -> None:
     from omegaconf import OmegaConf
 
-    from ragexp.evaluation.runner import build_component
+    from ragexp.evaluation.pipeline import build_component
 
     node = OmegaConf.create({"name": "bm25", "_target_": "reference_pipelines.bm25.BM25Retriever", "k1": -1})
     with pytest.raises(RagexpInputError) as caught:
@@ -408,7 +408,7 @@ def huge_document(size: int) -> str:
 
 @pytest.mark.slow
 def test_five_megabyte_document_chunks_and_runs(tmp_path: Path, monkeypatch) -> None:
-    from ragexp.evaluation.runner import execute
+    from ragexp.job import run_job
 
     corpus_dir = tmp_path / "corpus"
     corpus_dir.mkdir()
@@ -426,7 +426,7 @@ def test_five_megabyte_document_chunks_and_runs(tmp_path: Path, monkeypatch) -> 
 
     overrides = ("chunking.size=512", "chunking.overlap=64", "eval.ks=[1,10]")
     cfg = compose_run_config((corpus_dir, evalset), tmp_path / "cache", *overrides)
-    output = execute(cfg, cache=StageCache(cfg.cache_dir), progress=False)
+    output = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to_store=False).output
     assert output.results.aggregates["n_chunks"] >= 5_000_000 / 512
     assert output.results.aggregates["hit_rate_at_10"] == 1.0
 

@@ -10,7 +10,7 @@ from ragexp.data.datasets import demo_paths
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import load_evalset
 from ragexp.errors import RagexpInputError
-from ragexp.evaluation.runner import sample_evalset
+from ragexp.evaluation.prepared import sample_evalset
 
 
 @pytest.fixture(scope="module")

@@ -160,3 +160,21 @@ def test_noise_note_states_standard_error_and_detectable_difference() -> None:
     assert "with n=120 answerable items" in sentence
     assert "is 3.7 points" in sentence
     assert "smaller than 7.3 points (~2 standard errors) is within noise" in sentence
+
+
+def test_documents_without_text_or_title_are_counted_and_gold_only_there_is_an_error(tmp_path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    docs = [{"_id": "a", "title": "Retries", "text": "Webhooks retry for 24 hours."},
+            {"_id": "keys", "title": "API keys", "text": ""},  # title only: indexed, fine
+            {"_id": "blank1", "title": "", "text": ""}, {"_id": "blank2", "title": " ", "text": "\n"}]
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    evalset = tmp_path / "evalset.jsonl"
+    items = [{"id": "q1", "query": "How long do webhooks retry?", "evidence": [{"doc_id": "a"}], "gold_answer": "24 hours"},
+             {"id": "q2", "query": "What is on the blank page?", "evidence": [{"doc_id": "blank1"}], "gold_answer": "x"},
+             {"id": "q3", "query": "Which keys exist?", "evidence": [{"doc_id": "keys"}, {"doc_id": "blank2"}], "gold_answer": "x"}]
+    evalset.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    report = lint_evalset(evalset, corpus)
+    warning = next(f for f in report.warnings if f.check == "unindexable-document")
+    assert "2 of 4 documents" in warning.message and "'blank1'" in warning.message
+    assert [(f.check, f.item_id) for f in report.errors] == [("unindexable-gold", "q2")]  # q3 still has indexed gold
+    assert report.exit_code == 1

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from ragexp.cache import StageCache
+from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
 from reference_pipelines.hybrid import HybridRetriever, rrf_fuse, weighted_fuse
 
@@ -74,16 +75,32 @@ def test_weight_knob_is_a_convex_combination(weight: float) -> None:
     assert HybridRetriever([FixedRetriever(A), FixedRetriever(B)], fusion="weighted", weights=[3 * weight, 3 - 3 * weight]).search(["q"], 4) == [ranking]
 
 
-def test_wrapper_indexes_every_retriever_searches_at_depth_and_shares_its_cache(tmp_path) -> None:
+def test_wrapper_indexes_every_retriever_searches_at_the_requested_depth_and_shares_its_cache(tmp_path) -> None:
     first, second = FixedRetriever(A), FixedRetriever(B)
     cache = StageCache(tmp_path)
-    hybrid = HybridRetriever([first, second], fusion="rrf", depth=50, cache=cache)
-    hybrid.index(["chunk"])
-    assert first.indexed == second.indexed == ["chunk"] and first.cache is cache
-    assert hybrid.search(["q1", "q2"], k=2) == [rrf_fuse([A, B])[:2]] * 2
-    assert first.asked_k == 50
+    hybrid = HybridRetriever([first, second], fusion="rrf", cache=cache)
+    chunks = [Chunk(cid, cid, 0, 0, 1, "x") for cid in "abcd"]
+    hybrid.index(chunks)
+    assert first.indexed == second.indexed == chunks and first.cache is cache
+    corpus_order = {cid: row for row, cid in enumerate("abcd")}
+    assert hybrid.search(["q1", "q2"], k=2) == [rrf_fuse([A[:2], B[:2]], position=corpus_order)[:2]] * 2
+    assert first.asked_k == 2  # one retrieval depth: the runner's, no depth of the hybrid's own
     hybrid.search(["q"], k=80)
     assert second.asked_k == 80
+
+
+def test_components_take_the_parameters_their_constructors_accept() -> None:
+    hybrid = HybridRetriever(components=["bm25", "dense"], k1=0.9, b=0.4, tokenizer={"name": "plain", "stemmer": None},
+                             encoder={"model": "minilm"}, index="hnsw", fusion="rrf")
+    bm25, dense = hybrid.retrievers
+    assert (bm25.k1, bm25.b, bm25.tokenizer.config["stemmer"], dense.index_type) == (0.9, 0.4, None, "hnsw")
+    assert bm25.ties == dense.ties == "corpus"
+    with pytest.raises(RagexpInputError) as err:
+        HybridRetriever(components=["bm25", "dense"], k1=0.9, kk1=2)
+    assert err.value.field == "kk1"
+    with pytest.raises(RagexpInputError) as err:
+        HybridRetriever(components=["bm25", "splade"])
+    assert err.value.field == "components"
 
 
 def test_sub_retrievers_can_be_configs() -> None:
@@ -102,7 +119,8 @@ def test_sub_retrievers_can_be_configs() -> None:
         ({"weights": [-1.0, 2.0]}, "weights"),
         ({"weight": 0.3, "weights": [0.3, 0.7]}, "weight"),
         ({"weight": 1.5}, "weight"),
-        ({"depth": 0}, "depth"),
+        ({"rrf_k": -1}, "rrf_k"),
+        ({"depth": 100}, "depth"),
     ],
 )
 def test_bad_config_names_the_field(kwargs: dict, field: str) -> None:

@@ -1,7 +1,7 @@
 """Terminal summary: failed generator calls and judge verdicts are reported, not hidden in a metric."""
 
 from ragexp.evaluation.results import RunResults
-from ragexp.summary import call_failure_warnings
+from ragexp.summary import call_failure_warnings, index_warnings
 
 
 def results(aggregates: dict, rows: list[dict]) -> RunResults:
@@ -18,3 +18,10 @@ def test_failed_generator_calls_are_reported_with_the_first_error():
 def test_a_clean_run_prints_no_warning():
     assert call_failure_warnings(results({"generation_errors": 0.0, "judge_failures": 0.0}, [{"query_id": "q1"}])) == []
     assert call_failure_warnings(results({"mrr": 0.5}, [{"query_id": "q1"}])) == []
+
+
+def test_documents_that_were_not_indexed_are_reported_with_their_count():
+    run = RunResults(meta={"docs_not_indexed": ["blank1", "blank2"]}, aggregates={"n_docs_not_indexed": 2.0})
+    (line,) = index_warnings(run)
+    assert line.startswith("WARNING: 2 documents") and "blank1, blank2" in line
+    assert index_warnings(RunResults(meta={}, aggregates={"n_docs_not_indexed": 0.0})) == []

@@ -9,7 +9,10 @@ class turns them into :class:`~ragexp.data.Chunk` objects such that
 - starts and ends strictly increase, so no chunk lies inside another: a candidate whose trimmed
   span lies inside the previous chunk is dropped, and a previous chunk lying inside the next one
   (same start) is replaced by it;
-- ``chunk.index`` counts 0, 1, 2, ... in document order and ``chunk.id == chunk_id(doc.id, index)``.
+- ``chunk.index`` counts 0, 1, 2, ... in document order and ``chunk.id == chunk_id(doc.id, index)``;
+- a document whose text is empty or whitespace but which has a title gets one chunk holding only
+  the title (``text == ""``, ``start == end == 0``): the title is text, and the document can be
+  found by it; a document with neither text nor title gets no chunk (the run reports it).
 
 Every chunker's candidate spans together cover the whole document, so the chunks cover every
 non-whitespace character (the property the relevance invariant in ``docs/relevance.md`` needs).
@@ -75,6 +78,8 @@ class Chunker(ABC):
             index = len(chunks)
             chunks.append(Chunk(chunk_id(doc.id, index), doc.id, index, start, end, doc.text[start:end], title))
             previous_end = end
+        if not chunks and doc.title.strip():
+            chunks.append(Chunk(chunk_id(doc.id, 0), doc.id, 0, 0, 0, "", doc.title))
         return chunks
 
     def chunk_corpus(self, corpus: Mapping[str, Document] | Iterable[Document], progress: bool = False) -> list[Chunk]:

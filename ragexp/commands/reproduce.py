@@ -32,33 +32,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ragexp.cache import StageCache
-    from ragexp.evaluation.generation_step import generation_step
-    from ragexp.evaluation.runner import execute, prepare_data
-    from ragexp.tracking.run_logger import log_evaluation
+    from ragexp.job import run_job
 
     client, uri = client_for(args)
     original = get_run(client, args.run_id)
     saved = store.download_artifact(args.run_id, store.CONFIG_ARTIFACT, uri)
     cfg = OmegaConf.merge(OmegaConf.structured(RagexpConfig), OmegaConf.load(saved))
     cfg.tracking.uri = uri
-    cache_root = Path(cfg.cache_dir) if args.use_cache else Path(tempfile.mkdtemp(prefix="ragexp-reproduce-"))
-    cache = StageCache(cache_root)
-    data = prepare_data(cfg, cache, progress=cfg.progress)
+    cache = StageCache(Path(cfg.cache_dir) if args.use_cache else Path(tempfile.mkdtemp(prefix="ragexp-reproduce-")))
+    output_dir = Path(tempfile.mkdtemp(prefix=f"ragexp-reproduce-{args.run_id[:8]}-"))
+    result = run_job(
+        cfg, output_dir=output_dir, overrides=[f"reproduce={args.run_id}"], cache=cache,
+        experiment_id=original.info.experiment_id, tags={store.TAG_REPRODUCES: args.run_id}, log_to_store=not args.no_log,
+    )
+    output = result.output
     tags = original.data.tags
     for label, tag, now in (
         ("code version", store.TAG_CODE_VERSION, store.code_version()),
-        ("corpus fingerprint", store.TAG_CORPUS_FP, data.corpus.fingerprint()),
-        ("eval-set fingerprint", store.TAG_EVALSET_FP, data.evalset.fingerprint()),
+        ("corpus fingerprint", store.TAG_CORPUS_FP, output.results.meta["corpus_fingerprint"]),
+        ("eval-set fingerprint", store.TAG_EVALSET_FP, output.results.meta["evalset_fingerprint"]),
     ):
         if tags.get(tag) != now:
             print(f"warning: {label} differs: run has {tags.get(tag)!r}, now {now!r}", file=sys.stderr)
-    output = execute(cfg, cache=cache, data=data, progress=cfg.progress, generation_step=generation_step)
-    if not args.no_log:
-        experiment_id = original.info.experiment_id
-        new_id = log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=[f"reproduce={args.run_id}"],
-                                parent_run_id=None)
-        client.set_tag(new_id, "ragexp.reproduces", args.run_id)
-        print(f"logged reproduction as run {new_id}")
+    if result.run_id:
+        print(f"logged reproduction as run {result.run_id}")
     before = original.data.metrics
     after = output.results.aggregates
     names = sorted(n for n in after if n in before and n.startswith(RETRIEVAL_PREFIXES) and "_ci_" not in n)

@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from ragexp.data.dataset import load_dataset
     from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
     from ragexp.evaluation.runner import RunOutput
+    from ragexp.job import log_run
     from ragexp.tracking.run_logger import LOCAL_CONFIG, LOCAL_OVERRIDES, log_evaluation
 
     folder = args.output_dir
@@ -43,7 +44,10 @@ def run(args: argparse.Namespace) -> int:
     client = store.connect(uri, cfg.tracking.connect_timeout_s)
     experiment_id = store.ensure_experiment(client, cfg.tracking.experiment)
     output = RunOutput(results, results.meta["run_name"], results.meta["config_hash"], results.meta.get("timings", {}))
-    run_id = log_evaluation(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=None)
-    client.set_tag(run_id, "ragexp.uploaded_from", str(folder.resolve()))
+    run_id = log_run(
+        lambda: log_evaluation(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=None,
+                               tags={"ragexp.uploaded_from": str(folder.resolve())}),
+        folder,
+    )
     print(f"logged {results.meta['run_name']} as run {run_id} to {uri}")
     return 0

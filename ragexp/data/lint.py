@@ -5,8 +5,9 @@ Errors (exit 1) — the eval set would measure the wrong thing:
     no longer resolves in the live corpus (unknown document, quote gone or ambiguous, span out of
     range, chunk index out of range — the method article's stale-export pitfall), duplicate item
     ids, empty queries, evidence contradicting ``answerable``; plus evidence spans that hold only
-    whitespace.
+    whitespace, and items whose gold lies only in documents with neither text nor title.
 Warnings — the eval set is usable but weaker than it should be:
+    documents with neither text nor title (no run indexes them; their count is reported),
     duplicate or near-duplicate queries (equal after Unicode NFKC, case folding and collapsing
     punctuation and spacing), answerable items without ``gold_answer``/``answers``/``key_facts``
     (answer correctness cannot be scored), and each of the method article's failure-prone
@@ -150,6 +151,7 @@ def lint_evalset(evalset_path: str | PathLike[str], corpus_path: str | PathLike[
     items = reading.evalset.items
     findings = _problem_findings(reading)
     findings += _whitespace_spans(reading, corpus)
+    findings += _unindexable_documents(reading, corpus)
     findings += _duplicate_queries(reading)
     findings += _missing_gold_answers(reading)
     findings += _category_coverage(reading)
@@ -207,6 +209,30 @@ def _whitespace_spans(reading: EvalSetReading, corpus: Corpus) -> list[LintFindi
                     "whitespace; point it at the text that answers the query"
                 )
                 findings.append(_finding(ERROR, "whitespace-span", message, reading, line, item, "evidence"))
+    return findings
+
+
+def _unindexable_documents(reading: EvalSetReading, corpus: Corpus) -> list[LintFinding]:
+    """Documents with neither text nor title get no chunk in any run: a warning with their count,
+    and an error for every item whose gold lies only in such documents (it has no gold to find)."""
+    empty = {doc_id for doc_id, doc in corpus.items() if not doc.text.strip() and not doc.title.strip()}
+    if not empty:
+        return []
+    shown = ", ".join(repr(doc_id) for doc_id in sorted(empty)[:5]) + (" ..." if len(empty) > 5 else "")
+    findings = [LintFinding(
+        WARNING, "unindexable-document",
+        f"{len(empty)} of {len(corpus)} documents have neither text nor title and are not indexed by any run "
+        f"({shown}); give them text or a title, or remove them",
+        str(corpus.source) or None, field="text",
+    )]
+    for line, item in _lines_and_items(reading):
+        docs = {evidence.doc_id for evidence in item.evidence}
+        if docs and docs <= empty:
+            message = (
+                f"all gold evidence lies in documents without text or title ({', '.join(sorted(docs))}): nothing of "
+                "them is indexed, so the item has no gold a run can find; point the evidence at indexed text"
+            )
+            findings.append(_finding(ERROR, "unindexable-gold", message, reading, line, item, "evidence"))
     return findings
 
 

@@ -28,14 +28,17 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.cache import StageCache
 from ragexp.config import component_config
-from ragexp.evaluation.runner import PreparedData, per_tag_means
+from ragexp.data.context import format_context
 from ragexp.evaluation.generation_speed import speed_metrics
+from ragexp.evaluation.pipeline import Pipeline
+from ragexp.evaluation.prepared import PreparedData
 from ragexp.judging.answer_relevance import AnswerRelevanceResult, aggregate_answer_relevance, answer_relevance_batch
 from ragexp.judging.correctness import correctness_metrics
 from ragexp.judging.failure import FailureClass, FailureThresholds, classify, failure_rates, gold_in_context
 from ragexp.judging.faithfulness import FaithfulnessResult, Verdict, aggregate_faithfulness, faithfulness_batch
 from ragexp.judging.judges import warn_if_self_judging
 from ragexp.llm.threads import configured_threads
+from ragexp.metrics.per_tag import per_tag_means
 
 log = logging.getLogger(__name__)
 
@@ -82,22 +85,18 @@ def _faithfulness_from(record: dict, context: str) -> FaithfulnessResult:
 
 
 def generation_step(
-    cfg: DictConfig, data: PreparedData, generator: Any, per_query: Sequence[dict], cache: StageCache,
-    judge: Any | None,
+    cfg: DictConfig, data: PreparedData, pipeline: Pipeline, per_query: Sequence[dict], cache: StageCache
 ) -> dict[str, float]:
     """Generate, judge and classify every item; fills each per-query row, returns aggregates.
-    ``judge`` is the built ``cfg.judge`` (:func:`~ragexp.evaluation.runner.build_pipeline`), or ``None``."""
+    Uses the pipeline's generator, its judge (or none) and its relevance encoder."""
     from tqdm import tqdm
 
-    from reference_pipelines.encoders import build_encoder
-    from reference_pipelines.generators.base import format_context
-
+    generator, judge = pipeline.generator, pipeline.judge
     judge_key = component_config(cfg.get("judge"))
     generator_id = getattr(generator, "params", {}).get("model_id") if hasattr(generator, "params") else None
     if judge is not None:
         warn_if_self_judging(judge.model_id, generator_id)
-    encoder = build_encoder(OmegaConf.to_container(cfg.embedding, resolve=True)) if cfg.get("embedding") else None
-    encode = encoder.encode_queries if encoder is not None else None
+    encode = pipeline.encoder.encode_queries if pipeline.encoder is not None else None
     thresholds = FailureThresholds(**OmegaConf.to_container(cfg.eval.failure))
     chunks_by_id = data.chunks_by_id
     faith_results, relevance_results, classes, generations = [], [], [], []

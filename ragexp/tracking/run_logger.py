@@ -16,6 +16,7 @@ import contextlib
 import json
 import tempfile
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import mlflow
@@ -126,11 +127,14 @@ def log_evaluation(
     *,
     overrides: list[str],
     parent_run_id: str | None,
+    tags: Mapping[str, str] | None = None,
 ) -> str:
-    """Create the run, write everything, close it; returns the run id."""
+    """Create the run, write everything, close it; returns the run id. ``tags`` are added to
+    ragexp's own (e.g. ``ragexp.reproduces`` on a reproduction)."""
     interrupt.check()  # a signal received (and perhaps lost) while computing: open no run
     with interrupt.deferred():  # a write cut short can leave the sqlite store locked and the run RUNNING
-        run_id = _log_run(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=parent_run_id)
+        run_id = _log_run(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=parent_run_id,
+                          extra_tags=tags or {})
     interrupt.check()  # a signal received while closing: the run is complete; the sweep stops here
     return run_id
 
@@ -144,6 +148,7 @@ def _log_run(
     *,
     overrides: list[str],
     parent_run_id: str | None,
+    extra_tags: Mapping[str, str],
 ) -> str:
     results = output.results
     tags = {
@@ -153,8 +158,9 @@ def _log_run(
         store.TAG_EVALSET_FP: results.meta["evalset_fingerprint"],
         store.TAG_CODE_VERSION: store.code_version(),
         store.TAG_VERSION: results.meta["ragexp_version"],
-        "ragexp.data.dataset": str(cfg.dataset.get("name", "")),
+        "ragexp.dataset": str(cfg.dataset.get("name", "")),
         **store.package_versions(),
+        **extra_tags,
     }
     if parent_run_id:
         tags[store.PARENT_TAG] = parent_run_id

@@ -9,8 +9,7 @@ from reference_pipelines.generators.base import (
     REFUSAL_ANSWER,
     Generation,
     Generator,
-    format_context,
     is_refusal,
 )
 
-__all__ = ["REFUSAL_ANSWER", "Generation", "Generator", "format_context", "is_refusal"]
+__all__ = ["REFUSAL_ANSWER", "Generation", "Generator", "is_refusal"]

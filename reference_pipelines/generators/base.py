@@ -67,11 +67,3 @@ class Generator(Protocol):
 
     def generate(self, query: str, contexts: Sequence[Chunk]) -> Generation: ...
 
-
-def format_context(chunks: Sequence[Chunk]) -> str:
-    """Numbered passages: ``[i] title\\ntext`` separated by blank lines (title line only if set)."""
-    blocks = []
-    for number, chunk in enumerate(chunks, start=1):
-        heading = f"[{number}] {chunk.title}".rstrip()
-        blocks.append(f"{heading}\n{chunk.text.strip()}")
-    return "\n\n".join(blocks)

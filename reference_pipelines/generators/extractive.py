@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from ragexp.data import Chunk
+from ragexp.data.context import format_context
 from ragexp.errors import RagexpInputError
 from reference_pipelines.encoders import Encoder, build_encoder, unit_rows
 from reference_pipelines.generators.base import (
     REFUSAL_ANSWER,
     Generation,
-    format_context,
 )
 from reference_pipelines.tokenize import Tokenizer
 

@@ -1,7 +1,7 @@
 """Prompted generation through any :class:`~ragexp.llm.base.ChatModel`.
 
 The prompt is ``prompt_template`` with ``{context}`` replaced by the first ``context_k``
-chunks (see :func:`~reference_pipelines.generators.base.format_context`) and ``{query}`` by the
+chunks (see :func:`~ragexp.data.context.format_context`) and ``{query}`` by the
 question; it is sent as one user message, greedy (temperature 0), and the answer ends at the
 model's end-of-turn token, at ``max_new_tokens``, or before the first ``stop`` string (by
 default a blank line or ``Question:``, where a rambling model starts a new question-answer
@@ -20,6 +20,7 @@ from typing import Any
 
 from ragexp.cache import StageCache
 from ragexp.data import Chunk
+from ragexp.data.context import format_context
 from ragexp.errors import RagexpInputError
 from ragexp.llm.base import ChatModel, LLMCallError, complete_all
 from ragexp.llm.call_cache import CallCache
@@ -27,7 +28,6 @@ from ragexp.llm.models import build_chat_model
 from reference_pipelines.generators.base import (
     REFUSAL_ANSWER,
     Generation,
-    format_context,
 )
 
 GROUNDED_QA_TEMPLATE = (

@@ -1,0 +1,94 @@
+"""The components one configuration names, built from its ``_target_`` entries.
+
+A wrong parameter name or type fails here, at start-up, naming the config key, before any
+chunking, caching or tracking work.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hydra.utils import get_object, instantiate
+from omegaconf import DictConfig
+
+from ragexp.cache import StageCache
+from ragexp.config import component_config
+from ragexp.data import Chunk
+from ragexp.errors import RagexpInputError
+
+
+def build_component(node: DictConfig | None, group: str, cache: StageCache) -> Any | None:
+    """Instantiate a pipeline group's ``_target_``; pass the stage cache when it takes one.
+
+    A wrong parameter name or type fails here, at start-up, naming the config group.
+    """
+    spec = component_config(node)
+    if spec is None:
+        return None
+    target = spec["_target_"]
+    try:
+        factory = get_object(target)
+    except Exception as err:
+        raise RagexpInputError(f"cannot import {target!r}: {err}", field=f"{group}._target_") from None
+    kwargs: dict[str, Any] = {"_convert_": "all"}
+    if "cache" in inspect.signature(factory).parameters:
+        kwargs["cache"] = cache
+    try:
+        return instantiate(spec, **kwargs)
+    except Exception as err:
+        # Hydra wraps the constructor's exception in InstantiationException; the cause names the field.
+        cause = err if isinstance(err, RagexpInputError) else (err.__cause__ or err)
+        if not isinstance(cause, RagexpInputError):
+            raise RagexpInputError(f"cannot build {target}: {cause}", field=group) from None
+        field = cause.field or group
+        if not field.startswith(f"{group}.") and field != group:
+            field = f"{group}.{field}"
+        raise RagexpInputError(cause.message, file=cause.file, line=cause.line, field=field) from None
+
+
+class _RetrieveAdapter:
+    """Wraps a user's pipeline exposing only the method article's ``retrieve(query) -> [ids]``."""
+
+    def __init__(self, pipeline: Any) -> None:
+        self.pipeline = pipeline
+
+    def index(self, chunks: Sequence[Chunk]) -> None:
+        if hasattr(self.pipeline, "index"):
+            self.pipeline.index(chunks)
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
+        out = []
+        for query in queries:
+            ids = list(self.pipeline.retrieve(query))[:k]
+            out.append([(chunk_id, float(len(ids) - rank)) for rank, chunk_id in enumerate(ids)])
+        return out
+
+
+@dataclass
+class Pipeline:
+    """The built components of one configuration; models load lazily, on first use."""
+
+    retriever: Any
+    reranker: Any | None
+    generator: Any | None
+    judge: Any | None = None
+    encoder: Any | None = None  # the embedding model answer relevance compares questions with
+
+
+def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
+    """Build retriever, reranker, generator and, with a generator, the judge and the embedding
+    model of answer relevance; a bad parameter fails here, before chunking or caching."""
+    retriever = build_component(cfg.retrieval, "retrieval", cache)
+    if retriever is None:
+        raise RagexpInputError("needs a _target_ (e.g. retrieval=bm25)", field="retrieval")
+    if not hasattr(retriever, "search") and hasattr(retriever, "retrieve"):
+        retriever = _RetrieveAdapter(retriever)
+    generator = build_component(cfg.get("generator"), "generator", cache)
+    reranker = build_component(cfg.get("reranker"), "reranker", cache)
+    if generator is None:
+        return Pipeline(retriever, reranker, None)
+    judge = build_component(cfg.get("judge"), "judge", cache)
+    return Pipeline(retriever, reranker, generator, judge, build_component(cfg.get("embedding"), "embedding", cache))

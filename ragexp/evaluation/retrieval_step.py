@@ -1,0 +1,136 @@
+"""Retrieval for one run: every eval query searched once, reranked, cut into chunk and document
+rankings. Each stage goes through the stage cache, keyed by exactly what determines it.
+
+- Chunk rankings: retrieved once at the largest depth any consumer needs
+  (:func:`retrieval_depth`: ``max(eval.ks, eval.retrieve_k)``, a reranker's ``top_n``, the
+  generator's context), then reranked; every smaller k is a slice of the same list.
+- Document rankings: a document is scored by its best chunk. ``doc_*_at_k`` is computed over k
+  distinct documents: a query whose chunk ranking collapses to fewer than ``max(eval.ks)``
+  documents is retrieved again, doubling the depth, until it has that many documents or the
+  retriever has no more chunks to return (corpus exhausted). For exact retrievers the first
+  ``depth`` chunks of the deeper list are the chunk ranking itself; a fused (hybrid) list may
+  reorder as its component lists grow. How many queries were extended, and how deep, is
+  recorded with the run (``doc_rankings_extended``, ``doc_retrieval_depth_max``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from omegaconf import DictConfig
+
+from ragexp.cache import StageCache
+from ragexp.config import component_config
+from ragexp.data import EvalItem
+from ragexp.evaluation.pipeline import Pipeline
+from ragexp.evaluation.prepared import PreparedData
+from ragexp.fingerprint import stable_hash
+from ragexp.metrics.ranking import Ranking, doc_level, trec_order
+
+
+@dataclass
+class Retrieved:
+    """What retrieval produced for every eval item, in eval-set order."""
+
+    rankings: list[Ranking]  # chunk rankings, ``depth`` deep, after the reranker
+    doc_rankings: list[Ranking]  # document rankings (see the module docstring)
+    depth: int
+    from_cache: bool
+    doc_rankings_extended: int = 0
+    doc_retrieval_depth_max: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def retrieval_depth(cfg: DictConfig, pipeline: Pipeline) -> int:
+    """Retrieve once, at the largest depth any consumer needs; every smaller k is a slice."""
+    depth = max([*cfg.eval.ks, cfg.eval.retrieve_k, cfg.eval.context_k])
+    for component in (pipeline.reranker, pipeline.generator):
+        for attribute in ("top_n", "context_k"):
+            depth = max(depth, int(getattr(component, attribute, 0) or 0))
+    return depth
+
+
+class _Search:
+    """Cached searches of one retriever; the index is built on the first cache miss only."""
+
+    def __init__(self, cfg: DictConfig, data: PreparedData, pipeline: Pipeline, cache: StageCache) -> None:
+        self.cfg, self.data, self.pipeline, self.cache = cfg, data, pipeline, cache
+        self.indexed = False
+        self.computed = False
+
+    def rankings(self, items: Sequence[EvalItem], depth: int) -> list[Ranking]:
+        """Rankings of ``items`` at ``depth``, reranked when the pipeline has a reranker."""
+        queries = [item.query for item in items]
+        key = {
+            "retriever": component_config(self.cfg.retrieval),
+            "chunking": self.data.chunking_config,
+            "corpus": self.data.corpus.fingerprint(),
+            "queries": stable_hash(queries),
+            "depth": depth,
+        }
+
+        def compute() -> list:
+            self.computed = True
+            if not self.indexed:
+                self.pipeline.retriever.index(self.data.chunks)
+                self.indexed = True
+            return _rows(self.pipeline.retriever.search(queries, depth))
+
+        rankings = _pairs(self.cache.get_or_compute_json("retrieval", key, compute))
+        if self.pipeline.reranker is None:
+            return rankings
+        rerank_key = {
+            "reranker": component_config(self.cfg.reranker),
+            "candidates": stable_hash(rankings),
+            "depth": depth,
+            "corpus": self.data.corpus.fingerprint(),
+        }
+        reranked = lambda: _rows(self.pipeline.reranker.rerank(queries, rankings, self.data.chunks_by_id))  # noqa: E731
+        return _pairs(self.cache.get_or_compute_json("rerank", rerank_key, reranked))
+
+
+def _rows(rankings: Sequence[Ranking]) -> list:
+    return [[[cid, float(score)] for cid, score in trec_order(ranking)] for ranking in rankings]
+
+
+def _pairs(rows: list) -> list[Ranking]:
+    return [[(cid, score) for cid, score in ranking] for ranking in rows]
+
+
+def _documents(ranking: Ranking) -> int:
+    return len(doc_level(ranking))
+
+
+def retrieval_step(cfg: DictConfig, data: PreparedData, pipeline: Pipeline, cache: StageCache) -> Retrieved:
+    """Chunk and document rankings of every eval item (see the module docstring)."""
+    items = data.evalset.items
+    depth = retrieval_depth(cfg, pipeline)
+    search = _Search(cfg, data, pipeline, cache)
+    started = time.perf_counter()
+    rankings = search.rankings(items, depth)
+    from_cache = not search.computed
+    timings = {"retrieval_s": time.perf_counter() - started}
+
+    started = time.perf_counter()
+    want = max(cfg.eval.ks)
+    deep = list(rankings)
+    todo = [i for i, ranking in enumerate(rankings) if _documents(ranking) < want and len(ranking) >= depth]
+    deepest = depth
+    while todo and deepest < len(data.chunks):
+        deepest = min(2 * deepest, len(data.chunks))
+        for i, ranking in zip(todo, search.rankings([items[i] for i in todo], deepest)):
+            deep[i] = ranking
+        todo = [i for i in todo if _documents(deep[i]) < want and len(deep[i]) >= deepest]
+    extended = sum(deep[i] is not rankings[i] for i in range(len(items)))
+    timings["doc_retrieval_s"] = time.perf_counter() - started
+    return Retrieved(
+        rankings=rankings,
+        doc_rankings=[doc_level(ranking) for ranking in deep],
+        depth=depth,
+        from_cache=from_cache,
+        doc_rankings_extended=extended,
+        doc_retrieval_depth_max=max([depth] + [len(deep[i]) for i in range(len(items)) if deep[i] is not rankings[i]]),
+        timings=timings,
+    )

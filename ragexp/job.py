@@ -1,0 +1,115 @@
+"""One job: a resolved config in, an evaluated and logged run out. ``ragexp run`` (every sweep
+job), ``ragexp reproduce`` and ``ragexp upload`` all go through here.
+
+Order, so that bad input fails before any work and a store outage loses nothing:
+validate the config -> build the components (a bad parameter fails here, before the store or the
+cache is touched) -> connect to the store -> load and chunk the data -> skip when a FINISHED run
+has the same config hash (sweeps with ``resume=true``) -> evaluate -> save the results to the
+job's output folder -> log them to MLflow (:func:`log_run`, retried; when the store stays away
+the error says how to upload the saved folder later).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from ragexp import interrupt
+from ragexp.cache import StageCache
+from ragexp.config import validate
+from ragexp.data import EvalSet
+from ragexp.errors import RagexpInputError, TrackingUnavailable
+from ragexp.evaluation.pipeline import build_pipeline
+from ragexp.evaluation.prepared import prepare_data
+from ragexp.evaluation.runner import RunOutput, config_hash, execute
+from ragexp.tracking import store
+from ragexp.tracking.run_logger import log_evaluation, save_local
+
+log = logging.getLogger("ragexp")
+
+LOG_ATTEMPTS = 3
+
+
+@dataclass
+class JobResult:
+    """``output`` is ``None`` when the job was skipped because ``run_id`` already holds its results."""
+
+    output: RunOutput | None
+    run_id: str | None
+    evalset: EvalSet | None = None
+
+    @property
+    def skipped(self) -> bool:
+        return self.output is None
+
+
+def run_job(
+    cfg: DictConfig,
+    *,
+    output_dir: Path,
+    overrides: list[str],
+    cache: StageCache | None = None,
+    parent_run_id: str | None = None,
+    resume: bool = False,
+    experiment_id: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    log_to_store: bool = True,
+) -> JobResult:
+    """Evaluate the pipeline ``cfg`` describes and log it (see the module docstring).
+
+    ``cache`` defaults to ``cfg.cache_dir``; ``experiment_id`` to ``cfg.tracking.experiment``;
+    ``tags`` are added to the run; ``resume`` skips the job when a FINISHED run has its config hash;
+    ``log_to_store=false`` evaluates and saves to ``output_dir`` without touching MLflow.
+    """
+    interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
+    validate(cfg)
+    cache = cache or StageCache(Path(cfg.cache_dir))
+    pipeline = build_pipeline(cfg, cache)
+    client = None
+    if log_to_store:
+        client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s)
+        experiment_id = experiment_id or store.ensure_experiment(client, cfg.tracking.experiment)
+    started = time.perf_counter()
+    data = prepare_data(cfg, cache, progress=cfg.progress)
+    prepare_s = time.perf_counter() - started
+    if resume and client is not None:
+        existing = store.find_finished_run(client, experiment_id, config_hash(cfg, data))
+        if existing:
+            log.info("resume: skipping, run %s already FINISHED with this config hash", existing)
+            return JobResult(None, existing, data.evalset)
+    output = execute(cfg, cache=cache, data=data, pipeline=pipeline, progress=cfg.progress)
+    output.timings["prepare_s"] = prepare_s
+    save_local(output_dir, cfg, output, overrides)  # first: the results survive a store outage
+    if client is None:
+        return JobResult(output, None, data.evalset)
+    run_id = log_run(
+        lambda: log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=overrides,
+                               parent_run_id=parent_run_id, tags=tags),
+        output_dir,
+    )
+    return JobResult(output, run_id, data.evalset)
+
+
+def log_run(log_once: Callable[[], str], output_dir: Path, attempts: int = LOG_ATTEMPTS, backoff_s: float = 2.0) -> str:
+    """Log to MLflow, retrying with backoff; when the store stays unreachable, say where the
+    results are kept and how to upload them later (``ragexp upload DIR``), and fail the job."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return log_once()
+        except RagexpInputError:
+            raise
+        except Exception as err:  # the store went away mid-run: transport and store errors alike
+            if attempt == attempts:
+                raise TrackingUnavailable(
+                    f"could not log to the tracking store after {attempts} attempts ({type(err).__name__}: "
+                    f"{str(err).splitlines()[0][:200] if str(err) else ''}); results are kept in {output_dir}; "
+                    f"upload them later with: ragexp upload {output_dir}"
+                ) from err
+            log.warning("logging failed (attempt %d/%d): %s; retrying", attempt, attempts, err)
+            time.sleep(backoff_s * 2 ** (attempt - 1))
+    raise AssertionError("unreachable")
