@@ -69,7 +69,7 @@ def demo_prompts(cache_dir: Path) -> tuple[list[str], dict]:
     from ragexp.config import register_schema
     from ragexp.evaluation.pipeline import build_pipeline
     from ragexp.evaluation.prepared import prepare_data
-    from ragexp.evaluation.runner import retrieval_depth, retrieve
+    from ragexp.evaluation.retrieval_step import retrieval_step
 
     register_schema()
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
@@ -78,7 +78,7 @@ def demo_prompts(cache_dir: Path) -> tuple[list[str], dict]:
     cache = StageCache(cache_dir)
     pipeline = build_pipeline(cfg, cache)
     data = prepare_data(cfg, cache, progress=False)
-    rankings, _ = retrieve(cfg, data, pipeline.retriever, retrieval_depth(cfg, pipeline.reranker, pipeline.generator), cache)
+    rankings = retrieval_step(cfg, data, pipeline, cache).rankings
     chunks = data.chunks_by_id
     generator = pipeline.generator
     prompts = [
