@@ -13,8 +13,9 @@ SmolLM2-135M's chat template. Sections (``--sections``, all by default):
     (batches of 8 sorted by length, left padding, stop strings, its threads and quantization);
   and how many answers ran to the token cap, and whether ``new`` answers equal ``generate``'s.
 - ``quant``: the new path with float32 / bfloat16 / dynamic int8 weights on ``--n`` questions:
-  speed, and agreement of the greedy answers with float32 (exact match; token agreement = mean
-  over questions of common-prefix tokens / longer answer's tokens).
+  speed, agreement of the greedy answers with float32 (exact match; token agreement = mean
+  over questions of common-prefix tokens / longer answer's tokens), and whether each weight
+  type answers in batches of 8 as it does one question at a time (batch invariance).
 - ``threads``: the new path at 1 and at 2 torch threads on ``--n-threads`` questions, run in
   alternating order (1, 2, 1, 2 on halves), and whether the answers are equal.
 - ``judge``: the local judge's pmi scoring of the claims of the ``paths`` answers: the old
@@ -26,7 +27,7 @@ Prefill time of ``model.generate`` is the time until its first stopping-criteria
 first token exists then); decode is the rest. Load average (``os.getloadavg``) is printed before
 and after each section: timings on a machine shared with other jobs are not those of idle cores.
 
-Run: ``.venv/bin/python benchmarks/bench_generation.py [--n-old 12] [--n 148] [--n-threads 48]``
+Run: ``.venv/bin/python benchmarks/bench_generation.py [--n-old 12] [--n 40] [--n-threads 24]``
 """
 
 from __future__ import annotations
@@ -225,8 +226,8 @@ def old_logprobs(model: LocalHFModel, pairs: list[tuple[str, str]], batch_size: 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n-old", type=int, default=12, help="questions for the old and generate paths and the judge")
-    parser.add_argument("--n", type=int, default=148, help="questions for the quantisation comparison")
-    parser.add_argument("--n-threads", type=int, default=48, help="questions for the 1 vs 2 threads comparison")
+    parser.add_argument("--n", type=int, default=40, help="questions for the quantisation comparison")
+    parser.add_argument("--n-threads", type=int, default=24, help="questions for the 1 vs 2 threads comparison")
     parser.add_argument("--sections", default="paths,judge,quant,threads")
     parser.add_argument("--cache-dir", type=Path, default=REPO / ".ragexp_cache")
     args = parser.parse_args()
@@ -247,8 +248,9 @@ def main() -> int:
         torch.set_num_threads(DEFAULT_THREADS)
         paths["old"] = hf_generate(float32, subset, OLD_MAX_NEW_TOKENS, None, f"old (generate, batch 1, {DEFAULT_THREADS} threads, float32, no stop)")
         new_model = LocalHFModel(**spec)
-        paths["generate"] = hf_generate(new_model, subset, max_new_tokens, stop, f"model.generate batch 1 ({new_model.threads} threads, {new_model.quantization})")
-        paths["new"] = new_path(new_model, subset, max_new_tokens, stop, f"new (batch {new_model.batch_size}, {new_model.threads} threads, {new_model.quantization})")
+        weights = new_model.dtype if new_model.quantization == "none" else new_model.quantization
+        paths["generate"] = hf_generate(new_model, subset, max_new_tokens, stop, f"model.generate batch 1 ({new_model.threads} threads, {weights})")
+        paths["new"] = new_path(new_model, subset, max_new_tokens, stop, f"new (batch {new_model.batch_size}, {new_model.threads} threads, {weights})")
         print(HEADER.format(first="path", extra="", extra_rule=""))
         for result in paths.values():
             print(result.row())
@@ -301,16 +303,21 @@ def main() -> int:
     if "quant" in sections:
         subset = prompts[: args.n]
         print(f"\n## quant: {len(subset)} questions, new path ({load()})\n")
-        results, texts = {}, {}
+        results, invariant = {}, {}
         for label, overrides in (("float32", {"quantization": "none", "dtype": "float32"}),
                                  ("bfloat16", {"quantization": "none", "dtype": "bfloat16"}),
                                  ("dynamic_int8", {"quantization": "dynamic_int8", "dtype": "float32"})):  # fmt: skip
             model = LocalHFModel(**{**spec, **overrides})
             results[label] = new_path(model, subset, max_new_tokens, stop, f"{label} ({model.threads} threads)")
-        print(HEADER.format(first="weights", extra=" exact match with float32 | token agreement with float32 |", extra_rule="---|---|"))
+            alone = new_path(LocalHFModel(**{**spec, **overrides, "batch_size": 1}), subset, max_new_tokens, stop, "")
+            invariant[label] = sum(a == b for a, b in zip(alone.texts, results[label].texts))
+        print(HEADER.format(
+            first="weights", extra=" exact match with float32 | token agreement with float32 | batch 8 = batch 1 |",
+            extra_rule="---|---|---|",
+        ))  # fmt: skip
         for label, result in results.items():
             exact, share = agreement(results["float32"].texts, result.texts, float32.weights.tokenizer)
-            print(f"{result.row()} {exact}/{len(subset)} | {share:.3f} |")
+            print(f"{result.row()} {exact}/{len(subset)} | {share:.3f} | {invariant[label]}/{len(subset)} |")
         print(f"({load()})")
 
     if "threads" in sections:
