@@ -7,14 +7,13 @@ vectors equal rank_bm25's (max |diff| <= 1e-9 x max |score|), then times
 - ours: ``BM25Retriever.search(queries, k=100)`` — tokenising the queries, scoring, top-100;
 - rank_bm25: ``get_scores(tokens)`` + ``argsort`` top-100 per query on pre-tokenised queries,
 
-and prints the ratio (target: >= 50x). Index times (both including tokenising) are for information. Run: ``.venv/bin/python benchmarks/bench_bm25_speed.py``.
+and prints the ratio (target: >= 50x). Index times (both including tokenising) are for information. Run: ``python -m benchmarks.bench_bm25_speed``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import time
@@ -23,9 +22,7 @@ from pathlib import Path
 import numpy as np
 from rank_bm25 import BM25L, BM25Okapi, BM25Plus
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
+from benchmarks import shared_data_dir
 from ragexp.data import Chunk  # noqa: E402
 from reference_pipelines.bm25 import BM25Retriever  # noqa: E402
 from reference_pipelines.tokenize import Tokenizer  # noqa: E402
@@ -52,7 +49,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=100)
     args = parser.parse_args()
 
-    folder = Path(os.environ.get("RAGEXP_SHARED_DATA", REPO.parent / "shared" / "data")) / "scifact"
+    folder = shared_data_dir() / "scifact"
     passages = scifact_passages(folder, args.passages)
     with open(folder / "queries.jsonl", encoding="utf-8") as handle:
         queries = [json.loads(line)["text"] for _, line in zip(range(args.queries), handle)]

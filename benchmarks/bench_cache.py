@@ -7,7 +7,7 @@ and misses of the second run, and checks that both runs return identical ranking
 A second table answers whether caching a FAISS index is worth it: rebuilding it from cached
 embeddings vs loading the cached serialised index.
 
-Run: ``.venv/bin/python benchmarks/bench_cache.py [--model minilm|paraphrase-minilm-l3] [--docs N]``.
+Run: ``python -m benchmarks.bench_cache [--model minilm|paraphrase-minilm-l3] [--docs N]``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from benchmarks import shared_data_dir
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ragexp.cache import StageCache  # noqa: E402
@@ -49,7 +49,7 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=None, help="use only the first N documents")
     args = parser.parse_args()
 
-    data = Path(os.environ.get("RAGEXP_SHARED_DATA", REPO.parent / "shared" / "data"))
+    data = shared_data_dir()
     corpus, evalset = load_beir(data / "scifact", split="test")
     chunks = WholeDocumentChunker().chunk_corpus(corpus)[: args.docs]
     queries = [item.query for item in evalset.items]

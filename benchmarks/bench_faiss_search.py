@@ -3,7 +3,7 @@
 300 queries x 50,000 unit vectors x 384 dims, ``IndexFlatIP``, k = 100. faiss 1.15 ships
 ``distance_compute_blas_threshold = 128000`` (queries per batch), so a batch never reaches the
 sgemm path; ``configure_faiss`` sets it to ``BLAS_THRESHOLD`` and the OpenMP thread count.
-Both settings must return the same neighbours. Run: ``.venv/bin/python benchmarks/bench_faiss_search.py``.
+Both settings must return the same neighbours. Run: ``python -m benchmarks.bench_faiss_search``.
 """
 
 from __future__ import annotations
@@ -12,12 +12,9 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
 import faiss
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reference_pipelines.dense import BLAS_THRESHOLD, configure_faiss  # noqa: E402
 

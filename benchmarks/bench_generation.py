@@ -27,31 +27,29 @@ Prefill time of ``model.generate`` is the time until its first stopping-criteria
 first token exists then); decode is the rest. Load average (``os.getloadavg``) is printed before
 and after each section: timings on a machine shared with other jobs are not those of idle cores.
 
-Run: ``.venv/bin/python benchmarks/bench_generation.py [--n-old 12] [--n 40] [--n-threads 24]``
+Run: ``python -m benchmarks.bench_generation [--n-old 12] [--n 40] [--n-threads 24]``
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import torch  # noqa: E402
+import torch
 
 DEFAULT_THREADS = torch.get_num_threads()  # before ragexp sets anything: what the old path ran with
 
-from omegaconf import OmegaConf  # noqa: E402
-from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList  # noqa: E402
+from omegaconf import OmegaConf
+from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
 
-from ragexp.llm.local_hf import LocalHFModel  # noqa: E402
+from ragexp.llm.local_hf import LocalHFModel
 
 OLD_MAX_NEW_TOKENS = 96
 

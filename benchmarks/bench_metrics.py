@@ -1,6 +1,6 @@
 """ragexp.metrics.evaluate_run against pytrec_eval (trec_eval) on the same synthetic run.
 
-    .venv/bin/python benchmarks/bench_metrics.py [--queries 10000] [--depth 100] [--repeats 5]
+    python -m benchmarks.bench_metrics [--queries 10000] [--depth 100] [--repeats 5]
 
 Times are CPU seconds (``time.process_time``: the machine may be shared), best of
 ``--repeats``, the two sides taking turns in this process. pytrec_eval's time counts

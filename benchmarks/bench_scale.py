@@ -32,7 +32,7 @@ search s = one ``search()`` of all queries at ``k`` (wall, then CPU); q/s = quer
 second; recall@k = mean over queries of ``|top-k ∩ flat top-k| / k`` (flat is exact, so this is
 the recall the approximation costs).
 
-Run: ``.venv/bin/python benchmarks/bench_scale.py [--n 200000] [--queries 1000] [--real N]``.
+Run: ``python -m benchmarks.bench_scale [--n 200000] [--queries 1000] [--real N]``.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from benchmarks import REPO, shared_data_dir
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ragexp.data import Chunk  # noqa: E402
@@ -149,7 +149,7 @@ def scifact_vectors(n: int, n_queries: int) -> tuple[np.ndarray, np.ndarray, str
     from ragexp.fingerprint import stable_hash
     from reference_pipelines.encoders import build_encoder
 
-    root = Path(os.environ.get("RAGEXP_SHARED_DATA", REPO.parent / "shared" / "data")) / "scifact"
+    root = shared_data_dir() / "scifact"
     if not (root / "corpus.jsonl").exists():
         raise SystemExit(f"--real needs SciFact at {root} (set RAGEXP_SHARED_DATA)")
     sentences: dict[str, None] = {}
@@ -250,9 +250,9 @@ def main() -> int:
         results = []
         for index_type in ["flat", *(t for t in INDEX_TYPES if t != "flat" and t in args.indexes.split(","))]:
             proc = subprocess.run(
-                [sys.executable, __file__, "--child", index_type, "--workdir", str(workdir), "--k", str(args.k),
-                 "--ef-search", str(args.ef_search), "--nprobe", str(args.nprobe)],
-                capture_output=True, text=True, check=False,
+                [sys.executable, "-m", "benchmarks.bench_scale", "--child", index_type, "--workdir", str(workdir),
+                 "--k", str(args.k), "--ef-search", str(args.ef_search), "--nprobe", str(args.nprobe)],
+                capture_output=True, text=True, check=False, cwd=REPO,
             )
             if proc.returncode != 0:
                 raise SystemExit(f"{index_type} failed:\n{proc.stderr[-3000:]}")

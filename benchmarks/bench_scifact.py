@@ -5,7 +5,7 @@ Corpus documents are whole-document chunks of ``title + " " + text``; metrics ar
 ``reference_numbers/mteb_extracted.json`` (MTEB results repository) and
 ``reference_numbers/pyserini_2cr_beir.yaml`` (Pyserini two-click reproductions).
 
-Run: ``.venv/bin/python benchmarks/bench_scifact.py [--cache-dir DIR] [--skip-onnx]``
+Run: ``python -m benchmarks.bench_scifact [--cache-dir DIR] [--skip-onnx]``
 (a fresh temporary cache by default, so the timings include encoding).
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from benchmarks import REPO, shared_data_dir
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ragexp.cache import StageCache  # noqa: E402
@@ -38,7 +38,12 @@ METRICS = ("ndcg_at_10", "recall_at_100", "mrr_at_10")
 
 
 def shared_data() -> Path:
-    return Path(os.environ.get("RAGEXP_SHARED_DATA", REPO.parent / "shared" / "data"))
+    return shared_data_dir()
+
+
+def tokenizer_config(name: str) -> dict:
+    """The BM25 tokenizer a run uses with ``retrieval/tokenizer=<name>``."""
+    return yaml.safe_load((REPO / "conf" / "retrieval" / "tokenizer" / f"{name}.yaml").read_text())
 
 
 def published(reference_dir: Path) -> dict[str, dict[str, float]]:
@@ -77,29 +82,28 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as scratch:
         cache = StageCache(args.cache_dir or scratch)
-        bm25 = BM25Retriever(variant="okapi", cache=cache)
-        lucene = BM25Retriever(variant="lucene", cache=cache)
-        minilm = DenseRetriever(encoder={"model": "minilm"}, index="flat", cache=cache)
+        english, plain = (tokenizer_config(name) for name in ("english", "plain"))
+        dense = {"encoder": {"model": "minilm"}, "index": "flat"}
         retrievers = {
-            "bm25 okapi (rank_bm25-exact)": bm25,
-            "bm25 lucene (bm25s-exact)": lucene,
-            "dense minilm-l6 flat": minilm,
+            "bm25 okapi (rank_bm25-exact)": BM25Retriever(variant="okapi", tokenizer=english, cache=cache),
+            "bm25 okapi, plain tokens": BM25Retriever(variant="okapi", tokenizer=plain, cache=cache),
+            "bm25 lucene (bm25s-exact)": BM25Retriever(variant="lucene", tokenizer=english, cache=cache),
+            "dense minilm-l6 flat": DenseRetriever(**dense, cache=cache),
         }
         if not args.skip_onnx:
             retrievers["dense paraphrase-minilm-l3 onnx flat"] = DenseRetriever(encoder={"model": "paraphrase-minilm-l3"}, cache=cache)
+        hybrid = {"components": ["bm25", "dense"], "tokenizer": english, **dense, "cache": cache}  # as conf/retrieval/hybrid_*.yaml
         retrievers |= {
-            "hybrid rrf (okapi + minilm)": HybridRetriever([bm25, minilm], fusion="rrf", rrf_k=60),
+            "hybrid rrf (okapi + minilm)": HybridRetriever(fusion="rrf", rrf_k=60, **hybrid),
             **{
-                f"hybrid weighted minmax w_bm25={w}": HybridRetriever([bm25, minilm], fusion="weighted", weight=w)
+                f"hybrid weighted minmax w_bm25={w}": HybridRetriever(fusion="weighted", weight=w, **hybrid)
                 for w in (0.3, 0.5, 0.7)
             },
         }
 
         results: dict[str, dict[str, float]] = {}
         for name, retriever in retrievers.items():
-            index_s = 0.0
-            if not isinstance(retriever, HybridRetriever):  # hybrids reuse their already indexed parts
-                _, index_s = timed(lambda: retriever.index(chunks))
+            _, index_s = timed(lambda: retriever.index(chunks))  # hybrids' parts come from the stage cache
             rankings, search_s = timed(lambda: retriever.search(queries, 100))
             run = {item.id: [(document_id(cid), score) for cid, score in ranking] for item, ranking in zip(evalset.items, rankings)}
             scores = evaluate_run(run, qrels, ks=[10, 100]).aggregate

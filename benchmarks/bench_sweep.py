@@ -7,7 +7,7 @@ model (paraphrase-MiniLM-L3 ONNX), timed here in-process on a cold model. The sw
 run through the real CLI (``ragexp run -m``) with a fresh stage cache and a fresh sqlite store.
 Target: sweep wall time <= 1.2 x unavoidable work.
 
-    python benchmarks/bench_sweep.py [--workdir DIR]
+    python -m benchmarks.bench_sweep [--workdir DIR]
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from os import PathLike
 from pathlib import Path
 
 from benchmarks.scifact_judge_draw import STREAMS, SciFactClaims, load_claims
+from ragexp.data.loaders.jsonl import read_text
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError
 from ragexp.judging.calibration import (
     NOT_SUPPORTED,
@@ -32,7 +33,6 @@ from ragexp.judging.calibration import (
     LabelledClaim,
     write_labels,
 )
-from ragexp.data.loaders.jsonl import read_text
 
 LABELS_CSV = Path(__file__).resolve().parent / "data" / "scifact_judge_labels.csv"
 COLUMNS = ("claim_id", "doc_id", "label", "source")

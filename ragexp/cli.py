@@ -22,7 +22,7 @@ COMMANDS = {
     "export": "write a run's ranking and derived relevance in TREC format",
     "ui": "start the MLflow UI on the configured store (loopback only by default)",
     "gate": "regression gate: baseline vs candidate with a tolerance sized to the eval set",
-    "judge": "judge calibration: sample verdicts for review, measure agreement",
+    "judge": "judge calibration: sample verdicts for review, measure agreement, fit a threshold with cross-validation",
     "upload": "log a run saved locally while the tracking store was unreachable",
 }
 

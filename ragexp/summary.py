@@ -53,6 +53,9 @@ def print_run_summary(output, run_id: str, tracking_uri: str) -> None:
     print(f"\n{output.run_name}  (run {run_id}: {output.results.meta['n_queries']} queries, "
           f"{int(agg.get('n_queries_no_gold', 0))} without gold evidence and left out of retrieval means)")
     print(format_table(["this run"], {"this run": agg}, metrics))
+    judge = output.results.meta.get("judge")
+    if judge is not None:
+        print(judge_line(judge))
     for warning in [*index_warnings(output.results), *call_failure_warnings(output.results)]:
         print(warning)
     print(f"logged to {tracking_uri}; open it with: ragexp ui")
@@ -66,6 +69,21 @@ def index_warnings(results) -> list[str]:
     shown = ", ".join(results.meta.get("docs_not_indexed", [])[:5])
     return [f"WARNING: {missing} documents have neither text nor title and were not indexed ({shown}); "
             "evidence in them counts at neither chunk nor document level"]
+
+
+def judge_line(record: dict) -> str:
+    """Which judge scored faithfulness and how far to trust it: the calibration's numbers, and
+    the run's judge warning (the ``ragexp.judge_warning`` tag) when there is one."""
+    calibration = record["calibration"]
+    threshold = "" if record["threshold"] is None else f", threshold {record['threshold']:.4g} ({record['threshold_source']})"
+    kind = record["identity"].get("kind", "?")
+    if calibration is None:
+        line = f"judge: {kind}{threshold}, no calibration"
+    else:
+        kappa = "undefined" if calibration["kappa"] is None else f"{calibration['kappa']:.3f}"
+        line = (f"judge: {kind}{threshold}, calibrated on {calibration['set']!r} (n={calibration['n']}, "
+                f"{calibration['estimate']}: accuracy {calibration['accuracy']:.3f}, kappa {kappa})")
+    return line + (f"\nWARNING: {record['warning']}" if record["warning"] else "")
 
 
 def call_failure_warnings(results) -> list[str]:

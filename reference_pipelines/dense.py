@@ -11,8 +11,8 @@ per list; such a corpus raises :class:`~ragexp.errors.RagexpInputError` naming `
 Batch search runs on BLAS: faiss 1.15 ships ``distance_compute_blas_threshold = 128000``
 queries, so every realistic batch took the scalar scan; :func:`configure_faiss` lowers it to
 :data:`BLAS_THRESHOLD` and sets the OpenMP thread count, 1 by default: on shared or
-oversubscribed cores (parallel sweep jobs) OpenMP's spin-waiting made 2 threads ~4x slower than
-1 (``benchmarks/bench_faiss_search.py``); raise ``threads`` on an idle many-core machine.
+oversubscribed cores (parallel sweep jobs) OpenMP's spin-waiting makes more threads slower than
+one (measured in docs/pipelines.md); raise ``threads`` on an idle many-core machine.
 
 With a :class:`~ragexp.cache.StageCache`, passage embeddings are cached per (encoder identity,
 indexed chunks), query embeddings per (encoder identity, queries), and trained ``hnsw``/``ivf``

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def shared_data_dir() -> Path:
-    return Path(os.environ.get("RAGEXP_SHARED_DATA", REPO.parent / "shared" / "data"))
+from benchmarks import REPO, shared_data_dir
 
 
 @pytest.fixture(scope="session")

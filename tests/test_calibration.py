@@ -20,9 +20,11 @@ from ragexp.judging.calibration import (
     LabelledClaim,
     agreement,
     cohen_kappa,
+    label_of,
     read_labels,
     write_labels,
 )
+from ragexp.judging.judges import LexicalJudge
 
 DEMO = DEMO_DIR
 
@@ -159,12 +161,16 @@ def _sample_then_agreement(tmp_path, capsys):
 
 def test_judge_agreement_runs_the_lexical_judge_on_the_calibration_set(tmp_path, capsys):
     out = tmp_path / "judged.csv"
-    assert main(["judge", "agreement", str(DEMO / "calibration.csv"), "--judge", "lexical", "--out", str(out)]) == 0
+    assert main(["judge", "agreement", str(DEMO / "calibration.csv"), "--judge", "lexical", "--out", str(out),
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
     printed = capsys.readouterr().out
     rows = read_labels(out)
     report = agreement(rows)
     assert report.n == len(rows) and f"accuracy: {report.accuracy:.3f}" in printed
-    assert all(r.judge_raw.startswith("support=") for r in rows)
+    judge = LexicalJudge()
+    for row in rows:
+        verdict = judge.judge_claims([row.claim], row.context)[0]
+        assert row.judge_label == label_of(verdict.supported) and float(row.judge_score) == pytest.approx(verdict.score)
 
 
 def test_judge_commands_reject_bad_input(tmp_path, capsys):

@@ -443,3 +443,13 @@ def test_markdown_heading_rules() -> None:
     text = "#NoSpace\n    # indented code\n ## Real ##\nbody\n~~~\n# fenced\n~~~\n#\nempty heading body"
     chunks = make_chunker({"name": "markdown", "min_size": 0}).chunk(Document("d", text))
     assert [c.title for c in chunks] == ["", "Real", ""]
+
+
+def test_none_has_no_size_and_ignores_other_chunkers_options_with_a_warning(caplog) -> None:
+    with caplog.at_level("WARNING"):
+        chunker = make_chunker({"name": "none", "size": 256, "overlap": 32})
+    assert chunker.config == make_chunker({"name": "none"}).config == {"name": "none"}
+    assert "has no size: ignoring chunking.size=256, chunking.overlap=32" in caplog.text
+    with pytest.raises(RagexpInputError) as caught:  # another chunker still refuses an option it does not take
+        make_chunker({"name": "fixed", "max_size": 256})
+    assert caught.value.field == "chunking.max_size"

@@ -65,7 +65,7 @@ def test_finished_rows_leave_the_batch_without_changing_the_others(tiny_llama):
     prompts = _prompts(2, 5)
     full = decode_batch(tiny_llama, prompts, max_new_tokens=10, eos_ids={EOS}, pad_id=PAD)
     # stop row 0 after its 2nd token: the other rows must still decode exactly as before
-    stop_after_two = lambda tokens: tokens == full.rows[0].tokens[:2]  # noqa: E731
+    stop_after_two = lambda tokens: tokens == full.rows[0].tokens[:2]
     cut = decode_batch(tiny_llama, prompts, max_new_tokens=10, eos_ids={EOS}, pad_id=PAD, stop_hit=stop_after_two)
     assert cut.rows[0].tokens == full.rows[0].tokens[:2] and cut.rows[0].finish_reason == "stop"
     assert [r.tokens for r in cut.rows[1:]] == [r.tokens for r in full.rows[1:]]

@@ -68,7 +68,7 @@ def _execute(demo_run, generator, judge, tmp_path):
     from ragexp.cache import StageCache
     from ragexp.evaluation.runner import execute
 
-    cfg, cache, pipeline, data = demo_run
+    cfg, _, pipeline, data = demo_run
     pipeline.generator, pipeline.judge = generator, judge
     fresh = StageCache(tmp_path)  # no judge records from the other run
     return execute(cfg, cache=fresh, data=data, pipeline=pipeline, progress=False).results

@@ -10,9 +10,10 @@ import logging
 
 import numpy as np
 import pytest
-
 from fake_openai_server import FakeOpenAIServer, ok, slow, status
+
 from ragexp.data.datasets import DEMO_DIR
+from ragexp.errors import RagexpInputError
 from ragexp.judging.answer_relevance import (
     aggregate_answer_relevance,
     answer_relevance,
@@ -161,7 +162,7 @@ def test_lexical_judge_is_deterministic_and_threshold_bound():
     assert first[1].score == pytest.approx(0.75) and "missing=48" in first[1].raw
     assert first[3].error == "claim has no content token"
     assert LexicalJudge(threshold=0.75).judge_claims(claims[1:2], CONTEXT)[0].supported is True
-    with pytest.raises(ValueError):
+    with pytest.raises(RagexpInputError, match="field 'threshold': must be in"):
         LexicalJudge(threshold=1.5)
 
 
@@ -366,7 +367,7 @@ def test_local_judge_with_smollm2_scores_context_support():
         context,
     )
     assert quoted.score > unrelated.score + 1.0
-    assert quoted.supported is (quoted.score > judge.threshold) and unrelated.supported is False
+    assert quoted.supported is (quoted.score >= judge.threshold) and unrelated.supported is False
     question = judge.generate_question("Idempotency keys are stored for 48 hours after the first request.")
     assert question and question == clean_generated_question(question)
 
@@ -411,4 +412,4 @@ def test_prefix_shared_pmi_equals_one_full_pass_per_pair_on_the_calibration_clai
     ]
     assert len(verdicts) == len(expected) >= 70
     assert [v.score for v in verdicts] == pytest.approx(expected, abs=1e-4)
-    assert [v.supported for v in verdicts] == [score > judge.threshold for score in expected]
+    assert [v.supported for v in verdicts] == [score >= judge.threshold for score in expected]

@@ -123,3 +123,27 @@ def test_bad_k_fails_at_start_with_key_path(tiny_dataset, tmp_path):
     proc = ragexp(tmp_path, "run", *dataset_args(tiny_dataset, tmp_path / "x.db"), "eval.ks=[0,5]", check=False)
     assert proc.returncode == 2 and "eval.ks" in proc.stderr
     assert not (tmp_path / "x.db").exists() or not job_runs(tmp_path / "x.db")[2]
+
+
+def test_hybrid_knobs_sweep_from_the_shell_as_written(tiny_dataset, tmp_path):
+    """retrieval.k1 and retrieval/tokenizer reach a hybrid's BM25 (they have one home: bm25.yaml)."""
+    db = tmp_path / "mlflow.db"
+    ragexp(tmp_path, "run", "-m", *dataset_args(tiny_dataset, db), "retrieval=hybrid_rrf", "retrieval.k1=0.9,1.2",
+           "retrieval/tokenizer=english,plain", "chunking=recursive", "chunking.size=120", "chunking.overlap=20")
+    client, parents, children = job_runs(db)
+    assert len(children) == 4 and all(c.info.status == "FINISHED" for c in children)
+    assert sorted((c.data.params["retrieval.k1"], c.data.params["retrieval.tokenizer.name"]) for c in children) == [
+        ("0.9", "english"), ("0.9", "plain"), ("1.2", "english"), ("1.2", "plain")]
+    stemmer = {c.data.params["retrieval.tokenizer.name"]: c.data.params.get("retrieval.tokenizer.stemmer") for c in children}
+    assert stemmer["english"] == "snowball-english" and stemmer["plain"] != "snowball-english"
+
+
+def test_chunking_none_in_a_size_sweep_runs_once(tiny_dataset, tmp_path):
+    db = tmp_path / "mlflow.db"
+    proc = ragexp(tmp_path, "run", "-m", *dataset_args(tiny_dataset, db), "retrieval=bm25", "chunking=none,fixed",
+                  "chunking.size=120,240", "chunking.overlap=0")
+    client, parents, children = job_runs(db)
+    names = sorted(c.data.params["chunking.name"] for c in children)
+    assert names == ["fixed", "fixed", "none"] and all(c.info.status == "FINISHED" for c in children)
+    assert "has no size: ignoring chunking.size=240" in proc.stderr + proc.stdout
+    assert parents[0].info.status == "FINISHED"

@@ -9,7 +9,13 @@ import pytest
 
 from ragexp.errors import RagexpInputError
 from ragexp.llm import threads
-from ragexp.llm.threads import PARALLEL_JOBS_ENV, auto_threads, configure_threads, configured_threads, resolve_threads
+from ragexp.llm.threads import (
+    PARALLEL_JOBS_ENV,
+    auto_threads,
+    configure_threads,
+    configured_threads,
+    resolve_threads,
+)
 
 CORES = len(os.sched_getaffinity(0))
 

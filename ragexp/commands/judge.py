@@ -6,7 +6,15 @@ verdict filled in and ``human_label`` empty. A reviewer fills ``human_label``; t
 ``ragexp judge agreement verdicts.csv`` prints accuracy, Cohen's kappa and the confusion matrix.
 With ``--judge local|lexical|openai`` the agreement command first runs that judge on every
 (context, claim) row, so a labelled set such as ``ragexp/data/datasets/demo/calibration.csv`` measures
-any judge; ``--run RUN_ID`` logs the numbers to that MLflow run.
+any judge; ``--run RUN_ID`` logs the numbers to that MLflow run, and ``--calibration FILE``
+applies a threshold fitted elsewhere (e.g. fit on the demo set, measure on your own labels).
+
+``ragexp judge calibrate LABELS.csv --judge lexical|local [--method M] --out CALIB.json`` scores
+every row once with the judge's continuous score (cached in the stage cache), fits the verdict
+threshold on all labelled rows, reports the k-fold cross-validated agreement of that fitting
+procedure (folds grouped by context) and writes the calibration file a run takes as
+``judge.calibration=CALIB.json`` (:mod:`ragexp.judging.judge_calibration`). ``--judge openai``
+fits nothing: it records the judge's measured agreement.
 """
 
 from __future__ import annotations
@@ -18,13 +26,17 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from ragexp.cache import StageCache
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run, load_results
 from ragexp.errors import RagexpInputError
 from ragexp.judging.calibration import LabelledClaim, agreement, label_of, read_labels, write_labels
-from ragexp.judging.judges import LIKELIHOOD_METHODS, LexicalJudge, LLMJudge, LocalLikelihoodJudge
+from ragexp.judging.judge_calibration import calibrate_threshold, check_calibration_set, measure_agreement
+from ragexp.judging.judges import LIKELIHOOD_METHODS, EmbeddingJudge, LexicalJudge, LLMJudge, LocalLikelihoodJudge
+from ragexp.judging.threshold_fit import verdicts_at
+from ragexp.llm.base import LLMCallError
 from ragexp.tracking import store
 
-JUDGES = ("local", "lexical", "openai")
+JUDGES = ("local", "lexical", "embedding", "openai")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,19 +51,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     agree = sub.add_parser("agreement", help="accuracy, Cohen's kappa and confusion of judge vs human labels")
     agree.add_argument("labels", type=Path, metavar="LABELS.csv")
     agree.add_argument("--judge", choices=JUDGES, help="run this judge on the CSV's (context, claim) rows first")
-    agree.add_argument("--method", choices=LIKELIHOOD_METHODS, help="local judge scoring method (default: the judge's)")
+    _add_judge_arguments(agree)
     agree.add_argument("--threshold", type=float, help="support threshold of the local or lexical judge")
-    agree.add_argument("--model", help="judge model: short name or path (local), model name (openai)")
-    agree.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
-    agree.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key (openai)")
+    agree.add_argument("--calibration", type=Path, metavar="CALIB.json",
+                       help="use the threshold of this calibration file (from ragexp judge calibrate)")
     agree.add_argument("--out", type=Path, help="write the CSV with the judge's verdicts filled in")
     agree.add_argument("--run", metavar="RUN_ID", help="log the agreement numbers to this MLflow run")
+    _add_cache_argument(agree)
     add_tracking_argument(agree)
+
+    calibrate = sub.add_parser("calibrate", help="fit the judge's threshold on human labels, with cross-validated agreement")
+    calibrate.add_argument("labels", type=Path, metavar="LABELS.csv")
+    calibrate.add_argument("--judge", choices=JUDGES, required=True, help="the judge to calibrate")
+    _add_judge_arguments(calibrate)
+    calibrate.add_argument("--folds", type=int, default=5, help="cross-validation folds, grouped by context (default 5)")
+    calibrate.add_argument("--seed", type=int, default=0, help="fold assignment seed (default 0)")
+    calibrate.add_argument("--name", help="the labelled set's name in runs (default: the file name without .csv)")
+    calibrate.add_argument("--out", type=Path, required=True, help="calibration JSON to write")
+    _add_cache_argument(calibrate)
+
+
+def _add_cache_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cache-dir", type=Path, help="stage cache for the judge's scores (default: $RAGEXP_CACHE_DIR "
+                                                        "or ./.ragexp_cache)")
+
+
+def _add_judge_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--method", choices=LIKELIHOOD_METHODS, help="local judge scoring method (default: the judge's)")
+    parser.add_argument("--model", help="judge model: short name or path (local, embedding), model name (openai)")
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --judge openai")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key (openai)")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.judge_command == "sample":
         return _sample(args)
+    if args.judge_command == "calibrate":
+        return _calibrate(args)
     return _agreement(args)
 
 
@@ -90,21 +126,83 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _build_judge(args: argparse.Namespace):
-    if args.judge == "lexical":
-        return LexicalJudge() if args.threshold is None else LexicalJudge(threshold=args.threshold)
-    if args.judge == "local":
-        from ragexp.llm.local_hf import LocalHFModel
+    threshold = getattr(args, "threshold", None)
+    calibration = getattr(args, "calibration", None)
+    try:
+        if args.judge == "lexical":
+            return LexicalJudge(threshold=threshold, calibration=calibration)
+        if args.judge == "embedding":
+            return EmbeddingJudge({"model": args.model or "minilm"}, threshold=threshold, calibration=calibration)
+        if args.judge == "local":
+            from ragexp.llm.local_hf import LocalHFModel
 
-        kwargs = {"threshold": args.threshold}
-        if args.method:
-            kwargs["method"] = args.method
-        return LocalLikelihoodJudge(LocalHFModel(args.model or "smollm2-135m"), **kwargs)
-    from ragexp.llm.models import build_chat_model
+            kwargs = {"threshold": threshold, "calibration": calibration}
+            if args.method:
+                kwargs["method"] = args.method
+            return LocalLikelihoodJudge(LocalHFModel(args.model or "smollm2-135m"), **kwargs)
+        from ragexp.llm.models import build_chat_model
 
-    if not args.base_url or not args.model:
-        raise RagexpInputError("--judge openai needs --base-url and --model", field="--base-url")
-    spec = {"backend": "openai", "base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env}
-    return LLMJudge(build_chat_model(spec), claim_splitter="sentences")
+        if not args.base_url or not args.model:
+            raise RagexpInputError("--judge openai needs --base-url and --model", field="--base-url")
+        spec = {"backend": "openai", "base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env}
+        return LLMJudge(build_chat_model(spec), claim_splitter="sentences", calibration=calibration)
+    except RagexpInputError as err:  # constructor fields are command-line options here
+        field = {"calibration": "--calibration", "threshold": "--threshold"}.get(err.field or "", err.field)
+        raise RagexpInputError(err.message, file=err.file, line=err.line, field=field) from None
+
+
+def score_rows(judge, rows: list[LabelledClaim], cache: StageCache) -> list[float | None]:
+    """Every row's continuous support score from ``judge.scores`` (one call per context, cached
+    by judge identity, model parameters, context and claims); ``None`` where the judge could not
+    score a row."""
+    by_context: dict[str, list[int]] = defaultdict(list)
+    for index, row in enumerate(rows):
+        by_context[row.context].append(index)
+    model_params = getattr(getattr(judge, "scoring_model", None), "params", dict)()
+    scores: list[float | None] = [None] * len(rows)
+    for context, indices in tqdm(by_context.items(), desc="scoring", unit="context"):
+        claims = [rows[i].claim for i in indices]
+        key = {"judge": judge.identity(), "model": model_params, "context": context, "claims": claims}
+        values = cache.get_json("judge_scores", key)
+        if values is None:
+            try:
+                values = [None if v is None else float(v) for v in judge.scores(claims, context)]
+            except LLMCallError:
+                values = [None] * len(claims)
+            else:
+                cache.put_json("judge_scores", key, values)
+        for i, value in zip(indices, values):
+            scores[i] = value
+    return scores
+
+
+def apply_scores(judge, rows: list[LabelledClaim], scores: list[float | None]) -> None:
+    """Fill ``judge_label``, ``judge_score`` and ``judge_raw`` from scores at the judge's threshold
+    (a row without a score is a judge failure)."""
+    for row, score in zip(rows, scores):
+        if score is None:
+            row.judge_label, row.judge_score, row.judge_raw = "", "", "not scored"
+            continue
+        row.judge_label = verdicts_at([score], judge.threshold)[0]
+        row.judge_score = f"{score:.6g}"
+        row.judge_raw = f"score={score:.6g} threshold={judge.threshold:.6g}"
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    rows = read_labels(args.labels)
+    judge = _build_judge(args)
+    check_calibration_set([row for row in rows if row.human_label], args.labels, args.folds if hasattr(judge, "scores") else None)
+    if hasattr(judge, "scores"):
+        scores = score_rows(judge, rows, StageCache(args.cache_dir))
+        calibration = calibrate_threshold(rows, scores, judge.identity(), args.labels, folds=args.folds, seed=args.seed,
+                                          set_name=args.name)
+    else:
+        apply_judge(judge, rows)
+        calibration = measure_agreement(rows, judge.identity(), args.labels, set_name=args.name)
+    calibration.save(args.out)
+    print(calibration.render())
+    print(f"wrote {args.out}; use it in a run with judge.calibration={args.out}")
+    return 0
 
 
 def apply_judge(judge, rows: list[LabelledClaim]) -> None:
@@ -123,8 +221,13 @@ def _agreement(args: argparse.Namespace) -> int:
     rows = read_labels(args.labels)
     if args.judge:
         judge = _build_judge(args)
-        apply_judge(judge, rows)
-        print(f"judge: {args.judge} ({judge.model_id})")
+        if hasattr(judge, "scores"):
+            apply_scores(judge, rows, score_rows(judge, rows, StageCache(args.cache_dir)))
+        else:
+            apply_judge(judge, rows)
+        threshold = getattr(judge, "threshold", None)
+        print(f"judge: {args.judge} ({judge.model_id})"
+              + ("" if threshold is None else f", threshold {threshold:.6g} ({judge.threshold_source})"))
     elif not any(row.judge_label for row in rows):
         raise RagexpInputError("no judge_label values to compare; pass --judge local|lexical|openai", file=args.labels, field="judge_label")
     if args.out:

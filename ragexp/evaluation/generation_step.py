@@ -32,10 +32,25 @@ from ragexp.data.context import format_context
 from ragexp.evaluation.generation_speed import speed_metrics
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
-from ragexp.judging.answer_relevance import AnswerRelevanceResult, aggregate_answer_relevance, answer_relevance_batch
+from ragexp.judging.answer_relevance import (
+    AnswerRelevanceResult,
+    aggregate_answer_relevance,
+    answer_relevance_batch,
+)
 from ragexp.judging.correctness import correctness_metrics
-from ragexp.judging.failure import FailureClass, FailureThresholds, classify, failure_rates, gold_in_context
-from ragexp.judging.faithfulness import FaithfulnessResult, Verdict, aggregate_faithfulness, faithfulness_batch
+from ragexp.judging.failure import (
+    FailureClass,
+    FailureThresholds,
+    classify,
+    failure_rates,
+    gold_in_context,
+)
+from ragexp.judging.faithfulness import (
+    FaithfulnessResult,
+    Verdict,
+    aggregate_faithfulness,
+    faithfulness_batch,
+)
 from ragexp.judging.judges import warn_if_self_judging
 from ragexp.llm.threads import configured_threads
 from ragexp.metrics.per_tag import per_tag_means
@@ -92,7 +107,8 @@ def generation_step(
     from tqdm import tqdm
 
     generator, judge = pipeline.generator, pipeline.judge
-    judge_key = component_config(cfg.get("judge"))
+    # the threshold in force: a calibration file rewritten under the same path changes verdicts
+    judge_key = {"config": component_config(cfg.get("judge")), "threshold": getattr(judge, "threshold", None)}
     generator_id = getattr(generator, "params", {}).get("model_id") if hasattr(generator, "params") else None
     if judge is not None:
         warn_if_self_judging(judge.model_id, generator_id)

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -25,7 +26,8 @@ from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.evaluation.results import RunResults
 from ragexp.evaluation.retrieval_step import retrieval_step
-from ragexp.fingerprint import stable_hash
+from ragexp.fingerprint import file_hash, stable_hash
+from ragexp.judging.judge_calibration import judge_run_record
 from ragexp.metrics.evaluate import evaluate_run
 from ragexp.metrics.per_tag import per_tag_means
 from ragexp.metrics.ranking import doc_level
@@ -56,10 +58,15 @@ def semantic_config(cfg: DictConfig) -> dict:
 
 
 def config_hash(cfg: DictConfig, data: PreparedData) -> str:
-    """Identity of a run's work: semantic config + corpus and eval-set fingerprints."""
-    return stable_hash(
-        {"config": semantic_config(cfg), "corpus": data.corpus.fingerprint(), "evalset": data.evalset.fingerprint()}
-    )
+    """Identity of a run's work: semantic config (chunking as the chunker's effective options) +
+    corpus and eval-set fingerprints, + the content of a judge calibration file the config names
+    (only by path)."""
+    config = {**semantic_config(cfg), "chunking": data.chunking_config}
+    parts = {"config": config, "corpus": data.corpus.fingerprint(), "evalset": data.evalset.fingerprint()}
+    calibration = cfg.judge.get("calibration") if cfg.get("judge") else None
+    if calibration and Path(calibration).is_file():
+        parts["judge_calibration"] = file_hash(calibration)
+    return stable_hash(parts)
 
 
 #: ``context_<m>`` = ``<m>_at_{context depth}``: what the generator is (or would be) shown.
@@ -165,6 +172,8 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
         "docs_not_indexed": data.not_indexed[:20],
         "ragexp_version": __version__,
     }
+    if generator is not None and pipeline.judge is not None:
+        meta["judge"] = judge_run_record(pipeline.judge)
     timings["total_s"] = time.perf_counter() - started
     meta["timings"] = timings
     return RunOutput(RunResults(meta=meta, aggregates=aggregates, per_query=per_query), meta["run_name"], output_hash, timings)

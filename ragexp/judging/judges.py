@@ -11,6 +11,15 @@ list[Verdict]`` and ``generate_question(answer) -> str | None``.
   its text (see its docstring for the methods and how the default was chosen).
 - :class:`LexicalJudge` is a deterministic proxy: the share of the claim's content tokens found
   in the context; it writes no questions, so answer relevance is undefined with it.
+- :class:`EmbeddingJudge`: the claim's cosine similarity to its best-matching context sentence
+  under a sentence encoder (the run's); writes no questions either.
+
+The scoring judges call a claim supported iff its score ``>= threshold``. The threshold is a
+calibration file's (``calibration=PATH``, written by ``ragexp judge calibrate``: fitted on human
+labels, with its cross-validated agreement), else the ``threshold`` given, else the judge's
+default; ``threshold_source`` says which, ``calibration`` holds the file's content, and
+``identity()`` names the judge a calibration file must have been fitted for
+(:mod:`ragexp.judging.judge_calibration`).
 
 Judging with the generator's own model invites self-preference bias (a judge is lenient with
 text that sounds like itself): :func:`warn_if_self_judging` warns loudly when the ids match.
@@ -24,13 +33,32 @@ import re
 import string
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import Stemmer
 
+from ragexp.errors import RagexpInputError
 from ragexp.judging.answer_relevance import QUESTION_PROMPT, generate_questions
-from ragexp.judging.claims import ClaimSplitter, SentenceClaimSplitter, make_claim_splitter
+from ragexp.judging.claims import (
+    ClaimSplitter,
+    SentenceClaimSplitter,
+    make_claim_splitter,
+    split_sentences,
+)
 from ragexp.judging.faithfulness import FAITHFULNESS_PROMPT, Verdict
-from ragexp.llm.base import ChatModel, LLMCallError, LLMResponse, ScoringModel, as_messages, complete_all
+from ragexp.judging.judge_calibration import (
+    JudgeCalibration,
+    choose_threshold,
+    load_calibration,
+)
+from ragexp.llm.base import (
+    ChatModel,
+    LLMCallError,
+    LLMResponse,
+    ScoringModel,
+    as_messages,
+    complete_all,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -74,15 +102,23 @@ class LLMJudge:
         claim_splitter: str | ClaimSplitter = "llm",
         question_template: str = QUESTION_PROMPT,
         max_tokens: int = 8,
+        calibration: str | None = None,
     ) -> None:
         self.chat_model = chat_model
         self.model_id = chat_model.model_id
+        #: Measured agreement with human labels (``ragexp judge calibrate --judge openai``), if given.
+        self.calibration: JudgeCalibration | None = (
+            None if calibration is None else load_calibration(calibration, self.identity())
+        )
         self.template = template
         self.question_template = question_template
         self.max_tokens = max_tokens
         self.claim_splitter = (
             make_claim_splitter(claim_splitter, chat_model) if isinstance(claim_splitter, str) else claim_splitter
         )
+
+    def identity(self) -> dict[str, str]:
+        return {"kind": "llm", "model_id": self.model_id}
 
     def split_claims(self, answer: str) -> list[str]:
         return self.claim_splitter.split(answer)
@@ -123,13 +159,7 @@ class LLMJudge:
 
 
 _STOPWORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers him his how i if in into is it its itself just me more
-    most my no nor not of off on once only or other our out over own same she should so some such
-    than that the their them then there these they this those through to too under until up very
-    was we were what when where which while who whom why will with would you your yours
-    s t don doesn didn isn aren wasn weren cannot""".split()
+    ["a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "s", "t", "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "cannot"]
 )
 
 
@@ -139,18 +169,30 @@ class LexicalJudge:
         support(claim, context) = |content(claim) ∩ content(context)| / |content(claim)|
 
     where ``content(t)`` is the set of Snowball-stemmed lower-case alphanumeric runs of ``t``
-    (``idempotency_conflict`` -> ``idempot``, ``conflict``) minus English stop words. Supported iff ``support >= threshold``. A claim with no content token
-    (``"Yes."``) cannot be judged: a judge failure.
+    (``idempotency_conflict`` -> ``idempot``, ``conflict``) minus English stop words. Supported
+    iff ``support >= threshold``. A claim with no content token (``"Yes."``) cannot be judged: a
+    judge failure.
+
+    :data:`DEFAULT_THRESHOLD` is the fit (``ragexp judge calibrate``) on all 72 claims of
+    ``ragexp/data/datasets/demo/calibration.csv``; docs/judging.md gives its cross-validated numbers
+    there and its numbers on held-out SciFact claims.
     """
 
     model_id = "lexical"
+    DEFAULT_THRESHOLD = 0.866071
 
-    def __init__(self, threshold: float = 0.9, claim_splitter: ClaimSplitter | None = None) -> None:
-        if not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"lexical threshold must be in [0, 1], got {threshold}")
-        self.threshold = threshold
+    def __init__(
+        self, threshold: float | None = None, calibration: str | None = None, claim_splitter: ClaimSplitter | None = None
+    ) -> None:
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise RagexpInputError(f"must be in [0, 1], got {threshold}", field="threshold")
+        choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity())
+        self.threshold, self.threshold_source, self.calibration = choice.threshold, choice.source, choice.calibration
         self.claim_splitter = claim_splitter or SentenceClaimSplitter()
         self._stemmer = Stemmer.Stemmer("english")
+
+    def identity(self) -> dict[str, str]:
+        return {"kind": "lexical", "model_id": self.model_id}
 
     def content_tokens(self, text: str) -> set[str]:
         tokens = [t for t in _ALNUM_RUN.findall(text.lower()) if t not in _STOPWORDS]
@@ -163,6 +205,10 @@ class LexicalJudge:
         context_tokens = self.content_tokens(context)
         return [self._judge(claim, context_tokens) for claim in claims]
 
+    def scores(self, claims: Sequence[str], context: str) -> list[float | None]:
+        """Each claim's support (``None`` for a claim without content tokens)."""
+        return [verdict.score for verdict in self.judge_claims(claims, context)]
+
     def _judge(self, claim: str, context_tokens: set[str]) -> Verdict:
         tokens = self.content_tokens(claim)
         if not tokens:
@@ -171,6 +217,62 @@ class LexicalJudge:
         support = 1.0 - len(missing) / len(tokens)
         raw = f"support={support:.3f}" + (f" missing={' '.join(missing)}" if missing else "")
         return Verdict(claim, support >= self.threshold, support, raw)
+
+    def generate_question(self, answer: str) -> None:
+        return None
+
+
+class EmbeddingJudge:
+    """Support as semantic similarity::
+
+        s = max_j cos(encode_query(claim), encode_passage(sentence_j))
+
+    over the context's sentences (split like answers, :func:`~ragexp.judging.claims.split_sentences`)
+    with a sentence encoder (a :func:`~reference_pipelines.encoders.build_encoder` spec: the run's
+    ``embedding`` in ``conf/judge/embedding.yaml``). Supported iff ``s >= threshold``. Similar is
+    not entailed: a claim that negates or changes a number of a context sentence stays close to it.
+
+    :data:`DEFAULT_THRESHOLD` is the fit (``ragexp judge calibrate``) on all 72 claims of
+    ``ragexp/data/datasets/demo/calibration.csv`` with all-MiniLM-L6-v2; docs/judging.md gives its
+    cross-validated numbers there and its numbers on held-out SciFact claims.
+    """
+
+    DEFAULT_THRESHOLD = 0.664979
+
+    def __init__(
+        self, encoder: Any, threshold: float | None = None, calibration: str | None = None,
+        claim_splitter: ClaimSplitter | None = None,
+    ) -> None:
+        from reference_pipelines.encoders import build_encoder
+
+        self.encoder = build_encoder(encoder)
+        model = self.encoder.identity["model"]
+        self.model_id = f"{model['name']}@{model['weights'][:16]}"
+        choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity())
+        self.threshold, self.threshold_source, self.calibration = choice.threshold, choice.source, choice.calibration
+        self.claim_splitter = claim_splitter or SentenceClaimSplitter()
+
+    def identity(self) -> dict[str, str]:
+        return {"kind": "embedding", "model_id": self.model_id}
+
+    def split_claims(self, answer: str) -> list[str]:
+        return self.claim_splitter.split(answer)
+
+    def scores(self, claims: Sequence[str], context: str) -> list[float]:
+        """Each claim's cosine to its most similar context sentence."""
+        from reference_pipelines.encoders import unit_rows
+
+        if not claims:
+            return []
+        sentences = split_sentences(context) or [context]
+        similarity = unit_rows(self.encoder.encode_queries(list(claims))) @ unit_rows(self.encoder.encode_passages(sentences)).T
+        return [float(row.max()) for row in similarity]
+
+    def judge_claims(self, claims: Sequence[str], context: str) -> list[Verdict]:
+        return [
+            Verdict(claim, score >= self.threshold, score, f"cosine={score:.4f} threshold={self.threshold:g}")
+            for claim, score in zip(claims, self.scores(claims, context))
+        ]
 
     def generate_question(self, answer: str) -> None:
         return None
@@ -189,7 +291,7 @@ def _logsumexp(values: Sequence[float]) -> float:
 class LocalLikelihoodJudge:
     """A small local model as judge, by likelihood instead of by its generated text.
 
-    Methods (``s`` is the verdict's ``score``; supported iff ``s > threshold``):
+    Methods (``s`` is the verdict's ``score``; supported iff ``s >= threshold``):
 
     - ``yes_no``: the faithfulness prompt in the model's chat template (its ``render``; plain text
       followed by ``Answer:`` without one), then
@@ -204,18 +306,18 @@ class LocalLikelihoodJudge:
     - ``combo``: ``s = yes_no / yes_no_scale + pmi_min / pmi_min_scale``, both scores brought to a
       common scale (the scales are their standard deviations on the calibration set).
 
-    The defaults come from the 72 hand-labelled claims of ``ragexp/data/datasets/demo/calibration.csv``
-    scored with SmolLM2-135M: each threshold is the one that agrees best with the human labels
-    there, the combo scales are the scores' standard deviations there, and ``pmi`` is the default
-    method because it did best under leave-one-passage-out cross-validation (accuracy 0.597,
-    kappa 0.194) and costs two forward passes per claim. All methods are close to chance with a
-    135M model; docs/judging.md lists every number. Re-measure with ``ragexp judge agreement
-    --judge local --method M`` before trusting another model.
+    The default thresholds are fits on all 72 hand-labelled claims of
+    ``ragexp/data/datasets/demo/calibration.csv`` scored with SmolLM2-135M (by ``ragexp judge
+    calibrate``; ``combo``'s by an earlier rule), the combo scales are the scores' standard
+    deviations there; ``pmi`` is the default method because it costs two forward passes
+    per claim. Every method is close to chance with a 135M model (docs/judging.md has the
+    cross-validated and held-out numbers): calibrate with ``ragexp judge calibrate --judge local
+    --method M`` before trusting it, and always for another model.
     Question writing (answer relevance) uses ``question_model`` if given, else the scoring
     model when it can also complete prompts (greedy).
     """
 
-    DEFAULT_THRESHOLDS = {"yes_no": -1.0, "pmi": 2.888, "pmi_min": -1.252, "combo": -4.23}
+    DEFAULT_THRESHOLDS = {"yes_no": -0.999874, "pmi": 2.86605, "pmi_min": -1.25179, "combo": -4.23}
     COMBO_SCALES = (0.2864, 0.8736)
 
     def __init__(
@@ -227,19 +329,24 @@ class LocalLikelihoodJudge:
         claim_splitter: ClaimSplitter | None = None,
         question_model: ChatModel | None = None,
         question_template: str = QUESTION_PROMPT,
+        calibration: str | None = None,
     ) -> None:
         if method not in LIKELIHOOD_METHODS:
             raise ValueError(f"unknown likelihood method {method!r}; use one of {', '.join(LIKELIHOOD_METHODS)}")
         self.scoring_model = scoring_model
         self.model_id = scoring_model.model_id
         self.method = method
-        self.threshold = self.DEFAULT_THRESHOLDS[method] if threshold is None else threshold
+        choice = choose_threshold(self.DEFAULT_THRESHOLDS[method], threshold, calibration, self.identity())
+        self.threshold, self.threshold_source, self.calibration = choice.threshold, choice.source, choice.calibration
         self.template = template
         self.claim_splitter = claim_splitter or SentenceClaimSplitter()
         if question_model is None and isinstance(scoring_model, ChatModel):
             question_model = scoring_model
         self.question_model = question_model
         self.question_template = question_template
+
+    def identity(self) -> dict[str, str]:
+        return {"kind": "local_likelihood", "method": self.method, "model_id": self.model_id}
 
     def split_claims(self, answer: str) -> list[str]:
         return self.claim_splitter.split(answer)
@@ -265,7 +372,7 @@ class LocalLikelihoodJudge:
 
     def _verdict(self, claim: str, score: float) -> Verdict:
         raw = f"{self.method}={score:.4f} threshold={self.threshold:g}"
-        return Verdict(claim, score > self.threshold, score, raw)
+        return Verdict(claim, score >= self.threshold, score, raw)
 
     def scores(self, claims: Sequence[str], context: str) -> list[float]:
         """The method's support score for each claim (see the class docstring)."""

@@ -40,14 +40,12 @@ def owned_cores() -> int:
 
 def _launcher_n_jobs() -> int | None:
     """``hydra.launcher.n_jobs`` of the running Hydra job, when its launcher has one."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
+    from hydra.core.hydra_config import HydraConfig
 
-        if not HydraConfig.initialized():
-            return None
-        n_jobs = HydraConfig.get().launcher.get("n_jobs")
-    except Exception:  # no Hydra, or a launcher config without n_jobs
+    if not HydraConfig.initialized():
         return None
+    launcher = HydraConfig.get().get("launcher")
+    n_jobs = launcher.get("n_jobs") if launcher is not None else None
     return int(n_jobs) if n_jobs is not None else None
 
 

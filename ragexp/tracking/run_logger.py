@@ -2,7 +2,8 @@
 
 params: the flattened resolved config; metrics: every aggregate (overall, ``doc_``, per tag,
 95% CIs, stage timings as ``time.*``); tags: config hash, corpus and eval-set fingerprints,
-code version, package versions; artifacts: resolved config and Hydra overrides, the portable
+code version, package versions; with a judge, its calibration next to faithfulness
+(:func:`judge_fields`); artifacts: resolved config and Hydra overrides, the portable
 ``ragexp_results.json``, the per-query table (``log_table``), a recall@k curve; the eval set via
 ``log_input`` with its fingerprint as digest. The run is opened only after everything was
 computed and is closed FINISHED only after the last write succeeded; a termination signal
@@ -33,6 +34,34 @@ from ragexp.tracking import store
 from ragexp.tracking.sweep import terminal_status
 
 TABLE_DEPTH = 10
+TAG_JUDGE_WARNING = "ragexp.judge_warning"
+
+
+def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float], dict[str, str]]:
+    """Params, metrics and tags for a run's judge record (``meta["judge"]``,
+    :func:`~ragexp.judging.judge_calibration.judge_run_record`)::
+
+        params  judge.effective_threshold, judge.threshold_source,
+                judge.calibration.{set, file, sha256, n, estimate}
+        metrics judge.calibration.cv_accuracy, judge.calibration.cv_kappa
+        tags    ragexp.judge_warning (the plain sentence, when uncalibrated or kappa < 0.4)
+    """
+    if record is None:
+        return {}, {}, {}
+    params = {"judge.threshold_source": str(record["threshold_source"] or "none")}
+    if record["threshold"] is not None:
+        params["judge.effective_threshold"] = f"{record['threshold']:.6g}"
+    metrics: dict[str, float] = {}
+    calibration = record["calibration"]
+    if calibration is None:
+        params["judge.calibration.set"] = "none"
+    else:
+        params.update({f"judge.calibration.{key}": str(calibration[key]) for key in ("set", "file", "sha256", "n", "estimate")})
+        metrics["judge.calibration.cv_accuracy"] = calibration["accuracy"]
+        if calibration["kappa"] is not None:
+            metrics["judge.calibration.cv_kappa"] = calibration["kappa"]
+    tags = {TAG_JUDGE_WARNING: record["warning"]} if record["warning"] else {}
+    return params, metrics, tags
 
 
 def per_query_table(output: RunOutput) -> dict[str, list]:
@@ -164,13 +193,16 @@ def _log_run(
     }
     if parent_run_id:
         tags[store.PARENT_TAG] = parent_run_id
+    judge_params, judge_metrics, judge_tags = judge_fields(results.meta.get("judge"))
+    tags.update(judge_tags)
     run = client.create_run(experiment_id, run_name=output.run_name, tags=tags)
     run_id = run.info.run_id
     error: BaseException | None = None
     try:
         results.meta["run_id"] = run_id
-        metrics = {**results.aggregates, **{f"time.{k}": v for k, v in output.timings.items()}}
-        store.log_batched(client, run_id, params=store.flatten(semantic_config(cfg)), metrics=metrics)
+        metrics = {**results.aggregates, **judge_metrics, **{f"time.{k}": v for k, v in output.timings.items()}}
+        params = {**store.flatten(semantic_config(cfg)), **judge_params}
+        store.log_batched(client, run_id, params=params, metrics=metrics)
         with tempfile.TemporaryDirectory() as tmp:
             tmp_path = Path(tmp)
             (tmp_path / "config").mkdir()

@@ -115,12 +115,11 @@ class LLMGenerator:
         for prompt, chunks, response in zip(prompts, shown, responses):
             context_ids = tuple(chunk.id for chunk in chunks)
             if isinstance(response, LLMCallError):
-                generations.append(
-                    Generation(
-                        answer="", prompt=prompt, model_id=self.model.model_id, latency_s=elapsed / len(prompts),
-                        error=f"{response.kind}: {response}", context_ids=context_ids,
-                    )  # fmt: skip
-                )
+                failed = Generation(
+                    answer="", prompt=prompt, model_id=self.model.model_id, latency_s=elapsed / len(prompts),
+                    error=f"{response.kind}: {response}", context_ids=context_ids,
+                )  # fmt: skip
+                generations.append(failed)
                 continue
             generations.append(
                 Generation(
