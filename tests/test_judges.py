@@ -402,12 +402,12 @@ def test_prefix_shared_pmi_equals_one_full_pass_per_pair_on_the_calibration_clai
     for row in read_labels(DEMO_DIR / "calibration.csv"):
         by_context.setdefault(row.context, []).append(row.claim)
     judge = LocalLikelihoodJudge(scorer, method="pmi")
-    items = list(by_context.items())
+    items = [(claims, context) for context, claims in by_context.items()]
     verdicts = [v for claim_verdicts in judge.judge_claims_batch(items) for v in claim_verdicts]
     expected = [
         (full_pass(CLAIM_WITH_CONTEXT.format(context=context), " " + claim) - full_pass(CLAIM_WITHOUT_CONTEXT, " " + claim))
         / max(1, len(claim.split()))
-        for context, claims in items
+        for claims, context in items
         for claim in claims
     ]
     assert len(verdicts) == len(expected) >= 70
