@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -19,7 +20,9 @@ from omegaconf import DictConfig
 
 from ragexp import interrupt
 from ragexp.config import register_schema
+from ragexp.config_errors import CONFIG_ERRORS, config_error_line
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, TrackingUnavailable
+from ragexp.secret_screen import screen_overrides
 
 log = logging.getLogger("ragexp")
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "conf"
@@ -46,13 +49,12 @@ _started = False
 def _hydra_main(cfg: DictConfig) -> None:
     global _started
     _started = True
-    # progress=false silences every tqdm bar, including those of the pipelines and model libraries.
-    if not cfg.progress:
-        os.environ["TQDM_DISABLE"] = "1"
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # its INFO lines report CPU features
     try:
         run_one_job(cfg)
     except RagexpInputError as err:
+        if HydraConfig.initialized():
+            discard_output_dir(Path(HydraConfig.get().runtime.output_dir))
         print(f"ragexp run: error: {err}", file=sys.stderr)
         raise SystemExit(USAGE_EXIT_CODE) from None
     except TrackingUnavailable as err:
@@ -60,24 +62,39 @@ def _hydra_main(cfg: DictConfig) -> None:
         raise SystemExit(1) from None
 
 
-SECRET_KEYS = {"api_key", "apikey", "api_token", "password"}
+HYDRA_FILES = (".hydra",)
 
 
-def _override_key(arg: str) -> str:
-    """The key of a Hydra override ``[+|++|~]key=value`` (the whole argument when there is no ``=``)."""
-    return arg.split("=", 1)[0].lstrip("+~") if "=" in arg else ""
+def discard_output_dir(output_dir: Path) -> None:
+    """A job refused for bad input leaves no output folder: remove ``output_dir`` when it holds
+    nothing but Hydra's bookkeeping (``.hydra/``, the job's ``*.log``), then its parents while they
+    are empty, up to the working directory (``outputs/DATE/TIME`` goes, ``outputs/`` if empty)."""
+    if not output_dir.is_dir() or any(p.name not in HYDRA_FILES and p.suffix != ".log" for p in output_dir.iterdir()):
+        return
+    shutil.rmtree(output_dir, ignore_errors=True)
+    cwd = Path.cwd().resolve()
+    parent = output_dir.resolve().parent
+    while parent != cwd and cwd in parent.parents and not any(parent.iterdir()):
+        parent.rmdir()
+        parent = parent.parent
 
 
 def run_app(argv: list[str]) -> int:
-    """Entry for ``ragexp run``; Hydra parses ``argv`` (overrides, ``-m``, ``--cfg`` ...)."""
-    secret = next((arg for arg in argv if _override_key(arg).rsplit(".", 1)[-1] in SECRET_KEYS), None)
-    if secret is not None:  # refuse before Hydra writes the override into .hydra/*.yaml
-        print(f"ragexp run: error: field {_override_key(secret)!r}: never put an API key in a config or override; "
-              "export it and name the variable with api_key_env", file=sys.stderr)
+    """Entry for ``ragexp run``; Hydra parses ``argv`` (overrides, ``-m``, ``--cfg`` ...).
+
+    Secrets in the raw arguments are refused before Hydra composes or writes anything. Hydra
+    re-raises its config errors here (``HYDRA_FULL_ERROR``), which prints each as one line with
+    exit code 2 (:mod:`ragexp.config_errors`), like every other input error.
+    """
+    try:
+        screen_overrides(argv)
+    except RagexpInputError as err:
+        print(f"ragexp run: error: {err}", file=sys.stderr)
         return USAGE_EXIT_CODE
     register_schema()
     interrupt.install(signal.SIGTERM)
     sys.argv = ["ragexp run", *argv]
+    os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         _hydra_main()
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM via ragexp.interrupt
@@ -89,8 +106,18 @@ def run_app(argv: list[str]) -> int:
         print(f"ragexp run: interrupted by signal {signum}{closed}; relaunch the same command to resume",
               file=sys.stderr)
         return 128 + int(signum)
+    except RagexpInputError as err:  # raised outside a job: the sweep callback's store checks
+        print(f"ragexp run: error: {err}", file=sys.stderr)
+        return USAGE_EXIT_CODE
+    except CONFIG_ERRORS as err:
+        print(f"ragexp run: error: {config_error_line(err)}", file=sys.stderr)
+        return USAGE_EXIT_CODE
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        if code != 0:  # a sweep stopped by a job's bad input: its parent is closed, not left RUNNING
+            from ragexp.tracking.sweep import close_open_parent
+
+            close_open_parent("FAILED")
         # Hydra reports config errors (unknown option, bad override, schema type) with exit 1
         # before the job starts: that is bad input, exit 2 like every other input error.
         return USAGE_EXIT_CODE if code == 1 and not _started else code

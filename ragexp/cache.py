@@ -10,11 +10,14 @@ folder and published by one ``rename``, so readers see whole entries or none, an
 writers of the same key cannot mix files. Only safe formats: ``.npy``/``.npz`` loaded with
 ``allow_pickle=False``, and JSON. On read, a payload whose SHA-256 differs from its sidecar, a
 missing sidecar or an undecodable payload is corrupted: it is reported with a
-:class:`CacheCorruptionWarning`, deleted, and recomputed, never trusted.
+:class:`CacheCorruptionWarning`, deleted, and recomputed, never trusted. A full disk or an
+unwritable cache folder fails the run with one line naming the folder (:func:`writing_cache`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import io
 import json
@@ -24,13 +27,14 @@ import uuid
 import warnings
 import zipfile
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ragexp.errors import RagexpInputError
 from ragexp.fingerprint import canonical_json, stable_hash
 
 CACHE_DIR_ENV = "RAGEXP_CACHE_DIR"
@@ -165,7 +169,28 @@ class StageCache:
             (staging / f"{payload_name}.sha256").write_text(hashlib.sha256(payload).hexdigest() + "\n", "ascii")
             (staging / "key.json").write_text(canonical_json({"stage": stage, "parts": parts}), "utf-8")
 
-        publish_dir(entry, fill)
+        with writing_cache(self.root):
+            publish_dir(entry, fill)
+
+
+#: Write failures that are the disk's or the folder's, not ragexp's: no space, quota, read-only, permission.
+UNWRITABLE = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+@contextlib.contextmanager
+def writing_cache(root: Path) -> Iterator[None]:
+    """Turn a full disk (ENOSPC, OSError 28) or an unwritable folder under the cache ``root`` into
+    one line naming the folder and what to do (exit 2), not a traceback."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno not in UNWRITABLE:
+            raise
+        raise RagexpInputError(
+            f"cannot write the stage cache under {root}: {err.strerror} (errno {err.errno}); free space there or point "
+            f"cache_dir (or ${CACHE_DIR_ENV}) at a writable disk with room",
+            field="cache_dir",
+        ) from None
 
 
 def publish_dir(target: Path, fill: Callable[[Path], None]) -> None:

@@ -9,12 +9,14 @@ mappings: their parameters are checked by the component's constructor at start-u
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from os import PathLike
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp.errors import RagexpInputError
+from ragexp.secret_screen import screen_config
 
 
 @dataclass
@@ -97,7 +99,13 @@ RELEVANCE_MODES = ("either", "span", "chunk", "any")
 
 
 def validate(cfg: DictConfig) -> None:
-    """Checks the schema cannot express; raises :class:`RagexpInputError` naming the key path."""
+    """Checks the schema cannot express; raises :class:`RagexpInputError` naming the key path.
+
+    The resolved config is screened for secrets first (:func:`ragexp.secret_screen.screen_config`):
+    a key can come from a config file or an ``${oc.env:...}`` interpolation, and the config is
+    written to MLflow and the job's output folder.
+    """
+    screen_config(OmegaConf.to_container(cfg, resolve=True))
     ks = list(cfg.eval.ks)
     if not ks:
         raise RagexpInputError("needs at least one cutoff, e.g. eval.ks=[1,3,5,10]", field="eval.ks")
@@ -126,3 +134,26 @@ def component_config(node: DictConfig | None) -> dict | None:
     data = OmegaConf.to_container(node, resolve=True)
     data.pop("name", None)
     return data if "_target_" in data else None
+
+
+def load_saved_config(path: str | PathLike[str]) -> DictConfig:
+    """A run's saved ``resolved.yaml`` (a run's output folder, or its MLflow artifact) on the schema.
+
+    A saved config is fully resolved, so an interpolation (``${...}``) in it was put there by
+    hand: refused, since resolving ``${oc.env:...}`` would copy this machine's environment (keys)
+    into the new run's logs. Its ``_target_`` s are checked when the components are built.
+    """
+    loaded = OmegaConf.load(path)
+    for key_path, value in _leaves(OmegaConf.to_container(loaded, resolve=False)):
+        if isinstance(value, str) and "${" in value:
+            raise RagexpInputError("a saved config holds no interpolation (${...}); this file was edited, refusing it",
+                                   file=path, field=key_path)
+    return OmegaConf.merge(OmegaConf.structured(RagexpConfig), loaded)
+
+
+def _leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(node, dict):
+        return [leaf for key, value in node.items() for leaf in _leaves(value, f"{prefix}{key}.")]
+    if isinstance(node, list):
+        return [leaf for i, value in enumerate(node) for leaf in _leaves(value, f"{prefix.rstrip('.')}[{i}].")]
+    return [(prefix.rstrip("."), node)]

@@ -2,8 +2,9 @@
 job), ``ragexp reproduce`` and ``ragexp upload`` all go through here.
 
 Order, so that bad input fails before any work and a store outage loses nothing:
-validate the config -> build the components (a bad parameter fails here, before the store or the
-cache is touched) -> connect to the store -> load and chunk the data -> skip when a FINISHED run
+validate the config (secrets refused) -> build the components (a bad parameter or a ``_target_``
+outside the allow-list fails here, before the store or the cache is touched) -> connect to the
+store -> load and chunk the data -> create the experiment if new -> skip when a FINISHED run
 has the same config hash (sweeps with ``resume=true``) -> evaluate -> save the results to the
 job's output folder -> log them to MLflow (:func:`log_run`, retried; when the store stays away
 the error says how to upload the saved folder later).
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from ragexp import interrupt
+from ragexp import interrupt, progress
 from ragexp.cache import StageCache
 from ragexp.config import validate
 from ragexp.data import EvalSet
@@ -68,15 +69,15 @@ def run_job(
     """
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
     validate(cfg)
+    progress.set_enabled(cfg.progress)
     cache = cache or StageCache(Path(cfg.cache_dir))
     pipeline = build_pipeline(cfg, cache)
-    client = None
-    if log_to_store:
-        client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s)
-        experiment_id = experiment_id or store.ensure_experiment(client, cfg.tracking.experiment)
+    client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s) if log_to_store else None
     started = time.perf_counter()
     data = prepare_data(cfg, cache, progress=cfg.progress)
     prepare_s = time.perf_counter() - started
+    if client is not None:  # only now: a run refused for bad data leaves no experiment behind
+        experiment_id = experiment_id or store.ensure_experiment(client, cfg.tracking.experiment)
     if resume and client is not None:
         existing = store.find_finished_run(client, experiment_id, config_hash(cfg, data))
         if existing:

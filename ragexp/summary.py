@@ -56,7 +56,7 @@ def print_run_summary(output, run_id: str, tracking_uri: str) -> None:
     judge = output.results.meta.get("judge")
     if judge is not None:
         print(judge_line(judge))
-    for warning in [*index_warnings(output.results), *call_failure_warnings(output.results)]:
+    for warning in [*index_warnings(output.results), *call_failure_warnings(output.results), *run_warnings(output.results)]:
         print(warning)
     print(f"logged to {tracking_uri}; open it with: ragexp ui")
 
@@ -100,3 +100,8 @@ def call_failure_warnings(results) -> list[str]:
         lines.append(f"WARNING: {failures} claim verdicts failed (no yes/no, timeout or HTTP error); "
                      "they are counted in judge_failures and left out of faithfulness")
     return lines
+
+
+def run_warnings(results) -> list[str]:
+    """The warnings a run recorded (``meta.warnings``, e.g. a BM25 index where no term scores)."""
+    return [f"WARNING: {warning}" for warning in results.meta.get("warnings", [])]

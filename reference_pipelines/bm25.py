@@ -26,6 +26,7 @@ shorter than ``k``).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,8 +34,8 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from tqdm import tqdm
 
+from ragexp import progress
 from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
@@ -45,6 +46,7 @@ from reference_pipelines.tokenize import Tokenizer
 VARIANTS = ("okapi", "bm25l", "bm25plus", "lucene")
 DEFAULT_DELTA = {"bm25l": 0.5, "bm25plus": 1.0}  # rank_bm25's defaults
 QUERY_BATCH = 512
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ class BM25Retriever:
         self.cache = cache
         self._table: ChunkTable | None = None
         self._index: InvertedIndex | None = None
+        self.warnings: list[str] = []  # about the last index(); the runner records them with the run
 
     @property
     def params(self) -> dict[str, Any]:
@@ -153,16 +156,33 @@ class BM25Retriever:
         self._table = ChunkTable.from_chunks(chunks, self.include_title, self.ties)
         if self.cache is None:
             self._index = self._build(self._table.texts)
+            self.warnings = self._degenerate_index_warnings()
             return
         parts = {"params": self.params, "chunks": self._table.fingerprint}
         arrays = self.cache.get_or_compute_arrays("bm25-index", parts, lambda: self._build(self._table.texts).to_arrays())
         self._index = InvertedIndex.from_arrays(arrays)
+        self.warnings = self._degenerate_index_warnings()
+
+    def _degenerate_index_warnings(self) -> list[str]:
+        """A warning when no term can give a document a positive score: every ranking is then
+        empty or ordered by scores <= 0, and every metric of the run is 0 for that reason."""
+        index = self._index
+        if (index.weights.data > 0).any() or (index.match_bonus > 0).any():
+            return []
+        message = (
+            f"bm25 ({self.variant}): no term has a positive weight over these {len(self._table)} chunks (idf <= 0 for "
+            "every term: with okapi a term in at least half of the chunks gets idf <= 0), so BM25 rankings are empty "
+            "or meaningless; index more or smaller chunks, or use retrieval.variant=lucene or bm25plus (idf > 0) or "
+            "dense retrieval"
+        )
+        log.warning(message)
+        return [message]
 
     def _build(self, texts: Sequence[str]) -> InvertedIndex:
         vocabulary: dict[str, int] = {}
         term_ids: list[int] = []
         doc_len = np.zeros(len(texts), dtype=np.int64)
-        for doc, text in enumerate(tqdm(texts, desc="bm25: tokenising", unit="chunk", leave=False)):
+        for doc, text in enumerate(progress.bar(texts, desc="bm25: tokenising", unit="chunk", leave=False)):
             tokens = self.tokenizer(text)
             doc_len[doc] = len(tokens)
             term_ids.extend([vocabulary.setdefault(token, len(vocabulary)) for token in tokens])
@@ -210,7 +230,7 @@ class BM25Retriever:
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
         table, index = self._require_index()
         rankings: list[Ranking] = []
-        for start in tqdm(range(0, len(queries), QUERY_BATCH), desc="bm25: searching", unit="batch", leave=False):
+        for start in progress.bar(range(0, len(queries), QUERY_BATCH), desc="bm25: searching", unit="batch", leave=False):
             q = self._query_matrix(queries[start : start + QUERY_BATCH], index.vocabulary)
             scores = (q @ index.weights).tocsr()
             bonus = q @ index.match_bonus

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from tqdm import tqdm
 
+from ragexp import progress
 from ragexp.models import (
     ONNX,
     ResolvedModel,
@@ -108,7 +108,7 @@ class SentenceTransformerEncoder(_PrefixedEncoder):
             batch_size=self.batch_size,
             normalize_embeddings=self.normalize,
             convert_to_numpy=True,
-            show_progress_bar=len(texts) > self.batch_size,
+            show_progress_bar=progress.enabled() and len(texts) > self.batch_size,
         )
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
@@ -150,7 +150,7 @@ class OnnxEncoder(_PrefixedEncoder):
             self._load()
         order = np.argsort([-len(text) for text in texts], kind="stable")  # similar lengths share a batch
         rows: list[np.ndarray] = []
-        for start in tqdm(range(0, len(texts), self.batch_size), desc="onnx: encoding", unit="batch", leave=False, disable=len(texts) <= self.batch_size):
+        for start in progress.bar(range(0, len(texts), self.batch_size), desc="onnx: encoding", unit="batch", leave=False, disable=len(texts) <= self.batch_size):
             batch = self._tokenizer.encode_batch([texts[i] for i in order[start : start + self.batch_size]])
             feeds = {
                 "input_ids": np.array([e.ids for e in batch], dtype=np.int64),

@@ -168,6 +168,11 @@ class HybridRetriever:
         for retriever in self.retrievers:
             retriever.index(chunks)
 
+    @property
+    def warnings(self) -> list[str]:
+        """The fused retrievers' warnings about their last index()."""
+        return [warning for retriever in self.retrievers for warning in getattr(retriever, "warnings", [])]
+
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
         per_retriever = [retriever.search(queries, k) for retriever in self.retrievers]
         position = self._position

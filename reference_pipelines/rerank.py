@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ragexp import progress
 from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
@@ -108,7 +109,7 @@ class CrossEncoderReranker(_HeadReranker):
         if not pairs:
             return [np.zeros(0) for _ in heads]
         flat = np.asarray(
-            self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=len(pairs) > self.batch_size),
+            self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=progress.enabled() and len(pairs) > self.batch_size),
             dtype=np.float64,
         ).reshape(len(pairs))
         return np.split(flat, np.cumsum([len(head) for head in heads])[:-1])

@@ -1,25 +1,36 @@
-"""Bad input across ``ragexp run`` and the Python API: one message naming the input and the field,
-exit code 2, no traceback, and nothing half-written (no MLflow run, no stage-cache entry).
+"""Bad input across the CLI and the Python API: one message naming the input and the field,
+exit code 2, no traceback, and nothing half-written (no MLflow run or experiment, no stage-cache
+entry, no ``outputs/`` folder), secrets never shown nor written.
 
-A subprocess costs 5-50 s on a loaded machine, so only eight cases go through the real
-``ragexp run`` (marked slow); everything else calls the API a run calls (``load_corpus``,
-``load_evalset``, ``make_chunker``, ``runner.execute``) in process, and hypothesis feeds random
-garbage lines and random field types to ``load_evalset``. The five basic eval-set cases of
-``ragexp evalset resolve`` live in ``test_bad_input_evalset.py``.
+A subprocess costs 5-50 s on a loaded machine, so the cases of :mod:`bad_input_cases` (input
+files, config errors, secrets, ``_target_`` allow-list, tracking store and cache) go through the
+real CLI (marked slow), and ``docs/bad-input.md`` is checked to be their table; everything else
+calls the API a run calls (``load_corpus``, ``load_evalset``, ``make_chunker``, ``runner.execute``)
+in process, and hypothesis feeds random garbage lines and random field types to ``load_evalset``.
+The five basic eval-set cases of ``ragexp evalset resolve`` live in ``test_bad_input_evalset.py``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import subprocess
-import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
 import yaml
+from bad_input_cases import (
+    CASES,
+    DOC_TEXT,
+    GOOD_ITEM,
+    REPO,
+    CaseResult,
+    item,
+    render_table,
+    run_case,
+    write_evalset,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,142 +41,69 @@ from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import EVIDENCE_FIELDS, ITEM_FIELDS, load_evalset
 from ragexp.errors import RagexpInputError
 
-REPO = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-ERROR_PREFIX = "ragexp run: error: "
-# MLflow logs two INFO lines while it creates a fresh sqlite store; they are not ragexp's message.
-MLFLOW_LOG_LINE = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d INFO mlflow\.")
-DOC_TEXT = "Failed deliveries are retried with exponential backoff for 24 hours.\n"
-GOOD_ITEM = {"id": "q1", "query": "How long are deliveries retried?", "evidence": [{"doc_id": "webhooks", "quote": "24 hours"}]}
-
-
-def write_evalset(path: Path, *items: dict | str) -> Path:
-    """A JSONL eval set: ``GOOD_ITEM`` on line 1, then ``items`` (objects or raw lines)."""
-    lines = [json.dumps(GOOD_ITEM), *(item if isinstance(item, str) else json.dumps(item) for item in items)]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def item(**fields) -> dict:
-    """A valid second item with ``fields`` replaced (``None`` removes a field)."""
-    base = {"id": "q2", "query": "How long may a delivery take?", "evidence": [{"doc_id": "webhooks", "start": 0, "end": 17}]}
-    return {key: value for key, value in (base | fields).items() if value is not None}
-
 
 def stage_cache_files(cache_dir: Path) -> list[Path]:
     """Every file below the stage cache (published entries and leftover staging folders)."""
     return sorted(p for p in cache_dir.rglob("*") if p.is_file()) if cache_dir.exists() else []
 
 
-def logged_runs(db: Path) -> list:
-    """Every run in the sqlite MLflow store at ``db`` (none when the store was never created)."""
+def experiments_and_runs(db: Path) -> tuple[list[str], list]:
+    """Experiment names and every run in the sqlite MLflow store at ``db`` (none when it was never created)."""
     if not db.exists():
-        return []
+        return [], []
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(f"sqlite:///{db}")
-    experiment_ids = [e.experiment_id for e in client.search_experiments()]
-    return client.search_runs(experiment_ids) if experiment_ids else []
+    experiments = client.search_experiments()
+    runs = client.search_runs([e.experiment_id for e in experiments]) if experiments else []
+    return [e.name for e in experiments], runs
 
 
-# --- through the real CLI: ``ragexp run`` in a subprocess --------------------------------------
+# --- through the real CLI: the cases of bad_input_cases, also the rows of docs/bad-input.md ---------
+
+RESULTS: dict[str, CaseResult] = {}  # filled by the parametrized test, rendered by the doc test
 
 
-def ragexp_run(workdir: Path, corpus: Path, evalset: Path, *overrides: str) -> subprocess.CompletedProcess:
-    args = [
-        "run", "dataset=evalset", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}",
-        f"tracking.uri=sqlite:///{workdir / 'mlflow.db'}", "tracking.experiment=bad-input", "progress=false",
-        "retrieval=bm25", "chunking=fixed", "chunking.size=120", "chunking.overlap=20", f"cache_dir={workdir / 'cache'}",
-        *overrides,
-    ]  # fmt: skip
-    return subprocess.run(
-        [sys.executable, "-m", "ragexp.cli", *args], cwd=workdir, env=ENV, capture_output=True, text=True, timeout=600
+def files_holding(root: Path, needle: str, skip: Path) -> list[str]:
+    """Files below ``root`` (except below ``skip``, the case's own inputs) whose bytes contain ``needle``."""
+    return [str(p.relative_to(root)) for p in root.rglob("*")
+            if p.is_file() and skip not in p.parents and needle.encode() in p.read_bytes()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, tmp_path: Path) -> None:
+    result = run_case(case, tmp_path / "case")
+    RESULTS[case.id] = result
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr and result.stdout == "", (result.stdout[-2000:], result.stderr[-2000:])
+    assert len(result.lines) == 1 and re.match(r"ragexp \w+: error: ", result.lines[0]), result.stderr[-3000:]
+    for part in case.expected:
+        assert part in result.shown, (part, result.shown)
+    folder = result.dir
+    names, runs = experiments_and_runs(folder / "mlflow.db")
+    assert runs == [] and set(names) <= {"Default"}, (names, runs)  # no run, no experiment row
+    assert stage_cache_files(folder / "cache") == []
+    assert not (folder / "outputs").exists() and not list(folder.rglob(".hydra")) and not list(folder.rglob("ragexp_results.json"))
+    if case.secret:
+        assert case.secret not in result.stdout + result.stderr
+        assert files_holding(folder, case.secret, folder / "in") == []
+    if case.id == "target-not-allowed":
+        assert (folder / "in" / "victim.txt").read_text(encoding="utf-8") == "precious\n"  # never opened for writing
+    if case.id == "compare-missing-store":
+        assert not (folder / "missing.db").exists()  # a reading command creates no empty store
+
+
+@pytest.mark.slow
+def test_bad_input_table_in_docs_is_current(tmp_path: Path) -> None:
+    """``docs/bad-input.md`` is the table of these very runs (cases not run above are run here)."""
+    for case in CASES:
+        if case.id not in RESULTS:
+            RESULTS[case.id] = run_case(case, tmp_path / case.id)
+    expected = render_table(RESULTS)
+    assert (REPO / "docs" / "bad-input.md").read_text(encoding="utf-8") == expected, (
+        "docs/bad-input.md is stale: python -m tests.bad_input_table > docs/bad-input.md"
     )
-
-
-def assert_nothing_written(workdir: Path) -> None:
-    assert logged_runs(workdir / "mlflow.db") == []
-    assert stage_cache_files(workdir / "cache") == []
-    assert not list(workdir.rglob("ragexp_results.json"))
-
-
-def assert_one_error_line(proc: subprocess.CompletedProcess, *expected: str) -> None:
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip() and not MLFLOW_LOG_LINE.match(line)]
-    assert len(lines) == 1 and lines[0].startswith(ERROR_PREFIX), proc.stderr[-3000:]
-    for part in expected:
-        assert part in lines[0], (part, lines[0])
-
-
-def _malformed_jsonl(tmp: Path, corpus: Path):
-    evalset = write_evalset(tmp / "evalset.jsonl", '{"id": "q2", "query": ')
-    return evalset, (), (f"{evalset}:2: ", "malformed JSON")
-
-
-def _malformed_yaml(tmp: Path, corpus: Path):
-    evalset = tmp / "evalset.yaml"
-    evalset.write_text("items:\n  - id: q1\n    query: [How long are\n", encoding="utf-8")
-    return evalset, (), (f"{evalset}:", "malformed YAML")
-
-
-def _span_start_is_a_string(tmp: Path, corpus: Path):
-    evalset = write_evalset(tmp / "evalset.jsonl", item(evidence=[{"doc_id": "webhooks", "start": "10", "end": 20}]))
-    return evalset, (), (f"{evalset}:2: field 'evidence[0].start': must be an integer", '"10"')
-
-
-def _non_utf8_corpus_file(tmp: Path, corpus: Path):
-    (corpus / "legacy.txt").write_bytes("Caf\u00e9 menu\n".encode("latin-1"))
-    return write_evalset(tmp / "evalset.jsonl"), (), (f"{corpus / 'legacy.txt'}:1: ", "not valid UTF-8", "0xe9")
-
-
-def _empty_corpus(tmp: Path, corpus: Path):
-    for file in corpus.iterdir():
-        file.unlink()
-    return write_evalset(tmp / "evalset.jsonl"), (), (f"{corpus}: ", "empty corpus")
-
-
-def _overlap_not_below_size(tmp: Path, corpus: Path):
-    return write_evalset(tmp / "evalset.jsonl"), ("chunking.overlap=120",), ("field 'chunking.overlap'", "(120)")
-
-
-def _unknown_model(tmp: Path, corpus: Path):
-    overrides = ("retrieval=dense", "embedding.model=nope")
-    return write_evalset(tmp / "evalset.jsonl"), overrides, ("'nope'", "minilm", "paraphrase-minilm-l3")
-
-
-CLI_CASES = [
-    pytest.param(_malformed_jsonl, id="malformed-jsonl"),
-    pytest.param(_malformed_yaml, id="malformed-yaml"),
-    pytest.param(_span_start_is_a_string, id="span-start-string"),
-    pytest.param(_non_utf8_corpus_file, id="non-utf8-corpus"),
-    pytest.param(_empty_corpus, id="empty-corpus"),
-    pytest.param(_overlap_not_below_size, id="overlap-ge-size"),
-    pytest.param(_unknown_model, id="unknown-model"),
-]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("make_case", CLI_CASES)
-def test_run_fails_with_one_line_and_writes_nothing(make_case, tmp_path: Path) -> None:
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "webhooks.md").write_text(DOC_TEXT, encoding="utf-8")
-    evalset, overrides, expected = make_case(tmp_path, corpus)
-    proc = ragexp_run(tmp_path, corpus, evalset, *overrides)
-    assert_one_error_line(proc, *expected)
-    assert_nothing_written(tmp_path)
-
-
-@pytest.mark.slow
-def test_run_with_unknown_config_option_lists_the_valid_ones(tiny_dataset, tmp_path: Path) -> None:
-    corpus, evalset = tiny_dataset
-    proc = ragexp_run(tmp_path, corpus, evalset, "embedding=nope")
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "Could not find 'embedding/nope'" in proc.stderr
-    assert "minilm" in proc.stderr and "paraphrase_minilm_l3" in proc.stderr
-    assert not (tmp_path / "mlflow.db").exists()
-    assert_nothing_written(tmp_path)
 
 
 # --- the eval set through the loader a run calls -------------------------------------------------
@@ -174,7 +112,9 @@ def test_run_with_unknown_config_option_lists_the_valid_ones(tiny_dataset, tmp_p
 @pytest.fixture(scope="module")
 def corpus() -> Corpus:
     keys = Document("keys", "Keys rotate without downtime.\n", "Keys")
-    return Corpus([Document("webhooks", DOC_TEXT, "Webhooks"), keys])
+    windows = Document("windows", "Saved on Windows:\r\nline ends are CRLF.\r\n", "Windows")
+    umlaut = Document("umlaut", unicodedata.normalize("NFC", "Die Übermittlung wird wiederholt.\n"), "Umlaut")
+    return Corpus([Document("webhooks", DOC_TEXT, "Webhooks"), keys, windows, umlaut])
 
 
 def gold(doc_id: str = "webhooks", **fields) -> list[dict]:
@@ -205,6 +145,18 @@ EVALSET_ITEM_CASES = {
     "chunk-ids-no-chunking": (item(evidence=[], gold_chunk_ids=["webhooks#chunk_0"]), "gold_chunk_ids[0]", "add a header"),
     "not-a-chunk-id": (item(evidence=[], gold_chunk_ids=["webhooks-0"]), "gold_chunk_ids[0]", "DOC_ID#chunk_N"),
     "unanswerable-with-gold": (item(answerable=False), "evidence", '"answerable": false cannot have gold evidence'),
+    "zero-width-query": (item(query="\u200b\u2060\ufeff "), "query", "the query has only invisible characters"),
+    "quote-lf-doc-crlf": (item(evidence=gold("windows", quote="Windows:\nline")), "evidence[0].quote",
+                          "(it occurs once line ends are normalised: the document has CRLF"),
+    "quote-crlf-doc-lf": (item(evidence=gold(quote="24 hours.\r\n")), "evidence[0].quote",
+                          "the quote has CRLF (\\r\\n) line ends and the document not"),
+    "quote-nfd-doc-nfc": (item(evidence=gold("umlaut", quote=unicodedata.normalize("NFD", "Die Übermittlung"))),
+                          "evidence[0].quote", "(it occurs after Unicode NFC normalisation"),
+    "quote-whitespace": (item(evidence=gold(quote="retried  with")), "evidence[0].quote", "runs of whitespace are collapsed"),
+    "quote-near-match": (item(evidence=gold(quote="retried with exponental backof")), "evidence[0].quote",
+                         '(closest passage, 97% similar, at offset 22, line 1: "retried with exponential backo")'),
+    "quote-no-near-match": (item(evidence=gold(quote="zebra crossing")), "evidence[0].quote",
+                            "not found in document 'webhooks'; the document may have changed"),
 }
 
 
@@ -288,6 +240,9 @@ def test_non_utf8_evalset_names_the_line(tmp_path: Path, corpus: Corpus) -> None
         pytest.param(b'{"_id": "a"}\n', 1, "text", "missing required field 'text'", id="missing-text"),
         pytest.param(b'{"_id": "a", "text": "x"}\n{"_id": "a", "text": "y"}\n', 2, "_id", "duplicate document id", id="dup-id"),
         pytest.param(b'["a", "b"]\n', 1, None, "expected a JSON object per line", id="array-line"),
+        pytest.param(b'{"_id": "a", "text": "x", "text": "y"}\n', 1, "text", "the key appears twice", id="dup-key"),
+        pytest.param(b'{"_id": "a", "text": "x", "metadata": {"k": 1, "k": 2}}\n', 1, "k", "the key appears twice",
+                     id="dup-nested-key"),
         pytest.param(b"\n\n", None, None, "empty corpus: the file holds no documents", id="empty-jsonl"),
     ],
 )
@@ -383,6 +338,7 @@ def test_unknown_model_lists_the_short_names(tiny_dataset, tmp_path: Path, monke
     cfg = compose_run_config(tiny_dataset, tmp_path / "cache", "retrieval=dense", "embedding.model=nope")
     error = execute_expecting_input_error(cfg)
     assert re.search(r"cannot load model 'nope'.*short name: minilm .*paraphrase-minilm-l3", error.message), error
+    assert error.field == "embedding.model"  # the key the user set, not the retriever that interpolates it
 
 
 # --- a huge document ----------------------------------------------------------------------------

@@ -153,3 +153,63 @@ def test_bad_config_names_the_field(kwargs: dict, field: str) -> None:
     with pytest.raises(RagexpInputError) as err:
         BM25Retriever(**kwargs)
     assert err.value.field == field
+
+
+TWO_DOCS = ["Webhooks are retried for a day.", "Invoices are sent monthly."]  # every term in 1 of 2 docs: okapi idf 0
+
+
+@pytest.mark.parametrize(("texts", "variant", "warns"), [
+    (TWO_DOCS, "okapi", True),
+    (TWO_DOCS, "lucene", False),  # ln(1 + (N - df + 0.5) / (df + 0.5)) > 0 always
+    ([*TWO_DOCS, "Keys rotate without downtime."], "okapi", False),  # df 1 of 3: idf > 0
+], ids=["okapi-2-docs", "lucene-2-docs", "okapi-3-docs"])
+def test_an_index_where_no_term_scores_is_warned_about(texts, variant, warns, tmp_path) -> None:
+    chunks = make_chunks(texts)
+    rank = BM25Okapi([Tokenizer()(t) for t in texts]) if variant == "okapi" else None
+    for cache in (None, StageCache(tmp_path), StageCache(tmp_path)):  # uncached, built, loaded from the cache
+        retriever = BM25Retriever(variant=variant, cache=cache)
+        retriever.index(chunks)
+        scores = retriever.score_all(["how long are webhooks retried"])
+        assert bool(retriever.warnings) == warns
+        assert (scores.max() <= 0) == warns
+        if rank is not None:  # the independent implementation agrees that nothing scores
+            assert (max(rank.get_scores(Tokenizer()("how long are webhooks retried"))) <= 0) == warns
+    if warns:
+        assert retriever.search(["how long are webhooks retried"], 5) == [[]]  # the silent all-zero run of #13
+        assert "no term has a positive weight over these 2 chunks" in retriever.warnings[0]
+
+
+def test_the_warning_is_recorded_with_the_run_and_survives_the_cache(tmp_path, capsys) -> None:
+    from hydra import compose, initialize_config_dir
+    from mlflow.tracking import MlflowClient
+
+    from ragexp.app import CONFIG_DIR
+    from ragexp.config import register_schema
+    from ragexp.job import run_job
+    from ragexp.summary import print_run_summary
+    from ragexp.tracking.run_logger import TAG_WARNINGS
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i, text in enumerate(TWO_DOCS):
+        (corpus / f"d{i}.md").write_text(text + "\n", encoding="utf-8")
+    evalset = tmp_path / "evalset.jsonl"
+    evalset.write_text(json.dumps({"id": "q", "query": "How long are webhooks retried?",
+                                   "evidence": [{"doc_id": "d0"}]}) + "\n", encoding="utf-8")
+    register_schema()
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=[
+            "dataset=evalset", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}", "retrieval=bm25", "chunking=none",
+            f"cache_dir={tmp_path / 'cache'}", "progress=false", f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}",
+        ])  # fmt: skip
+    runs = [run_job(cfg, output_dir=tmp_path / f"out{i}", overrides=[]) for i in range(2)]
+    assert not runs[0].output.results.meta["retrieval_from_cache"] and runs[1].output.results.meta["retrieval_from_cache"]
+    for result in runs:
+        (warning,) = result.output.results.meta["warnings"]
+        assert warning.startswith("bm25 (okapi): no term has a positive weight")
+        assert result.output.results.aggregates["hit_rate_at_10"] == 0.0
+        assert MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_run(result.run_id).data.tags[TAG_WARNINGS] == warning
+    saved = json.loads((tmp_path / "out1" / "ragexp_results.json").read_text(encoding="utf-8"))
+    assert saved["meta"]["warnings"] == [warning]
+    print_run_summary(runs[1].output, runs[1].run_id, "sqlite:///x")
+    assert f"WARNING: {warning}" in capsys.readouterr().out

@@ -134,12 +134,16 @@ def test_killed_sweep_leaves_no_partial_run_and_relaunch_runs_only_the_rest(tiny
     assert set(left) <= allowed, left
     assert sum(n for status, n in left.items() if status != "FINISHED") <= 1  # only the interrupted job
 
+    # SIGKILL leaves the parent RUNNING (nothing could close it); the relaunch of the same sweep
+    # finds it, sees its process is gone, and closes it KILLED.
+    assert killed_parent.info.status == ("RUNNING" if signum == signal.SIGKILL else "KILLED")
     relaunched_at_ms = int(time.time() * 1000)
     proc = launch(tiny_dataset, tmp_path, "relaunch")
     parents, children = runs_by_kind(client)
     assert len(parents) == 2
     new_parent = next(p for p in parents if p.info.start_time >= relaunched_at_ms)
     assert new_parent.info.status == "FINISHED"
+    assert client.get_run(killed_parent.info.run_id).info.status == "KILLED"
 
     finished = [r for r in children if r.info.status == "FINISHED"]
     per_config = Counter(r.data.tags[store.TAG_CONFIG_HASH] for r in finished)

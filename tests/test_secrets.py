@@ -164,3 +164,44 @@ def test_api_key_in_config_is_refused_naming_the_field(tiny_dataset, tmp_path, g
         experiment = client.get_experiment_by_name("secrets")
         assert experiment is None or not client.search_runs([experiment.experiment_id])
     assert files_containing(tmp_path, key) == []  # refused before Hydra writes .hydra/overrides.yaml
+
+
+LEAKS = {
+    # the key typed where the variable's NAME belongs
+    "api-key-env-holds-the-key": (("generator=openai", "generator.model.api_key_env={key}"), "generator.model.api_key_env"),
+    "judge-api-key-env-holds-the-key": (("generator=openai", "judge=openai", "judge.chat_model.spec.api_key_env={key}"),
+                                        "judge.chat_model.spec.api_key_env"),
+    "key-in-base-url": (("generator=openai", "generator.model.base_url=http://u:{key}@127.0.0.1:9/v1"), "generator.model.base_url"),
+    "upper-case-api-key-added": (("generator=openai", "+generator.model.API_KEY={key}"), "generator.model.API_KEY"),
+    "upper-case-api-key-no-plus": (("generator=openai", "generator.model.API_KEY={key}"), "generator.model.API_KEY"),
+    "authorization-header": (("generator=openai", "+generator.model.headers.Authorization=Bearer {key}"),
+                             "generator.model.headers.Authorization"),
+    "key-in-tracking-uri": (("tracking.uri=postgresql://ragexp:{key}@127.0.0.1:9/mlflow",), "tracking.uri"),
+    "key-through-env-interpolation": (("generator=openai", "generator.model.base_url=${{oc.env:LEAKY_URL}}"),
+                                      "generator.model.base_url"),
+    "key-in-users-config-file": (("hydra.searchpath=[file://{conf}]", "experiment=leaky"), "generator.model.api_key_env"),
+}
+
+
+@pytest.mark.parametrize("overrides, field", LEAKS.values(), ids=LEAKS)
+def test_a_key_anywhere_in_the_config_is_refused_and_written_nowhere(tiny_dataset, tmp_path, monkeypatch, overrides, field):
+    """Each way a key reached the store, the artifacts, ``outputs/.hydra`` or an error line in
+    issue #13: refused with exit 2 and one line naming the field, before anything is written."""
+    key = new_secret()
+    conf = tmp_path / "user_conf"
+    (conf / "experiment").mkdir(parents=True)
+    (conf / "experiment" / "leaky.yaml").write_text(
+        f"# @package _global_\ndefaults:\n  - override /generator: openai\ngenerator:\n  model:\n    api_key_env: {key}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("LEAKY_URL", f"http://u:{key}@127.0.0.1:9/v1")
+    with FakeOpenAIServer() as server:
+        proc = run_ragexp(tmp_path, tiny_dataset, server, key, *(o.format(key=key, conf=conf) for o in overrides))
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and " INFO mlflow." not in line]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-3000:]
+    assert lines[0].startswith(f"ragexp run: error: field '{field}': "), lines[0]
+    assert "Traceback" not in proc.stderr and server.hits == 0
+    assert key not in proc.stdout + proc.stderr and key[len("sk-ragexp-"):] not in proc.stdout + proc.stderr
+    assert not (tmp_path / "out").exists() and not list(tmp_path.rglob(".hydra"))  # refused before Hydra wrote, or cleaned
+    written = [f for f in files_containing(tmp_path, key[len("sk-ragexp-"):]) if not f.startswith("user_conf/")]
+    assert written == []

@@ -22,8 +22,9 @@ def add_tracking_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def client_for(args: argparse.Namespace) -> tuple[MlflowClient, str]:
+    """A client on an existing store (a reading command never creates an empty one)."""
     uri = args.tracking_uri or store.default_tracking_uri()
-    return store.connect(uri), uri
+    return store.connect(uri, create=False), uri
 
 
 def get_run(client: MlflowClient, run_id: str):
@@ -42,5 +43,5 @@ def load_results(ref: str, tracking_uri: str | None = None) -> RunResults:
     if path.exists() or not RUN_ID.fullmatch(ref):
         return RunResults.load(path)
     uri = tracking_uri or store.default_tracking_uri()
-    get_run(store.connect(uri), ref)
+    get_run(store.connect(uri, create=False), ref)
     return RunResults.load(store.download_artifact(ref, ARTIFACT_NAME, uri))

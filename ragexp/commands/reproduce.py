@@ -13,10 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
-from ragexp.config import RagexpConfig
+from ragexp.config import load_saved_config
 from ragexp.summary import format_table
 from ragexp.tracking import store
 
@@ -37,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     client, uri = client_for(args)
     original = get_run(client, args.run_id)
     saved = store.download_artifact(args.run_id, store.CONFIG_ARTIFACT, uri)
-    cfg = OmegaConf.merge(OmegaConf.structured(RagexpConfig), OmegaConf.load(saved))
+    cfg = load_saved_config(saved)
     cfg.tracking.uri = uri
     cache = StageCache(Path(cfg.cache_dir) if args.use_cache else Path(tempfile.mkdtemp(prefix="ragexp-reproduce-")))
     output_dir = Path(tempfile.mkdtemp(prefix=f"ragexp-reproduce-{args.run_id[:8]}-"))

@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     uri = args.tracking_uri or store.default_tracking_uri()
-    store.connect(uri)  # fail fast (and create a fresh sqlite store) before the server starts
+    store.connect(uri, create=False)  # fail fast, and never show (so create) an empty store
     print(f"MLflow UI for {uri} at http://{args.host}:{args.port}  (Ctrl+C to stop)", flush=True)
     # One worker: several workers on a 2-core machine kept dying and never became healthy.
     command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", args.host, "--port", str(args.port),

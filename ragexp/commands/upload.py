@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragexp.config import RagexpConfig
+    from ragexp.config import load_saved_config
     from ragexp.data.dataset import load_dataset
     from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
     from ragexp.evaluation.runner import RunOutput
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     for name in (LOCAL_CONFIG, ARTIFACT_NAME):
         if not (folder / name).exists():
             raise RagexpInputError(f"no {name} here: not a ragexp run output folder", file=folder)
-    cfg = OmegaConf.merge(OmegaConf.structured(RagexpConfig), OmegaConf.load(folder / LOCAL_CONFIG))
+    cfg = load_saved_config(folder / LOCAL_CONFIG)
     overrides = list(OmegaConf.load(folder / LOCAL_OVERRIDES)) if (folder / LOCAL_OVERRIDES).exists() else []
     results = RunResults.load(folder / ARTIFACT_NAME)
     _, evalset = load_dataset(cfg.dataset)

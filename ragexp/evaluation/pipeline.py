@@ -7,32 +7,34 @@ chunking, caching or tracking work.
 from __future__ import annotations
 
 import inspect
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hydra.utils import get_object, instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from ragexp.cache import StageCache
 from ragexp.config import component_config
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation.targets import check_targets
 
 
 def build_component(node: DictConfig | None, group: str, cache: StageCache) -> Any | None:
     """Instantiate a pipeline group's ``_target_``; pass the stage cache when it takes one.
 
+    Every ``_target_`` in the node, at any depth, must be allowed (:mod:`ragexp.evaluation.targets`).
     A wrong parameter name or type fails here, at start-up, naming the config group.
     """
     spec = component_config(node)
     if spec is None:
         return None
+    check_targets(spec, group)  # before any import: only allowed components (ragexp.evaluation.targets)
     target = spec["_target_"]
-    try:
-        factory = get_object(target)
-    except Exception as err:
-        raise RagexpInputError(f"cannot import {target!r}: {err}", field=f"{group}._target_") from None
+    factory = get_object(target)
     kwargs: dict[str, Any] = {"_convert_": "all"}
     if "cache" in inspect.signature(factory).parameters:
         kwargs["cache"] = cache
@@ -80,7 +82,16 @@ class Pipeline:
 
 def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
     """Build retriever, reranker, generator and, with a generator, the judge and the embedding
-    model of answer relevance; a bad parameter fails here, before chunking or caching."""
+    model of answer relevance; a bad parameter fails here, before chunking or caching.
+
+    The embedding model is built first when a component uses it (``encoder: ${embedding}``) or a
+    generator will need it, so a bad ``embedding.model`` is reported as ``embedding.model``, not
+    as a parameter of the retriever that interpolates it.
+    """
+    groups = ("retrieval", "reranker", "generator", "judge")
+    embedding = None
+    if component_config(cfg.get("generator")) is not None or any(_interpolates(cfg.get(g), "embedding") for g in groups):
+        embedding = build_component(cfg.get("embedding"), "embedding", cache)
     retriever = build_component(cfg.retrieval, "retrieval", cache)
     if retriever is None:
         raise RagexpInputError("needs a _target_ (e.g. retrieval=bm25)", field="retrieval")
@@ -91,4 +102,13 @@ def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
     if generator is None:
         return Pipeline(retriever, reranker, None)
     judge = build_component(cfg.get("judge"), "judge", cache)
-    return Pipeline(retriever, reranker, generator, judge, build_component(cfg.get("embedding"), "embedding", cache))
+    return Pipeline(retriever, reranker, generator, judge, embedding)
+
+
+def _interpolates(node: DictConfig | None, key: str) -> bool:
+    """Whether ``node`` refers to the top-level ``key`` (``${key}`` or ``${key.x}``) anywhere."""
+    if node is None:
+        return False
+    raw = OmegaConf.to_container(node, resolve=False)
+    pattern = re.compile(r"\$\{" + re.escape(key) + r"[.}]")
+    return bool(pattern.search(json.dumps(raw)))

@@ -11,6 +11,8 @@ rankings. Each stage goes through the stage cache, keyed by exactly what determi
   ``depth`` chunks of the deeper list are the chunk ranking itself; a fused (hybrid) list may
   reorder as its component lists grow. How many queries were extended, and how deep, is
   recorded with the run (``doc_rankings_extended``, ``doc_retrieval_depth_max``).
+- Warnings the retriever raises about its index (``retriever.warnings``, e.g. BM25 where no term
+  has a positive weight) are cached with the rankings, so a cached run records them too.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class Retrieved:
     doc_rankings_extended: int = 0
     doc_retrieval_depth_max: int = 0
     timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # the retriever's, e.g. a BM25 index where no term scores
 
 
 def retrieval_depth(cfg: DictConfig, pipeline: Pipeline) -> int:
@@ -59,6 +62,7 @@ class _Search:
         self.cfg, self.data, self.pipeline, self.cache = cfg, data, pipeline, cache
         self.indexed = False
         self.computed = False
+        self.warnings: list[str] = []  # the retriever's, about its index (cached with the rankings)
 
     def rankings(self, items: Sequence[EvalItem], depth: int) -> list[Ranking]:
         """Rankings of ``items`` at ``depth``, reranked when the pipeline has a reranker."""
@@ -69,16 +73,20 @@ class _Search:
             "corpus": self.data.corpus.fingerprint(),
             "queries": stable_hash(queries),
             "depth": depth,
+            "payload": "rankings+warnings",
         }
 
-        def compute() -> list:
+        def compute() -> dict:
             self.computed = True
             if not self.indexed:
                 self.pipeline.retriever.index(self.data.chunks)
                 self.indexed = True
-            return _rows(self.pipeline.retriever.search(queries, depth))
+            rows = _rows(self.pipeline.retriever.search(queries, depth))
+            return {"rankings": rows, "warnings": list(getattr(self.pipeline.retriever, "warnings", []))}
 
-        rankings = _pairs(self.cache.get_or_compute_json("retrieval", key, compute))
+        stored = self.cache.get_or_compute_json("retrieval", key, compute)
+        self.warnings = list(dict.fromkeys([*self.warnings, *stored["warnings"]]))
+        rankings = _pairs(stored["rankings"])
         if self.pipeline.reranker is None:
             return rankings
         rerank_key = {
@@ -133,4 +141,5 @@ def retrieval_step(cfg: DictConfig, data: PreparedData, pipeline: Pipeline, cach
         doc_rankings_extended=extended,
         doc_retrieval_depth_max=max([depth] + [len(deep[i]) for i in range(len(items)) if deep[i] is not rankings[i]]),
         timings=timings,
+        warnings=search.warnings,
     )

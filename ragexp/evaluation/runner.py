@@ -169,6 +169,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
         "ks": ks,
         "context_k": depth_k,
         "retrieval_from_cache": retrieved.from_cache,
+        "warnings": retrieved.warnings,
         "docs_not_indexed": data.not_indexed[:20],
         "ragexp_version": __version__,
     }

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragexp.cache import writing_cache
 from ragexp.fingerprint import canonical_json, stable_hash
 from ragexp.llm.base import LLMCallError, LLMResponse
 
@@ -73,17 +74,18 @@ class CallCache:
 
     def put(self, parts: dict[str, Any], response: LLMResponse) -> None:
         path = self.path_for(parts)
-        path.parent.mkdir(parents=True, exist_ok=True)
         stored = {name: getattr(response, name) for name in (*_RESPONSE_FIELDS, *_OPTIONAL_FIELDS)}
         payload = canonical_json({"key": parts, "response": stored})
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(payload)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        with writing_cache(self.root):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(handle, "w", encoding="utf-8") as out:
+                    out.write(payload)
+                os.replace(temporary, path)
+            except BaseException:
+                Path(temporary).unlink(missing_ok=True)
+                raise
 
 
 def cached_call(

@@ -18,6 +18,7 @@ from typing import Any
 from ragexp.errors import RagexpInputError
 from ragexp.llm.base import ChatModel
 from ragexp.llm.call_cache import CallCache
+from ragexp.secret_screen import check_env_var_name
 
 _LOCAL_KEYS = {"backend", "model", "gguf_file", "device", "dtype", "quantization", "threads", "batch_size", "cache_dir"}
 _OPENAI_KEYS = {"backend", "base_url", "model", "api_key_env", "timeout_s", "max_retries", "backoff_base_s", "backoff_max_s"}
@@ -33,6 +34,8 @@ def build_chat_model(spec: Mapping[str, Any], cache: CallCache | None = None) ->
         raise RagexpInputError(
             "never put an API key in a config; export it and name the variable with api_key_env", field="api_key"
         )
+    if "api_key_env" in spec:
+        check_env_var_name(spec["api_key_env"], "api_key_env")
     backend = spec.get("backend") or ("openai" if "base_url" in spec else "local")
     allowed = {"local": _LOCAL_KEYS, "openai": _OPENAI_KEYS}.get(backend)
     if allowed is None:

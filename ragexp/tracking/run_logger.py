@@ -34,6 +34,8 @@ from ragexp.tracking import store
 from ragexp.tracking.sweep import terminal_status
 
 TABLE_DEPTH = 10
+TAG_WARNINGS = "ragexp.warnings"  # what the run warned about (also in ragexp_results.json, meta.warnings)
+TAG_LIMIT = 5000
 TAG_JUDGE_WARNING = "ragexp.judge_warning"
 
 
@@ -188,6 +190,7 @@ def _log_run(
         store.TAG_CODE_VERSION: store.code_version(),
         store.TAG_VERSION: results.meta["ragexp_version"],
         "ragexp.dataset": str(cfg.dataset.get("name", "")),
+        **({TAG_WARNINGS: " | ".join(results.meta["warnings"])[:TAG_LIMIT]} if results.meta.get("warnings") else {}),
         **store.package_versions(),
         **extra_tags,
     }

@@ -8,7 +8,9 @@ run (``ragexp.*``) are what ``reproduce``, ``compare``, resumable sweeps and the
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -23,6 +25,7 @@ from mlflow.tracking import MlflowClient
 
 from ragexp import __version__
 from ragexp.errors import RagexpInputError
+from ragexp.secret_screen import WHERE_URL_CREDENTIALS_GO, secret_kind
 
 TAG_CONFIG_HASH = "ragexp.config_hash"
 TAG_CORPUS_FP = "ragexp.corpus_fingerprint"
@@ -58,21 +61,117 @@ def _http_limits(timeout_s: float) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def connect(uri: str, timeout_s: float = 10.0) -> MlflowClient:
-    """Point MLflow at ``uri`` and prove the store answers, or fail fast naming the URI.
+def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> MlflowClient:
+    """Point MLflow at ``uri`` and prove the store answers, or fail with one line naming the URI.
 
-    A new sqlite store is created (schema migrated) here, once, before any sweep job starts:
-    two workers migrating a fresh sqlite file at once lose runs.
+    The URI is checked first (:func:`check_tracking_uri`). A new sqlite store is created and
+    migrated under an exclusive lock on ``<file>.lock`` beside it, so processes that first touch a
+    new store at the same moment create it once and all see the whole schema (without the lock,
+    two migrations race: ``table experiments already exists``). ``create=False`` (commands that
+    only read: compare, export, gate, reproduce, ui) refuses a sqlite file that does not exist
+    instead of creating an empty store.
     """
-    mlflow.set_tracking_uri(uri)
-    client = MlflowClient(tracking_uri=uri)
+    database = check_tracking_uri(uri)
+    if database is not None and not create and not database.is_file():
+        raise RagexpInputError(
+            f"no MLflow store at {database} (from {uri}); check the path, or run `ragexp run` first to create one",
+            field="tracking.uri",
+        )
     try:
-        with _http_limits(timeout_s):
-            client.search_experiments(max_results=1)
+        with _creation_lock(database):
+            mlflow.set_tracking_uri(uri)
+            client = MlflowClient(tracking_uri=uri)
+            with _http_limits(timeout_s):
+                client.search_experiments(max_results=1)
+    except RagexpInputError:
+        raise
     except Exception as err:  # any transport or store error means "unreachable"
         reason = str(err).splitlines()[0][:300] if str(err) else type(err).__name__
         raise RagexpInputError(f"cannot reach the MLflow tracking store at {uri}: {reason}", field="tracking.uri") from None
     return client
+
+
+FILE_STORE_HELP = "use sqlite:///PATH/mlflow.db or an MLflow server (http://HOST:PORT)"
+_DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
+
+
+def check_tracking_uri(uri: str) -> Path | None:
+    """Refuse, in one line naming the URI, what MLflow would fail on with a traceback; returns
+    the sqlite file of a ``sqlite:///`` URI (``None`` for other stores and in-memory sqlite).
+
+    - MLflow's file store (a plain path or a ``file:`` URI) is in maintenance mode: refused.
+    - credentials in the URI (``scheme://user:pass@host``) would be logged with the config: refused.
+    - a database URI whose driver is not installed (``postgresql://`` without psycopg): named.
+    - a sqlite file that cannot be created (its folder is a file, or not writable): named.
+    """
+    scheme = uri.split(":", 1)[0].lower() if re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:", uri) else ""
+    if scheme in ("", "file"):  # a path or file:...
+        raise RagexpInputError(
+            f"{uri!r} is MLflow's file store, which ragexp does not use (it is in maintenance mode); {FILE_STORE_HELP}",
+            field="tracking.uri",
+        )
+    if kind := secret_kind(uri):
+        raise RagexpInputError(f"the URI contains {kind} (not shown); {WHERE_URL_CREDENTIALS_GO}", field="tracking.uri")
+    if scheme.split("+", 1)[0] not in _DATABASE_SCHEMES:
+        return None
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(uri)
+        url.get_dialect().import_dbapi()
+    except ImportError as err:
+        raise RagexpInputError(
+            f"the database driver for {uri} is not installed ({err}); install it (e.g. pip install psycopg2-binary "
+            "for PostgreSQL, pymysql for MySQL) or use sqlite:///mlflow.db",
+            field="tracking.uri",
+        ) from None
+    except Exception as err:  # noqa: BLE001 - SQLAlchemy raises several types for a malformed URL
+        raise RagexpInputError(f"not a valid database URI {uri!r}: {err}", field="tracking.uri") from None
+    if scheme != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    database = Path(url.database)
+    _check_creatable(database, uri)
+    return database
+
+
+def _check_creatable(database: Path, uri: str) -> None:
+    if database.is_dir():
+        raise RagexpInputError(f"{database} (from {uri}) is a folder, not a sqlite file; name a file such as "
+                               f"{database / 'mlflow.db'}", field="tracking.uri")
+    if database.exists():
+        return
+    ancestor = database.absolute().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise RagexpInputError(f"cannot create the sqlite store {database} (from {uri}): {ancestor} is a file, not a "
+                               "folder; put the store in a writable folder", field="tracking.uri")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise RagexpInputError(f"cannot create the sqlite store {database} (from {uri}): {ancestor} is not writable; "
+                               "put the store in a writable folder", field="tracking.uri")
+
+
+@contextlib.contextmanager
+def _creation_lock(database: Path | None) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``<database>.lock`` (created beside it); no lock for a
+    store that is not a sqlite file, or an existing one whose folder is read-only."""
+    if database is None:
+        yield
+        return
+    lock_path = database.with_name(database.name + ".lock")
+    try:
+        database.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a")  # noqa: SIM115 - closed below
+    except OSError as err:
+        if not database.is_file():
+            raise RagexpInputError(f"cannot create the sqlite store {database}: {err.strerror}", field="tracking.uri") from None
+        yield  # an existing store in a read-only folder: nothing will be created
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        handle.close()  # closing releases the lock
 
 
 def ensure_experiment(client: MlflowClient, name: str) -> str:

@@ -7,23 +7,30 @@ and hands its id to every job inside the job's own config (``hydra.job.env_set.R
 which every launcher ships to its workers, on this machine or another; a job also sees it as that
 environment variable). When the sweep ends, the launching process closes the parent FINISHED when
 every child finished, else FAILED, with the child count as metrics; an interrupted sweep's parent
-is closed KILLED by ``ragexp run`` (:func:`close_open_parent`).
+is closed KILLED by ``ragexp run`` (:func:`close_open_parent`); a parent whose process died
+without closing it (SIGKILL) is closed KILLED when the same sweep is launched again
+(:func:`close_stale_parents`).
 """
 
 from __future__ import annotations
 
 import logging
+import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from mlflow.entities import RunStatus
+from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, open_dict, read_write
 
 from ragexp import __version__
+from ragexp.fingerprint import stable_hash
 from ragexp.tracking import store
 
 PARENT_ENV = "RAGEXP_PARENT_RUN"
@@ -35,12 +42,14 @@ class MlflowSweepCallback(Callback):
         client = store.connect(config.tracking.uri, config.tracking.connect_timeout_s)
         experiment_id = store.ensure_experiment(client, config.tracking.experiment)
         sweep_dir = Path(config.hydra.sweep.dir)
+        overrides = list(config.hydra.overrides.task)
+        key = sweep_key(overrides)
+        close_stale_parents(client, experiment_id, key)
         run = client.create_run(
             experiment_id,
             run_name=f"sweep {sweep_dir.name}",
-            tags={store.TAG_KIND: "sweep", store.TAG_VERSION: __version__},
+            tags={store.TAG_KIND: "sweep", store.TAG_VERSION: __version__, **launcher_tags(key)},
         )
-        overrides = list(config.hydra.overrides.task)
         store.log_batched(client, run.info.run_id, params={"sweep.overrides": " ".join(overrides) or "(none)"})
         # Launchers compose each job's config from hydra.overrides.hydra plus the job's overrides, so
         # this override reaches every job, also where the sweep dir is not at the same path as here
@@ -92,6 +101,52 @@ def close_open_parent(status: str | None = None) -> str | None:
         return None
     _close_parent(parent, status)
     return parent.run_id
+
+
+TAG_SWEEP_KEY = "ragexp.sweep.key"
+TAG_SWEEP_HOST = "ragexp.sweep.host"
+TAG_SWEEP_PID = "ragexp.sweep.pid"
+TAG_SWEEP_PROCESS_START = "ragexp.sweep.process_start"
+
+
+def sweep_key(overrides: list[str]) -> str:
+    """What makes two launches "the same sweep": the same task overrides (in any order) in the same
+    experiment. Hydra's own overrides (``hydra.sweep.dir``, the launcher) do not count."""
+    return stable_hash(sorted(overrides))
+
+
+def launcher_tags(key: str) -> dict[str, str]:
+    """The sweep key and the launching process (host, pid, process start time) of a parent run."""
+    me = psutil.Process()
+    return {TAG_SWEEP_KEY: key, TAG_SWEEP_HOST: socket.gethostname(), TAG_SWEEP_PID: str(me.pid),
+            TAG_SWEEP_PROCESS_START: f"{me.create_time():.3f}"}
+
+
+def _launcher_alive(tags: Mapping[str, str]) -> bool:
+    """Whether the process that opened a parent still runs: a process with the recorded pid and
+    start time on this host. A parent opened on another host is taken as alive (it cannot be checked)."""
+    if tags.get(TAG_SWEEP_HOST) != socket.gethostname():
+        return True
+    try:
+        process = psutil.Process(int(tags[TAG_SWEEP_PID]))
+        return f"{process.create_time():.3f}" == tags.get(TAG_SWEEP_PROCESS_START)
+    except (KeyError, ValueError, psutil.Error):
+        return False
+
+
+def close_stale_parents(client: MlflowClient, experiment_id: str, key: str) -> list[str]:
+    """Close KILLED the RUNNING parents of the same sweep (:func:`sweep_key`) whose launching
+    process is gone (SIGKILL, a crash, a power cut: nothing closed them); returns their ids."""
+    running = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`{TAG_SWEEP_KEY}` = '{key}' and attributes.status = 'RUNNING'",
+        max_results=1000,
+    )
+    stale = [run.info.run_id for run in running if not _launcher_alive(run.data.tags)]
+    for run_id in stale:
+        client.set_terminated(run_id, status="KILLED")
+        log.warning("sweep parent run %s of the same sweep was left RUNNING by a process that is gone; closed KILLED", run_id)
+    return stale
 
 
 def current_parent_run() -> str | None:

@@ -21,8 +21,7 @@ import re
 from os import PathLike
 from pathlib import Path
 
-from tqdm import tqdm
-
+from ragexp import progress
 from ragexp.data import Corpus, Document
 from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
 from ragexp.errors import RagexpInputError
@@ -59,7 +58,7 @@ def read_jsonl_corpus(path: Path) -> list[Document]:
     documents: list[Document] = []
     first_line: dict[str, int] = {}
     lines = iter_jsonl_objects(path)
-    for line, obj in tqdm(lines, desc=f"reading {path.name}", unit=" docs", disable=None, leave=False):
+    for line, obj in progress.bar(lines, desc=f"reading {path.name}", unit=" docs", disable=None, leave=False):
         id_field = "_id" if "_id" in obj else "id"
         if id_field not in obj:
             raise RagexpInputError(

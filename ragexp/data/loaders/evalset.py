@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
@@ -43,6 +44,7 @@ from ragexp.chunking import make_chunker
 from ragexp.chunking.base import Chunker
 from ragexp.data import CHUNK_SEPARATOR, Chunk, Corpus, EvalItem, EvalSet, Evidence
 from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
+from ragexp.data.loaders.quote_hints import quote_hint
 from ragexp.errors import RagexpInputError
 
 FORMAT_VERSION = 1
@@ -267,6 +269,9 @@ class _ItemReader:
 
         if not query.strip():
             self.problem(EMPTY_QUERY, "the query is empty; write the question or remove the item", line, "query")
+        elif not visible_text(query):
+            self.problem(EMPTY_QUERY, "the query has only invisible characters (zero-width or other format characters, "
+                         "Unicode category Cf); write the question or remove the item", line, "query")
         if answerable and not evidence:
             self.problem(
                 INCONSISTENT_ITEM,
@@ -340,7 +345,7 @@ class _ItemReader:
         positions = _occurrences(text, quote)
         shown = _shorten(quote)
         if not positions:
-            hint = " (it does occur ignoring case)" if quote.casefold() in text.casefold() else ""
+            hint = quote_hint(text, quote)
             self.problem(
                 UNRESOLVED_GOLD,
                 f"quote {shown} not found in document {doc_id!r}{hint}; the document may have changed since the "
@@ -495,6 +500,12 @@ class _Fields:
             if not isinstance(value, element):
                 self.fail(f"{name}[{i}]", f"must be {_article(element)}, got {_type_name(value)} {_shorten(value)}")
         return values
+
+
+def visible_text(text: str) -> str:
+    """``text`` without whitespace and format characters (Unicode category Cf: zero-width space,
+    joiners, BOM, direction marks), which a tokenizer or an encoder sees as nothing."""
+    return "".join(ch for ch in text if not ch.isspace() and unicodedata.category(ch) != "Cf")
 
 
 def _occurrences(text: str, quote: str) -> list[int]:

@@ -26,8 +26,25 @@ def read_text(path: Path) -> str:
         ) from None
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """``object_pairs_hook`` refusing a key twice in one object (``json`` would keep the last silently)."""
+    obj: dict = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey(key)
+        obj[key] = value
+    return obj
+
+
 def iter_jsonl_objects(path: Path) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line_number, object)`` for every non-blank line; each line must be a JSON object.
+    """Yield ``(line_number, object)`` for every non-blank line; each line must be a JSON object
+    with no key twice in any of its objects (nested ones included).
 
     Lines are split on ``\n`` only: JSON strings may legally hold raw U+2028 and similar characters
     that :meth:`str.splitlines` would treat as line breaks.
@@ -36,7 +53,14 @@ def iter_jsonl_objects(path: Path) -> Iterator[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_unique_keys)
+        except _DuplicateKey as err:
+            raise RagexpInputError(
+                "the key appears twice in one JSON object (JSON would silently keep the last); keep one",
+                file=path,
+                line=line_number,
+                field=err.key,
+            ) from None
         except json.JSONDecodeError as err:
             raise RagexpInputError(
                 f"malformed JSON at column {err.colno}: {err.msg}; each line must be one complete JSON object",

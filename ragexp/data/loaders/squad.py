@@ -27,8 +27,7 @@ import json
 from os import PathLike
 from pathlib import Path
 
-from tqdm import tqdm
-
+from ragexp import progress
 from ragexp.data import Corpus, Document, EvalItem, EvalSet, Evidence
 from ragexp.data.loaders.jsonl import read_text
 from ragexp.errors import RagexpInputError
@@ -55,7 +54,7 @@ def load_squad(path: str | PathLike[str], evidence: str = "answer") -> tuple[Cor
     documents: list[Document] = []
     items: list[EvalItem] = []
     for a, article in enumerate(
-        tqdm(articles, desc=f"reading {file.name}", unit=" articles", disable=None, leave=False)
+        progress.bar(articles, desc=f"reading {file.name}", unit=" articles", disable=None, leave=False)
     ):
         where = f"data[{a}]"
         title = _require(article, "title", str, file, where)

@@ -1,0 +1,44 @@
+"""Whether progress bars are drawn: ``progress=false`` turns off every bar of a run.
+
+tqdm reads ``TQDM_DISABLE`` only when it is first imported, long before a run's config is known,
+so the pipelines ask here instead: :func:`bar` wraps tqdm, :func:`enabled` is what they pass to
+libraries that draw their own bars (sentence-transformers' ``show_progress_bar``), and
+:func:`set_enabled` also switches off the bars of Hugging Face downloads and model loading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from tqdm import tqdm
+
+T = TypeVar("T")
+_enabled = True
+
+
+def set_enabled(flag: bool) -> None:
+    global _enabled
+    _enabled = bool(flag)
+    try:
+        from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+
+        (enable_progress_bars if _enabled else disable_progress_bars)()
+    except ImportError:
+        pass
+    try:
+        from transformers.utils import logging as hf_logging
+
+        (hf_logging.enable_progress_bar if _enabled else hf_logging.disable_progress_bar)()
+    except ImportError:
+        pass
+
+
+def enabled() -> bool:
+    return _enabled
+
+
+def bar(iterable: Iterable[T], *, disable: bool | None = False, **options: Any) -> Iterable[T]:
+    """``tqdm(iterable, disable=disable, **options)`` while bars are enabled, else no bar
+    (``disable=None`` is tqdm's "only on a terminal")."""
+    return tqdm(iterable, disable=True if not _enabled else disable, **options)

@@ -1,0 +1,383 @@
+"""Bad input through the real ``ragexp`` CLI: the cases, how one is run, and the table of them.
+
+Each :class:`CliCase` builds its input under ``<dir>/in`` and returns the ``ragexp`` arguments;
+:func:`run_case` runs them in a subprocess with ``<dir>`` as working directory. The test
+(``tests/test_bad_input_suite.py``) asserts one error line, exit code 2, the expected parts of the
+line, that nothing was written, and that a case's secret is nowhere in the output or in any file
+written below ``<dir>``. ``docs/bad-input.md`` is :func:`render_table` of these same runs
+(regenerate: ``python -m tests.bad_input_table > docs/bad-input.md``; a test fails when it differs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
+DOC_TEXT = "Failed deliveries are retried with exponential backoff for 24 hours.\n"
+GOOD_ITEM = {"id": "q1", "query": "How long are deliveries retried?", "evidence": [{"doc_id": "webhooks", "quote": "24 hours"}]}
+#: A fake key in the shape of a real one; it must never be printed or written.
+SECRET = "sk-ragexp-TEST-5f0c2a9e41b7d3c8e6a1"
+# MLflow logs two INFO lines while it creates a fresh sqlite store; they are not ragexp's message.
+MLFLOW_LOG_LINE = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d INFO mlflow\.")
+
+
+def write_evalset(path: Path, *items: dict | str) -> Path:
+    """A JSONL eval set: ``GOOD_ITEM`` on line 1, then ``items`` (objects or raw lines)."""
+    lines = [json.dumps(GOOD_ITEM), *(item if isinstance(item, str) else json.dumps(item) for item in items)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def item(**fields) -> dict:
+    """A valid second item with ``fields`` replaced (``None`` removes a field)."""
+    base = {"id": "q2", "query": "How long may a delivery take?", "evidence": [{"doc_id": "webhooks", "start": 0, "end": 17}]}
+    return {key: value for key, value in (base | fields).items() if value is not None}
+
+
+@dataclass
+class Case:
+    """What a case's ``make`` gets: the working directory, the inputs folder (a one-document
+    corpus ``in/corpus`` is written), and an exit stack for clean-ups (an unmount)."""
+
+    dir: Path
+    stack: contextlib.ExitStack
+    env: dict[str, str] = field(default_factory=dict)
+    command: list[str] = field(default_factory=lambda: [sys.executable, "-m", "ragexp.cli"])
+
+    @property
+    def inputs(self) -> Path:
+        return self.dir / "in"
+
+    @property
+    def corpus(self) -> Path:
+        return self.inputs / "corpus"
+
+    def evalset(self, *items: dict | str) -> Path:
+        return write_evalset(self.inputs / "evalset.jsonl", *items)
+
+    def run(self, *overrides: str, evalset: Path | None = None, corpus: Path | None = None) -> list[str]:
+        """``ragexp run`` on the case's data and a sqlite store in the working directory."""
+        evalset = evalset or self.inputs / "evalset.jsonl"
+        if not evalset.exists():
+            self.evalset()
+        return [
+            "run", "dataset=evalset", f"dataset.corpus={corpus or self.corpus}", f"dataset.evalset={evalset}",
+            f"tracking.uri=sqlite:///{self.dir / 'mlflow.db'}", "tracking.experiment=bad-input", "progress=false",
+            "retrieval=bm25", "chunking=fixed", "chunking.size=120", "chunking.overlap=20", f"cache_dir={self.dir / 'cache'}",
+            *overrides,
+        ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CliCase:
+    id: str
+    what: str  # the case as the table shows it
+    make: Callable[[Case], list[str]]
+    expected: tuple[str, ...]  # parts of the one error line ("<dir>" stands for the case's folder)
+    secret: str | None = None
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    dir: Path
+
+    @property
+    def lines(self) -> list[str]:
+        """stderr without blank lines and MLflow's store-creation log lines."""
+        return [line for line in self.stderr.splitlines() if line.strip() and not MLFLOW_LOG_LINE.match(line)]
+
+    @property
+    def shown(self) -> str:
+        """The error line with the case's folder written ``<dir>`` (as the table shows it)."""
+        return (self.lines[0] if self.lines else "").replace(str(self.dir), "<dir>")
+
+
+def run_case(case: CliCase, folder: Path) -> CaseResult:
+    (folder / "in" / "corpus").mkdir(parents=True)
+    (folder / "in" / "corpus" / "webhooks.md").write_text(DOC_TEXT, encoding="utf-8")
+    with contextlib.ExitStack() as stack:
+        context = Case(folder, stack)
+        argv = case.make(context)
+        proc = subprocess.run([*context.command, *argv], cwd=folder, env={**ENV, **context.env},
+                              capture_output=True, text=True, timeout=600, check=False)
+    return CaseResult(proc.returncode, proc.stdout, proc.stderr, folder)
+
+
+# --- eval set and corpus --------------------------------------------------------------------------
+
+
+def _malformed_jsonl(c: Case) -> list[str]:
+    return c.run(evalset=c.evalset('{"id": "q2", "query": '))
+
+
+def _malformed_yaml(c: Case) -> list[str]:
+    evalset = c.inputs / "evalset.yaml"
+    evalset.write_text("items:\n  - id: q1\n    query: [How long are\n", encoding="utf-8")
+    return c.run(evalset=evalset)
+
+
+def _span_start_is_a_string(c: Case) -> list[str]:
+    return c.run(evalset=c.evalset(item(evidence=[{"doc_id": "webhooks", "start": "10", "end": 20}])))
+
+
+def _non_utf8_corpus_file(c: Case) -> list[str]:
+    (c.corpus / "legacy.txt").write_bytes("Caf\u00e9 menu\n".encode("latin-1"))
+    return c.run()
+
+
+def _empty_corpus(c: Case) -> list[str]:
+    (c.corpus / "webhooks.md").unlink()
+    return c.run()
+
+
+def _duplicate_json_key(c: Case) -> list[str]:
+    line = '{"id": "q2", "query": "How long are deliveries retried?", "query": "Ignored?", "evidence": [{"doc_id": "webhooks"}]}'
+    return c.run(evalset=c.evalset(line))
+
+
+def _duplicate_json_key_in_corpus(c: Case) -> list[str]:
+    corpus = c.inputs / "corpus.jsonl"
+    corpus.write_text('{"_id": "webhooks", "text": "Failed deliveries are retried.", "text": "Other text."}\n', "utf-8")
+    return c.run(corpus=corpus)
+
+
+def _zero_width_query(c: Case) -> list[str]:
+    return c.run(evalset=c.evalset(item(query="\u200b\u200d\ufeff")))
+
+
+def _quote_with_crlf(c: Case) -> list[str]:
+    (c.corpus / "webhooks.md").write_bytes(b"Failed deliveries are retried\r\nwith exponential backoff for 24 hours.\r\n")
+    return c.run(evalset=c.evalset(item(evidence=[{"doc_id": "webhooks", "quote": "retried\nwith exponential"}])))
+
+
+def _quote_in_nfd(c: Case) -> list[str]:
+    text = DOC_TEXT + unicodedata.normalize("NFC", "Die Übermittlung wird 24 Stunden lang wiederholt.\n")
+    (c.corpus / "webhooks.md").write_text(text, encoding="utf-8")
+    quote = unicodedata.normalize("NFD", "Die Übermittlung")  # U with a combining diaeresis
+    return c.run(evalset=c.evalset(item(evidence=[{"doc_id": "webhooks", "quote": quote}])))
+
+
+def _quote_near_match(c: Case) -> list[str]:
+    return c.run(evalset=c.evalset(item(evidence=[{"doc_id": "webhooks", "quote": "retried with exponental backof"}])))
+
+
+def _overlap_not_below_size(c: Case) -> list[str]:
+    return c.run("chunking.overlap=120")
+
+
+def _unknown_model(c: Case) -> list[str]:
+    return c.run("retrieval=dense", "embedding.model=nope")
+
+
+# --- config and overrides ---------------------------------------------------------------------------
+
+
+def _typo_in_a_key(c: Case) -> list[str]:
+    return c.run("chunking.sise=256")
+
+
+def _unknown_group_option(c: Case) -> list[str]:
+    return c.run("embedding=nope")
+
+
+def _wrong_type(c: Case) -> list[str]:
+    return c.run("eval.ks=[a]")
+
+
+def _bad_override_syntax(c: Case) -> list[str]:
+    return c.run("eval.ks=[1,")
+
+
+def _target_outside_the_allow_list(c: Case) -> list[str]:
+    victim = c.inputs / "victim.txt"
+    victim.write_text("precious\n", encoding="utf-8")
+    return c.run("retrieval._target_=logging.FileHandler", f"+retrieval.filename={victim}", "+retrieval.mode=w")
+
+
+# --- secrets ----------------------------------------------------------------------------------------
+
+
+def _key_in_api_key_env(c: Case) -> list[str]:
+    return c.run("generator=openai", f"generator.model.api_key_env={SECRET}")
+
+
+def _credentials_in_base_url(c: Case) -> list[str]:
+    return c.run("generator=openai", f"generator.model.base_url=http://user:{SECRET}@127.0.0.1:9/v1")
+
+
+def _new_api_key_field(c: Case) -> list[str]:
+    return c.run("generator=openai", f"+generator.model.API_KEY={SECRET}")
+
+
+def _api_key_field_without_plus(c: Case) -> list[str]:
+    return c.run("generator=openai", f"generator.model.API_KEY={SECRET}")
+
+
+def _bearer_token_value(c: Case) -> list[str]:
+    return c.run(f"+tracking.note=Bearer {SECRET[3:]}")
+
+
+def _key_through_env_interpolation(c: Case) -> list[str]:
+    c.env["LEAKY_BASE_URL"] = f"http://user:{SECRET}@127.0.0.1:9/v1"
+    return c.run("generator=openai", "generator.model.base_url=${oc.env:LEAKY_BASE_URL}")
+
+
+def _key_in_a_config_file(c: Case) -> list[str]:
+    experiment = c.inputs / "conf" / "experiment"
+    experiment.mkdir(parents=True)
+    (experiment / "leaky.yaml").write_text(
+        f"# @package _global_\ndefaults:\n  - override /generator: openai\ngenerator:\n  model:\n    api_key_env: {SECRET}\n",
+        encoding="utf-8",
+    )
+    return ["run", "--config-dir", str(c.inputs / "conf"), *c.run("experiment=leaky")[1:]]
+
+
+# --- tracking store and cache -----------------------------------------------------------------------
+
+
+def _postgres_without_driver(c: Case) -> list[str]:
+    return c.run("tracking.uri=postgresql://ragexp@127.0.0.1:9/mlflow")
+
+
+def _sqlite_under_a_file(c: Case) -> list[str]:
+    return c.run("tracking.uri=sqlite:////etc/passwd/m.db")
+
+
+def _file_uri(c: Case) -> list[str]:
+    return c.run(f"tracking.uri=file://{c.dir / 'mlruns'}")
+
+
+def _plain_path_uri(c: Case) -> list[str]:
+    return c.run(f"tracking.uri={c.dir / 'mlruns'}")
+
+
+def _credentials_in_tracking_uri(c: Case) -> list[str]:
+    return c.run(f"tracking.uri=postgresql://ragexp:{SECRET}@127.0.0.1:9/mlflow")
+
+
+def _compare_without_a_store(c: Case) -> list[str]:
+    return ["compare", "--tracking-uri", f"sqlite:///{c.dir / 'missing.db'}"]
+
+
+SIMULATED_ENOSPC = """
+import errno, os, sys
+cache, rename = os.environ["RAGEXP_FULL_DISK_UNDER"], os.rename
+def full(src, dst, *args, **kwargs):
+    if str(dst).startswith(cache):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
+    return rename(src, dst, *args, **kwargs)
+os.rename = full
+from ragexp.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _full_disk_under_cache_dir(c: Case) -> list[str]:
+    """A 4 KiB tmpfs mounted as cache_dir when this process may mount one (root), else the same
+    ENOSPC raised by a patched ``os.rename`` for paths under cache_dir (the message is the same)."""
+    cache = c.dir / "cache"
+    cache.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(cache)], capture_output=True, check=False)
+    if mounted.returncode == 0:
+        c.stack.callback(subprocess.run, ["umount", "-l", str(cache)], check=False)
+    else:
+        c.command = [sys.executable, "-c", SIMULATED_ENOSPC]
+        c.env["RAGEXP_FULL_DISK_UNDER"] = str(cache)
+    return c.run()
+
+
+CASES = [
+    CliCase("malformed-jsonl", "eval set: a JSONL line cut off", _malformed_jsonl, ("<dir>/in/evalset.jsonl:2: ", "malformed JSON")),
+    CliCase("malformed-yaml", "eval set: malformed YAML", _malformed_yaml, ("<dir>/in/evalset.yaml:", "malformed YAML")),
+    CliCase("span-start-string", 'eval set: `"start": "10"`', _span_start_is_a_string,
+            ("<dir>/in/evalset.jsonl:2: field 'evidence[0].start': must be an integer", '"10"')),
+    CliCase("duplicate-json-key", "eval set: a key twice in one JSON line", _duplicate_json_key,
+            ("<dir>/in/evalset.jsonl:2: field 'query': the key appears twice",)),
+    CliCase("duplicate-json-key-corpus", "corpus JSONL: a key twice in one line", _duplicate_json_key_in_corpus,
+            ("<dir>/in/corpus.jsonl:1: field 'text': the key appears twice",)),
+    CliCase("zero-width-query", "eval set: a query of zero-width characters only", _zero_width_query,
+            ("<dir>/in/evalset.jsonl:2: field 'query': the query has only invisible characters",)),
+    CliCase("quote-crlf", "eval set: quote with LF, document with CRLF line ends", _quote_with_crlf,
+            ("field 'evidence[0].quote'", "the document has CRLF")),
+    CliCase("quote-nfd", "eval set: quote in NFD, document in NFC", _quote_in_nfd,
+            ("field 'evidence[0].quote'", "NFC normalisation")),
+    CliCase("quote-near-match", "eval set: quote with typos", _quote_near_match,
+            ("field 'evidence[0].quote'", "closest passage", "at offset 22, line 1")),
+    CliCase("non-utf8-corpus", "corpus: a Latin-1 file", _non_utf8_corpus_file,
+            ("<dir>/in/corpus/legacy.txt:1: ", "not valid UTF-8", "0xe9")),
+    CliCase("empty-corpus", "corpus: no documents", _empty_corpus, ("<dir>/in/corpus: ", "empty corpus")),
+    CliCase("overlap-ge-size", "`chunking.overlap=120` with size 120", _overlap_not_below_size,
+            ("field 'chunking.overlap'", "(120)")),
+    CliCase("unknown-model", "`embedding.model=nope`", _unknown_model,
+            ("field 'embedding.model'", "'nope'", "minilm", "paraphrase-minilm-l3")),
+    CliCase("typo-in-key", "`chunking.sise=256` (typo)", _typo_in_a_key,
+            ("field 'chunking.sise': unknown key; did you mean 'size'?",)),
+    CliCase("unknown-option", "`embedding=nope`", _unknown_group_option,
+            ("Could not find 'embedding/nope'", "minilm", "paraphrase_minilm_l3")),
+    CliCase("wrong-type", "`eval.ks=[a]`", _wrong_type, ("field 'eval.ks[0]'", "could not be converted to Integer")),
+    CliCase("override-syntax", "`eval.ks=[1,`", _bad_override_syntax, ("bad override syntax",)),
+    CliCase("target-not-allowed", "`retrieval._target_=logging.FileHandler` (+ filename, mode=w)",
+            _target_outside_the_allow_list,
+            ("field 'retrieval._target_'", "'logging.FileHandler' is not an allowed component", "RAGEXP_ALLOWED_TARGETS")),
+    CliCase("key-in-api-key-env", "`generator.model.api_key_env=sk-...` (the key, not its variable)", _key_in_api_key_env,
+            ("field 'generator.model.api_key_env'", "NAME of an environment variable"), SECRET),
+    CliCase("url-credentials", "`generator.model.base_url=http://user:sk-...@host/v1`", _credentials_in_base_url,
+            ("field 'generator.model.base_url'", "(not shown)"), SECRET),
+    CliCase("api-key-field", "`+generator.model.API_KEY=sk-...`", _new_api_key_field,
+            ("field 'generator.model.API_KEY'", "api_key_env"), SECRET),
+    CliCase("api-key-field-no-plus", "`generator.model.API_KEY=sk-...` (no `+`)", _api_key_field_without_plus,
+            ("field 'generator.model.API_KEY'", "api_key_env"), SECRET),
+    CliCase("bearer-token", "`+tracking.note=Bearer ...`", _bearer_token_value,
+            ("field 'tracking.note'", "a bearer token (not shown)"), SECRET[3:]),
+    CliCase("key-via-env", "`generator.model.base_url=${oc.env:LEAKY_BASE_URL}` holding `user:sk-...@`",
+            _key_through_env_interpolation, ("field 'generator.model.base_url'", "(not shown)"), SECRET),
+    CliCase("key-in-config-file", "`--config-dir DIR experiment=leaky`, the file sets `api_key_env: sk-...`",
+            _key_in_a_config_file, ("field 'generator.model.api_key_env'",), SECRET),
+    CliCase("postgres-no-driver", "`tracking.uri=postgresql://...` without its driver", _postgres_without_driver,
+            ("field 'tracking.uri'", "postgresql://ragexp@127.0.0.1:9/mlflow", "driver")),
+    CliCase("sqlite-under-a-file", "`tracking.uri=sqlite:////etc/passwd/m.db`", _sqlite_under_a_file,
+            ("field 'tracking.uri'", "cannot create the sqlite store /etc/passwd/m.db", "/etc/passwd is a file")),
+    CliCase("file-uri", "`tracking.uri=file:///...`", _file_uri, ("field 'tracking.uri'", "file store", "sqlite:///")),
+    CliCase("plain-path-uri", "`tracking.uri=/some/folder`", _plain_path_uri, ("field 'tracking.uri'", "file store")),
+    CliCase("tracking-uri-credentials", "`tracking.uri=postgresql://user:sk-...@host/db`", _credentials_in_tracking_uri,
+            ("field 'tracking.uri'", "(not shown)", "PGPASSWORD"), SECRET),
+    CliCase("compare-missing-store", "`ragexp compare --tracking-uri sqlite:///missing.db`", _compare_without_a_store,
+            ("ragexp compare: error: field 'tracking.uri': no MLflow store at <dir>/missing.db",)),
+    CliCase("disk-full", "a full disk under `cache_dir` (ENOSPC)", _full_disk_under_cache_dir,
+            ("field 'cache_dir'", "cannot write the stage cache under <dir>/cache", "errno 28")),
+]
+
+
+def render_table(results: dict[str, CaseResult]) -> str:
+    """``docs/bad-input.md``: one row per case, the message as printed, the exit code."""
+    rows = [
+        "# Bad input: what ragexp prints",
+        "",
+        "Generated from the cases of `tests/bad_input_cases.py`, each run through the real CLI in a fresh folder",
+        "(`<dir>`) by `tests/test_bad_input_suite.py`, which fails when this file differs from a fresh run.",
+        "Regenerate: `python -m tests.bad_input_table > docs/bad-input.md`. Every case prints one line, exits 2,",
+        "and leaves no MLflow run, no experiment, no `outputs/` folder and no cache entry behind; secrets are",
+        "never shown (the secret cases also check that no written byte holds the key).",
+        "",
+        "| case | message (stderr, one line) | exit |",
+        "|---|---|---|",
+    ]
+    for case in CASES:
+        result = results[case.id]
+        message = result.shown.replace("|", "\\|")
+        code = f"`` {message} ``" if "`" in message else f"`{message}`"
+        rows.append(f"| {case.what} | {code} | {result.returncode} |")
+    return "\n".join(rows) + "\n"
