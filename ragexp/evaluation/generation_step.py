@@ -1,6 +1,6 @@
 """Generation and judging for one run, scored apart from retrieval.
 
-For every eval item the generator sees the first ``context_k`` retrieved chunks; the answer is
+For every eval item the generator sees the first ``eval.context_k`` retrieved chunks; the answer is
 scored for faithfulness (claims judged against exactly that context), answer relevance (the
 judge's reconstructed question vs the query, by embedding cosine), correctness against the gold
 (SQuAD EM/F1, key-fact recall, refusals) and gets a failure class: ``retrieval_failure`` when no
@@ -121,7 +121,7 @@ def generation_step(
     with tqdm(total=len(items), desc="generate+judge", unit="q", disable=not cfg.progress) as bar:
         for start in range(0, len(items), ROUND):
             round_items, round_rows = items[start : start + ROUND], per_query[start : start + ROUND]
-            contexts = [[chunks_by_id[cid] for cid, _ in row["ranking"][: generator.context_k]] for row in round_rows]
+            contexts = [[chunks_by_id[cid] for cid, _ in row["ranking"][: cfg.eval.context_k]] for row in round_rows]
             t0 = time.perf_counter()
             round_generations = _generate_all(generator, [(item.query, ctx) for item, ctx in zip(round_items, contexts)])
             generate_s += time.perf_counter() - t0

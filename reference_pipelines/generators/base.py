@@ -1,7 +1,7 @@
 """The generator protocol: a query and the retrieved chunks in, one :class:`Generation` out.
 
-A generator sees only the first ``context_k`` chunks it is given (the runner retrieves at least
-that deep). A failed model call is recorded in :attr:`Generation.error` with an empty answer,
+The runner gives a generator the first ``eval.context_k`` retrieved chunks (the one setting of how
+many chunks reach the generator; a generator's own ``context_k`` exists for Python use only). A failed model call is recorded in :attr:`Generation.error` with an empty answer,
 never raised mid-sweep and never replaced by a made-up answer, so it is counted as a failure.
 """
 
@@ -59,8 +59,6 @@ class Generator(Protocol):
     """``params`` is everything that determines the answers (for cache keys and run params).
     A generator may also offer ``generate_batch(requests)``: :meth:`generate` for a list of
     ``(query, contexts)``, answered together."""
-
-    context_k: int
 
     @property
     def params(self) -> dict[str, Any]: ...

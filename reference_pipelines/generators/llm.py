@@ -1,7 +1,7 @@
 """Prompted generation through any :class:`~ragexp.llm.base.ChatModel`.
 
-The prompt is ``prompt_template`` with ``{context}`` replaced by the first ``context_k``
-chunks (see :func:`~ragexp.data.context.format_context`) and ``{query}`` by the
+The prompt is ``prompt_template`` with ``{context}`` replaced by the chunks it is given (the first
+``context_k`` of them when set) (see :func:`~ragexp.data.context.format_context`) and ``{query}`` by the
 question; it is sent as one user message, greedy (temperature 0), and the answer ends at the
 model's end-of-turn token, at ``max_new_tokens``, or before the first ``stop`` string (by
 default a blank line or ``Question:``, where a rambling model starts a new question-answer
@@ -51,7 +51,7 @@ class LLMGenerator:
         model: Mapping[str, Any] | ChatModel,
         prompt_template: str = GROUNDED_QA_TEMPLATE,
         max_new_tokens: int = 128,
-        context_k: int = 3,
+        context_k: int | None = None,
         prompt_version: str = "v1",
         stop: Sequence[str] = DEFAULT_STOP,
         cache: StageCache | None = None,
@@ -59,7 +59,7 @@ class LLMGenerator:
         missing = [p for p in PLACEHOLDERS if p not in prompt_template]
         if missing:
             raise RagexpInputError(f"the template lacks {' and '.join(missing)}", field="prompt_template")
-        if context_k < 1:
+        if context_k is not None and context_k < 1:
             raise RagexpInputError(f"must be >= 1, got {context_k}", field="context_k")
         if max_new_tokens < 1:
             raise RagexpInputError(f"must be >= 1, got {max_new_tokens}", field="max_new_tokens")
@@ -67,7 +67,7 @@ class LLMGenerator:
         self.template_sha256 = hashlib.sha256(prompt_template.encode("utf-8")).hexdigest()
         self.prompt_version = prompt_version
         self.max_new_tokens = int(max_new_tokens)
-        self.context_k = int(context_k)
+        self.context_k = None if context_k is None else int(context_k)
         if isinstance(stop, str) or not all(isinstance(marker, str) and marker for marker in stop):
             raise RagexpInputError(f"must be a list of non-empty strings, got {stop!r}", field="stop")
         self.stop = list(stop)
