@@ -81,7 +81,7 @@ def demo_prompts(cache_dir: Path) -> tuple[list[str], dict]:
     chunks = data.chunks_by_id
     generator = pipeline.generator
     prompts = [
-        generator.build_prompt(item.query, [chunks[cid] for cid, _ in ranking[: generator.context_k]])
+        generator.build_prompt(item.query, [chunks[cid] for cid, _ in ranking[: cfg.eval.context_k]])
         for item, ranking in zip(data.evalset.items, rankings)
     ]
     return prompts, generator_cfg
