@@ -14,6 +14,7 @@ Models are loaded on first use, from local files only (see :mod:`reference_pipel
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -81,6 +82,18 @@ class _PrefixedEncoder:
         raise NotImplementedError
 
 
+@functools.lru_cache(maxsize=4)
+def _load_sentence_transformer(path: str, device: str, max_seq_length: int | None):
+    """One loaded model per (folder, device, length) and process: the dense retriever and answer
+    relevance share the run's embedding model instead of loading it twice."""
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(path, device=device, local_files_only=True)
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
+    return model
+
+
 class SentenceTransformerEncoder(_PrefixedEncoder):
     """``max_seq_length=None`` keeps the model folder's own limit (256 for all-MiniLM-L6-v2)."""
 
@@ -92,14 +105,10 @@ class SentenceTransformerEncoder(_PrefixedEncoder):
     @property
     def model(self):
         if self._model is None:
-            from sentence_transformers import SentenceTransformer
-
             try:
-                self._model = SentenceTransformer(str(self.resolved.path), device=self.device, local_files_only=True)
+                self._model = _load_sentence_transformer(str(self.resolved.path), self.device, self.max_seq_length)
             except (OSError, ValueError) as err:
                 raise unloadable_model_error(self.resolved.name, f"{self.resolved.path} is not a sentence-transformers or Hugging Face model ({err})")
-            if self.max_seq_length is not None:
-                self._model.max_seq_length = self.max_seq_length
         return self._model
 
     def _encode(self, texts: list[str]) -> np.ndarray:

@@ -11,7 +11,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.fingerprint import stable_hash
 from ragexp.models import SHORT_NAMES, resolve_model
 from reference_pipelines.dense import DenseRetriever
-from reference_pipelines.encoders import OnnxEncoder, build_encoder
+from reference_pipelines.encoders import OnnxEncoder, build_encoder, make_encoder
 
 
 class TableEncoder:
@@ -164,3 +164,11 @@ def test_minilm_dense_retrieval_end_to_end(tmp_path) -> None:
     rankings = retriever.search(["Which pet animal is a feline?", "How is sourdough made?", "safe low-level code"], k=3)
     assert [ranking[0][0] for ranking in rankings] == ["cats#chunk_0", "bread#chunk_0", "rust#chunk_0"]
     assert retriever.encoder.identity["model"]["weights"] and cache.misses["embeddings"] == 1
+
+
+def test_encoders_of_one_model_share_the_loaded_weights() -> None:
+    """The dense retriever and answer relevance build one encoder each from the embedding node:
+    the model is loaded once per process, not once per encoder."""
+    first, second = make_encoder("minilm", max_seq_length=256), make_encoder("minilm", max_seq_length=256)
+    assert first is not second and first.model is second.model
+    assert make_encoder("minilm", max_seq_length=128).model is not first.model  # another length: its own copy

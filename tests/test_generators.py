@@ -154,3 +154,25 @@ def test_split_sentences_and_refusal_matching():
     assert is_refusal("  \"I don't know based on the provided documents.\" ")
     assert is_refusal("I don\u2019t know based on the provided documents")
     assert not is_refusal("I know: 24 hours.")
+
+
+def test_eval_context_k_is_the_one_home_of_how_many_chunks_reach_the_generator(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from ragexp.app import CONFIG_DIR
+    from ragexp.cache import StageCache
+    from ragexp.config import register_schema
+    from ragexp.evaluation.pipeline import build_pipeline
+
+    register_schema()
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        def context_k(*overrides):
+            return compose("config", overrides=list(overrides)).eval.context_k
+
+        assert context_k() == 5 and context_k("generator=openai") == 5
+        assert context_k("generator=extractive") == 3 == context_k("generator=local")  # their own default
+        assert context_k("generator=extractive", "eval.context_k=4") == 4  # the command line wins
+        cfg = compose("config", overrides=["generator=extractive", "+generator.context_k=2", f"cache_dir={tmp_path}"])
+    with pytest.raises(RagexpInputError) as caught:
+        build_pipeline(cfg, StageCache(tmp_path))
+    assert caught.value.field == "generator.context_k" and "eval.context_k=2" in caught.value.message

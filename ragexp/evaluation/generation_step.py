@@ -1,6 +1,6 @@
 """Generation and judging for one run, scored apart from retrieval.
 
-For every eval item the generator sees the first ``context_k`` retrieved chunks; the answer is
+For every eval item the generator sees the first ``eval.context_k`` retrieved chunks; the answer is
 scored for faithfulness (claims judged against exactly that context), answer relevance (the
 judge's reconstructed question vs the query, by embedding cosine), correctness against the gold
 (SQuAD EM/F1, key-fact recall, refusals) and gets a failure class: ``retrieval_failure`` when no
@@ -8,11 +8,19 @@ gold chunk reached the generator, ``generation_failure`` when it did and the ans
 wrong or unfaithful, ``ok``; ``unanswerable_ok`` / ``hallucinated`` for unanswerable items.
 Judge verdicts are cached by (judge config, query, answer, context), so a new judge never
 re-generates and a re-run never re-judges.
+
+Items go through in rounds of :data:`ROUND` questions: the round's answers are generated in one
+batch call (``generator.generate_batch`` where the generator has it), then all their claims are
+judged in one call and all their relevance questions written in one call, so local models work
+on batches instead of single prompts. Speed is reported by
+:mod:`ragexp.evaluation.generation_speed`; ``gen.threads`` is the torch thread count that local
+models set (:mod:`ragexp.llm.threads`).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,37 +29,69 @@ from omegaconf import DictConfig, OmegaConf
 from ragexp.cache import StageCache
 from ragexp.config import component_config
 from ragexp.data.context import format_context
+from ragexp.evaluation.generation_speed import speed_metrics
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
-from ragexp.judging.answer_relevance import AnswerRelevanceResult, aggregate_answer_relevance, answer_relevance
+from ragexp.judging.answer_relevance import (
+    AnswerRelevanceResult,
+    aggregate_answer_relevance,
+    answer_relevance_batch,
+)
 from ragexp.judging.correctness import correctness_metrics
-from ragexp.judging.failure import FailureClass, FailureThresholds, classify, failure_rates, gold_in_context
-from ragexp.judging.faithfulness import FaithfulnessResult, Verdict, aggregate_faithfulness, faithfulness
+from ragexp.judging.failure import (
+    FailureClass,
+    FailureThresholds,
+    classify,
+    failure_rates,
+    gold_in_context,
+)
+from ragexp.judging.faithfulness import (
+    FaithfulnessResult,
+    Verdict,
+    aggregate_faithfulness,
+    faithfulness_batch,
+)
 from ragexp.judging.judges import warn_if_self_judging
+from ragexp.llm.threads import configured_threads
 from ragexp.metrics.per_tag import per_tag_means
 
 log = logging.getLogger(__name__)
 
 GENERATION_METRICS = ("faithfulness", "answer_relevance", "exact_match", "f1", "key_fact_recall", "refused")
+ROUND = 32
+"""Questions generated, then judged, together (4 local-model batches of 8)."""
 
 
-def _judge_records(judge: Any, judge_key: dict | None, query: str, answer: str, context: str, encode, cache: StageCache) -> dict:
-    """Faithfulness and relevance records for one answer; cached only when no judge call failed
-    (a failure is counted for this run and retried by the next, never stored as a verdict)."""
-    key = {"judge": judge_key, "query": query, "answer": answer, "context": context}
-    record = cache.get_json("judge", key)
-    if record is not None:
-        return record
-    faith = faithfulness(answer, context, judge)
-    relevance = answer_relevance(query, answer, judge, encode)
-    record = {
-        "faithfulness": {"score": faith.score, "undefined_reason": faith.undefined_reason,
-                         "verdicts": [v.to_dict() for v in faith.verdicts]},
-        "relevance": {"score": relevance.score, **relevance.to_record()},
-    }
-    if not faith.judge_failures and not relevance.error:
-        cache.put_json("judge", key, record)
-    return record
+def _judge_records(
+    judge: Any, judge_key: dict | None, requests: Sequence[tuple[str, str, str]], encode, cache: StageCache
+) -> list[dict]:
+    """Faithfulness and relevance records for each ``(query, answer, context)``, the uncached
+    ones judged in one batch; a record is cached only when none of its judge calls failed (a
+    failure is counted for this run and retried by the next, never stored as a verdict)."""
+    keys = [{"judge": judge_key, "query": q, "answer": a, "context": c} for q, a, c in requests]
+    records = [cache.get_json("judge", key) for key in keys]
+    todo = [i for i, record in enumerate(records) if record is None]
+    if not todo:
+        return records
+    faiths = faithfulness_batch([(requests[i][1], requests[i][2]) for i in todo], judge)
+    relevances = answer_relevance_batch([requests[i][0] for i in todo], [requests[i][1] for i in todo], judge, encode)
+    for i, faith, relevance in zip(todo, faiths, relevances):
+        records[i] = {
+            "faithfulness": {"score": faith.score, "undefined_reason": faith.undefined_reason,
+                             "verdicts": [v.to_dict() for v in faith.verdicts]},
+            "relevance": {"score": relevance.score, **relevance.to_record()},
+        }  # fmt: skip
+        if not faith.judge_failures and not relevance.error:
+            cache.put_json("judge", keys[i], records[i])
+    return records
+
+
+def _generate_all(generator: Any, requests: list[tuple[str, list]]) -> list:
+    """``generator.generate_batch(requests)`` where it exists, else one ``generate`` per request."""
+    batch = getattr(generator, "generate_batch", None)
+    if batch is not None:
+        return batch(requests)
+    return [generator.generate(query, contexts) for query, contexts in requests]
 
 
 def _faithfulness_from(record: dict, context: str) -> FaithfulnessResult:
@@ -75,51 +115,60 @@ def generation_step(
     encode = pipeline.encoder.encode_queries if pipeline.encoder is not None else None
     thresholds = FailureThresholds(**OmegaConf.to_container(cfg.eval.failure))
     chunks_by_id = data.chunks_by_id
-    faith_results, relevance_results, classes = [], [], []
-    generation_errors = prompt_tokens = completion_tokens = 0
-    latency = 0.0
+    faith_results, relevance_results, classes, generations = [], [], [], []
+    generate_s = judge_s = 0.0
     items = data.evalset.items
-    for item, row in tqdm(list(zip(items, per_query)), desc="generate+judge", unit="q", disable=not cfg.progress):
-        contexts = [chunks_by_id[cid] for cid, _ in row["ranking"][: generator.context_k]]
-        generation = generator.generate(item.query, contexts)
-        context_text = format_context(contexts)
-        row["answer"] = generation.answer
-        prompt_tokens += generation.prompt_tokens
-        completion_tokens += generation.completion_tokens
-        latency += generation.latency_s
-        if generation.error:
-            generation_errors += 1
-            row["generation_error"] = generation.error
-        # A failed call has no answer: no correctness, judging or refusal is read into it.
-        scores = {} if generation.error else correctness_metrics(generation.answer, item.reference_answers, item.key_facts)
-        faith = None
-        if judge is not None and not generation.error:
-            record = _judge_records(judge, judge_key, item.query, generation.answer, context_text, encode, cache)
-            faith = _faithfulness_from(record["faithfulness"], context_text)
-            relevance = AnswerRelevanceResult(**record["relevance"])
-            faith_results.append(faith)
-            relevance_results.append(relevance)
-            row.update(faith.to_record())
-            if relevance.generated_question:
-                row["generated_question"] = relevance.generated_question
-            if faith.score is not None:
-                scores["faithfulness"] = faith.score
-            if relevance.score is not None:
-                scores["answer_relevance"] = relevance.score
-        context_ids = list(generation.context_ids) or [c.id for c in contexts]
-        failure = classify(
-            answerable=item.answerable,
-            refused=bool(scores.get("refused")),
-            gold_in_context=gold_in_context(context_ids, row["relevant"]),
-            f1=scores.get("f1"),
-            key_fact_recall=scores.get("key_fact_recall"),
-            faithfulness=faith.score if faith is not None else None,
-            thresholds=thresholds,
-            generation_failed=bool(generation.error),
-        )
-        classes.append(failure)
-        row["failure_class"] = failure.value
-        row["metrics"].update(scores)
+    with tqdm(total=len(items), desc="generate+judge", unit="q", disable=not cfg.progress) as bar:
+        for start in range(0, len(items), ROUND):
+            round_items, round_rows = items[start : start + ROUND], per_query[start : start + ROUND]
+            contexts = [[chunks_by_id[cid] for cid, _ in row["ranking"][: cfg.eval.context_k]] for row in round_rows]
+            t0 = time.perf_counter()
+            round_generations = _generate_all(generator, [(item.query, ctx) for item, ctx in zip(round_items, contexts)])
+            generate_s += time.perf_counter() - t0
+            generations.extend(round_generations)
+            context_texts = [format_context(ctx) for ctx in contexts]
+            judged = [i for i, g in enumerate(round_generations) if not g.error] if judge is not None else []
+            t0 = time.perf_counter()
+            records = _judge_records(
+                judge, judge_key, [(round_items[i].query, round_generations[i].answer, context_texts[i]) for i in judged],
+                encode, cache,
+            )  # fmt: skip
+            judge_s += time.perf_counter() - t0
+            record_of = dict(zip(judged, records))
+            for i, (item, row, generation) in enumerate(zip(round_items, round_rows, round_generations)):
+                row["answer"] = generation.answer
+                if generation.error:
+                    row["generation_error"] = generation.error
+                # A failed call has no answer: no correctness, judging or refusal is read into it.
+                scores = {} if generation.error else correctness_metrics(generation.answer, item.reference_answers, item.key_facts)
+                faith = None
+                if i in record_of:
+                    faith = _faithfulness_from(record_of[i]["faithfulness"], context_texts[i])
+                    relevance = AnswerRelevanceResult(**record_of[i]["relevance"])
+                    faith_results.append(faith)
+                    relevance_results.append(relevance)
+                    row.update(faith.to_record())
+                    if relevance.generated_question:
+                        row["generated_question"] = relevance.generated_question
+                    if faith.score is not None:
+                        scores["faithfulness"] = faith.score
+                    if relevance.score is not None:
+                        scores["answer_relevance"] = relevance.score
+                context_ids = list(generation.context_ids) or [c.id for c in contexts[i]]
+                failure = classify(
+                    answerable=item.answerable,
+                    refused=bool(scores.get("refused")),
+                    gold_in_context=gold_in_context(context_ids, row["relevant"]),
+                    f1=scores.get("f1"),
+                    key_fact_recall=scores.get("key_fact_recall"),
+                    faithfulness=faith.score if faith is not None else None,
+                    thresholds=thresholds,
+                    generation_failed=bool(generation.error),
+                )
+                classes.append(failure)
+                row["failure_class"] = failure.value
+                row["metrics"].update(scores)
+            bar.update(len(round_items))
 
     answerable_rows = [r for r, item in zip(per_query, items) if item.answerable]
     aggregates: dict[str, float] = {}
@@ -134,11 +183,16 @@ def generation_step(
     if judge is not None:
         aggregates.update(aggregate_faithfulness(faith_results))
         aggregates.update(aggregate_answer_relevance(relevance_results))
-    aggregates["generation_errors"] = float(generation_errors)
-    aggregates["gen.prompt_tokens"] = float(prompt_tokens)
-    aggregates["gen.completion_tokens"] = float(completion_tokens)
-    if latency > 0 and completion_tokens:
-        aggregates["gen.tokens_per_s"] = completion_tokens / latency
+    aggregates["generation_errors"] = float(sum(bool(g.error) for g in generations))
+    aggregates["gen.prompt_tokens"] = float(sum(g.prompt_tokens for g in generations))
+    aggregates["gen.completion_tokens"] = float(sum(g.completion_tokens for g in generations))
+    aggregates.update(speed_metrics(generations))
+    aggregates["gen.generate_wall_s"] = generate_s
+    if judge is not None:
+        aggregates["gen.judge_wall_s"] = judge_s
+    threads = configured_threads()
+    if threads is not None:
+        aggregates["gen.threads"] = float(threads)
     generation_metrics = {
         row["query_id"]: {k: v for k, v in row["metrics"].items() if k in GENERATION_METRICS} for row in per_query
     }

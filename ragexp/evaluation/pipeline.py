@@ -98,6 +98,11 @@ def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
     if not hasattr(retriever, "search") and hasattr(retriever, "retrieve"):
         retriever = _RetrieveAdapter(retriever)
     generator = build_component(cfg.get("generator"), "generator", cache)
+    if getattr(generator, "context_k", None) not in (None, cfg.eval.context_k):
+        raise RagexpInputError(
+            f"how many chunks reach the generator has one setting, eval.context_k (now {cfg.eval.context_k}); "
+            f"set eval.context_k={generator.context_k} instead", field="generator.context_k",
+        )
     reranker = build_component(cfg.get("reranker"), "reranker", cache)
     if generator is None:
         return Pipeline(retriever, reranker, None)

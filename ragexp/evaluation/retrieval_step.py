@@ -48,11 +48,7 @@ class Retrieved:
 
 def retrieval_depth(cfg: DictConfig, pipeline: Pipeline) -> int:
     """Retrieve once, at the largest depth any consumer needs; every smaller k is a slice."""
-    depth = max([*cfg.eval.ks, cfg.eval.retrieve_k, cfg.eval.context_k])
-    for component in (pipeline.reranker, pipeline.generator):
-        for attribute in ("top_n", "context_k"):
-            depth = max(depth, int(getattr(component, attribute, 0) or 0))
-    return depth
+    return max([*cfg.eval.ks, cfg.eval.retrieve_k, cfg.eval.context_k, int(getattr(pipeline.reranker, "top_n", 0) or 0)])
 
 
 class _Search:

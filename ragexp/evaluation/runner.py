@@ -73,11 +73,6 @@ def config_hash(cfg: DictConfig, data: PreparedData) -> str:
 CONTEXT_METRICS = ("hit_rate", "recall", "context_precision")
 
 
-def context_depth(cfg: DictConfig, generator: Any | None) -> int:
-    """How many chunks reach the generator: its ``context_k``, else ``eval.context_k``."""
-    return int(getattr(generator, "context_k", 0) or cfg.eval.context_k)
-
-
 def add_context_metrics(per_query: dict[str, dict[str, float]], aggregate: dict[str, float], depth: int) -> None:
     """Alias the metrics at the context depth as ``context_hit_rate`` etc., so runs that hand a
     different number of chunks to the generator (k=5 vs k=3) are compared and gated on one key."""
@@ -112,7 +107,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     qids = [item.id for item in items]
     run = dict(zip(qids, rankings))
     ks = sorted(set(cfg.eval.ks))
-    depth_k = context_depth(cfg, generator)
+    depth_k = int(cfg.eval.context_k)  # what the generator is (or would be) shown
     chunk_eval = evaluate_run(run, data.chunk_qrels, sorted({*ks, depth_k}))
     add_context_metrics(chunk_eval.per_query, chunk_eval.aggregate, depth_k)
     doc_eval = evaluate_run(dict(zip(qids, retrieved.doc_rankings)), data.doc_qrels, ks, prefix="doc_")

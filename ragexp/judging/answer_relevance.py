@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from ragexp.judging.correctness import is_refusal
-from ragexp.llm.base import LLMCallError
+from ragexp.llm.base import ChatModel, LLMCallError, complete_all
 
 QUESTION_PROMPT = """Here is an answer given by an assistant.
 
@@ -40,6 +40,10 @@ Encoder = Callable[[Sequence[str]], np.ndarray]
 
 
 class QuestionWriter(Protocol):
+    """A judge that writes questions. It may also offer ``generate_questions(answers)``: the
+    same for many answers at once, a failed call returned in its place as the
+    :class:`~ragexp.llm.LLMCallError`."""
+
     model_id: str
 
     def generate_question(self, answer: str) -> str | None:
@@ -69,6 +73,15 @@ def clean_generated_question(text: str) -> str:
     return ""
 
 
+def generate_questions(model: ChatModel, answers: Sequence[str], template: str = QUESTION_PROMPT) -> list[str | LLMCallError]:
+    """The question each answer responds to: ``template`` filled with the answer, greedy, at
+    most 64 tokens, stopped at a blank line, cleaned by :func:`clean_generated_question`. The
+    prompts go to the model together (:func:`~ragexp.llm.base.complete_all`)."""
+    prompts = [template.format(answer=answer) for answer in answers]
+    responses = complete_all(model, prompts, max_tokens=64, temperature=0.0, stop=["\n\n"])
+    return [r if isinstance(r, LLMCallError) else clean_generated_question(r.text) for r in responses]
+
+
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     norm = float(np.linalg.norm(a) * np.linalg.norm(b))
     return float(np.dot(a, b) / norm) if norm else 0.0
@@ -76,18 +89,49 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 def answer_relevance(query: str, answer: str, judge: QuestionWriter, encode: Encoder) -> AnswerRelevanceResult:
     """Score one answer (see the module docstring)."""
-    if is_refusal(answer):
-        return AnswerRelevanceResult(score=None, undefined_reason="no_answer")
-    try:
-        generated = judge.generate_question(answer)
-    except LLMCallError as err:
-        return AnswerRelevanceResult(score=None, undefined_reason="judge_failure", error=str(err))
-    if generated is None:
-        return AnswerRelevanceResult(score=None, undefined_reason="judge_cannot_generate")
-    if not generated.strip():
-        return AnswerRelevanceResult(score=None, undefined_reason="judge_failure", error="empty generated question")
-    vectors = np.asarray(encode([query, generated]), dtype=np.float64)
-    return AnswerRelevanceResult(score=cosine(vectors[0], vectors[1]), generated_question=generated)
+    return answer_relevance_batch([query], [answer], judge, encode)[0]
+
+
+def _questions(judge: QuestionWriter, answers: list[str]) -> list[str | None | LLMCallError]:
+    """The judge's questions for ``answers``: in one batch where it offers one."""
+    batch = getattr(judge, "generate_questions", None)
+    if batch is not None:
+        return batch(answers)
+    questions: list[str | None | LLMCallError] = []
+    for answer in answers:
+        try:
+            questions.append(judge.generate_question(answer))
+        except LLMCallError as err:
+            questions.append(err)
+    return questions
+
+
+def answer_relevance_batch(
+    queries: Sequence[str], answers: Sequence[str], judge: QuestionWriter, encode: Encoder
+) -> list[AnswerRelevanceResult]:
+    """:func:`answer_relevance` for each ``(query, answer)``: questions written in one batch,
+    queries and questions encoded in one call."""
+    results: list[AnswerRelevanceResult | None] = [
+        AnswerRelevanceResult(score=None, undefined_reason="no_answer") if is_refusal(answer) else None for answer in answers
+    ]
+    todo = [i for i, result in enumerate(results) if result is None]
+    generated: dict[int, str] = {}
+    for i, question in zip(todo, _questions(judge, [answers[i] for i in todo]) if todo else []):
+        if isinstance(question, LLMCallError):
+            results[i] = AnswerRelevanceResult(score=None, undefined_reason="judge_failure", error=str(question))
+        elif question is None:
+            results[i] = AnswerRelevanceResult(score=None, undefined_reason="judge_cannot_generate")
+        elif not question.strip():
+            results[i] = AnswerRelevanceResult(score=None, undefined_reason="judge_failure", error="empty generated question")
+        else:
+            generated[i] = question
+    if generated:
+        order = sorted(generated)
+        vectors = np.asarray(encode([text for i in order for text in (queries[i], generated[i])]), dtype=np.float64)
+        for row, i in enumerate(order):
+            score = cosine(vectors[2 * row], vectors[2 * row + 1])
+            results[i] = AnswerRelevanceResult(score=score, generated_question=generated[i])
+    return results
 
 
 def aggregate_answer_relevance(results: Iterable[AnswerRelevanceResult]) -> dict[str, float]:

@@ -62,7 +62,8 @@ class ClaimJudge(Protocol):
         """The claims of ``answer`` (``[]`` for an empty answer)."""
 
     def judge_claims(self, claims: Sequence[str], context: str) -> list[Verdict]:
-        """One verdict per claim, in order, judged against ``context`` alone."""
+        """One verdict per claim, in order, judged against ``context`` alone. A judge may also
+        offer ``judge_claims_batch(items)``: the same for many ``(claims, context)`` at once."""
 
 
 @dataclass
@@ -104,9 +105,21 @@ class FaithfulnessResult:
 
 def faithfulness(answer: str, context: str, judge: ClaimJudge) -> FaithfulnessResult:
     """Split ``answer`` into claims and judge each against ``context`` (the generator's context)."""
-    claims = [] if is_refusal(answer) else judge.split_claims(answer)
-    verdicts = judge.judge_claims(claims, context) if claims else []
-    return score_verdicts(verdicts, context)
+    return faithfulness_batch([(answer, context)], judge)[0]
+
+
+def faithfulness_batch(items: Sequence[tuple[str, str]], judge: ClaimJudge) -> list[FaithfulnessResult]:
+    """:func:`faithfulness` for each ``(answer, context)``; the claims of all answers go to the
+    judge in one ``judge_claims_batch`` call where the judge has one."""
+    claims = [[] if is_refusal(answer) else judge.split_claims(answer) for answer, _ in items]
+    todo = [i for i, answer_claims in enumerate(claims) if answer_claims]
+    batch = getattr(judge, "judge_claims_batch", None)
+    if batch is not None:
+        judged = batch([(claims[i], items[i][1]) for i in todo]) if todo else []
+    else:
+        judged = [judge.judge_claims(claims[i], items[i][1]) for i in todo]
+    verdicts: dict[int, list[Verdict]] = dict(zip(todo, judged))
+    return [score_verdicts(verdicts.get(i, []), context) for i, (_, context) in enumerate(items)]
 
 
 def score_verdicts(verdicts: Sequence[Verdict], context: str = "") -> FaithfulnessResult:

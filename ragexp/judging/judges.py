@@ -32,17 +32,33 @@ import math
 import re
 import string
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import Stemmer
 
 from ragexp.errors import RagexpInputError
-from ragexp.judging.answer_relevance import QUESTION_PROMPT, clean_generated_question
-from ragexp.judging.claims import ClaimSplitter, SentenceClaimSplitter, make_claim_splitter, split_sentences
+from ragexp.judging.answer_relevance import QUESTION_PROMPT, generate_questions
+from ragexp.judging.claims import (
+    ClaimSplitter,
+    SentenceClaimSplitter,
+    make_claim_splitter,
+    split_sentences,
+)
 from ragexp.judging.faithfulness import FAITHFULNESS_PROMPT, Verdict
-from ragexp.judging.judge_calibration import JudgeCalibration, choose_threshold, load_calibration
-from ragexp.llm.base import ChatModel, LLMCallError, ScoringModel, as_messages
+from ragexp.judging.judge_calibration import (
+    JudgeCalibration,
+    choose_threshold,
+    load_calibration,
+)
+from ragexp.llm.base import (
+    ChatModel,
+    LLMCallError,
+    LLMResponse,
+    ScoringModel,
+    as_messages,
+    complete_all,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -108,33 +124,42 @@ class LLMJudge:
         return self.claim_splitter.split(answer)
 
     def judge_claims(self, claims: Sequence[str], context: str) -> list[Verdict]:
-        return [self._judge(claim, context) for claim in claims]
+        return self.judge_claims_batch([(claims, context)])[0]
 
-    def _judge(self, claim: str, context: str) -> Verdict:
-        prompt = self.template.format(context=context, claim=claim)
-        try:
-            response = self.chat_model.complete(prompt, max_tokens=self.max_tokens, temperature=0.0)
-        except LLMCallError as err:
-            return Verdict(claim, None, None, "", error=str(err))
+    def judge_claims_batch(self, items: Sequence[tuple[Sequence[str], str]]) -> list[list[Verdict]]:
+        """:meth:`judge_claims` for several ``(claims, context)`` items; all prompts go to the
+        chat model together (:func:`~ragexp.llm.base.complete_all`)."""
+        flat = [(claim, context) for claims, context in items for claim in claims]
+        prompts = [self.template.format(context=context, claim=claim) for claim, context in flat]
+        responses = complete_all(self.chat_model, prompts, max_tokens=self.max_tokens, temperature=0.0)
+        verdicts = [self._verdict(claim, response) for (claim, _), response in zip(flat, responses)]
+        out, at = [], 0
+        for claims, _ in items:
+            out.append(verdicts[at : at + len(claims)])
+            at += len(claims)
+        return out
+
+    @staticmethod
+    def _verdict(claim: str, response: LLMResponse | LLMCallError) -> Verdict:
+        if isinstance(response, LLMCallError):
+            return Verdict(claim, None, None, "", error=str(response))
         supported = parse_yes_no(response.text)
         if supported is None:
             return Verdict(claim, None, None, response.text, error="verdict is neither yes nor no")
         return Verdict(claim, supported, float(supported), response.text)
 
     def generate_question(self, answer: str) -> str:
-        prompt = self.question_template.format(answer=answer)
-        response = self.chat_model.complete(prompt, max_tokens=64, temperature=0.0, stop=["\n\n"])
-        return clean_generated_question(response.text)
+        (question,) = self.generate_questions([answer])
+        if isinstance(question, LLMCallError):
+            raise question
+        return question
+
+    def generate_questions(self, answers: Sequence[str]) -> list[str | LLMCallError]:
+        return generate_questions(self.chat_model, answers, self.question_template)
 
 
 _STOPWORDS = frozenset(
-    """a about above after again all also am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers him his how i if in into is it its itself just me more
-    most my no nor not of off on once only or other our out over own same she should so some such
-    than that the their them then there these they this those through to too under until up very
-    was we were what when where which while who whom why will with would you your yours
-    s t don doesn didn isn aren wasn weren cannot""".split()
+    ["a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "s", "t", "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "cannot"]
 )
 
 
@@ -327,11 +352,23 @@ class LocalLikelihoodJudge:
         return self.claim_splitter.split(answer)
 
     def judge_claims(self, claims: Sequence[str], context: str) -> list[Verdict]:
+        return self.judge_claims_batch([(claims, context)])[0]
+
+    def judge_claims_batch(self, items: Sequence[tuple[Sequence[str], str]]) -> list[list[Verdict]]:
+        """:meth:`judge_claims` for several ``(claims, context)`` items, scored in one model call
+        (each context encoded once for all its claims, the bare ``Claim:`` prefix once for all).
+        If that call fails, each item is scored alone, so a failure stays with its own item."""
         try:
-            scores = self.scores(claims, context)
+            batched = self.scores_batch(items)
         except LLMCallError as err:
-            return [Verdict(claim, None, None, "", error=str(err)) for claim in claims]
-        return [self._verdict(claim, float(score)) for claim, score in zip(claims, scores)]
+            if len(items) == 1:
+                claims = items[0][0]
+                return [[Verdict(claim, None, None, "", error=str(err)) for claim in claims]]
+            return [self.judge_claims(claims, context) for claims, context in items]
+        return [
+            [self._verdict(claim, float(score)) for claim, score in zip(claims, scores)]
+            for (claims, _), scores in zip(items, batched)
+        ]
 
     def _verdict(self, claim: str, score: float) -> Verdict:
         raw = f"{self.method}={score:.4f} threshold={self.threshold:g}"
@@ -339,19 +376,38 @@ class LocalLikelihoodJudge:
 
     def scores(self, claims: Sequence[str], context: str) -> list[float]:
         """The method's support score for each claim (see the class docstring)."""
-        if self.method == "yes_no":
-            return self.yes_no_scores(claims, context)
-        if self.method == "pmi":
-            return self.pmi_scores(claims, context)
-        if self.method == "pmi_min":
-            return self.pmi_min_scores(claims, context)
-        yes_no_scale, pmi_min_scale = self.COMBO_SCALES
-        return [
-            y / yes_no_scale + p / pmi_min_scale
-            for y, p in zip(self.yes_no_scores(claims, context), self.pmi_min_scores(claims, context))
-        ]
+        return self.scores_batch([(claims, context)])[0]
 
-    def yes_no_scores(self, claims: Sequence[str], context: str) -> list[float]:
+    def scores_batch(self, items: Sequence[tuple[Sequence[str], str]]) -> list[list[float]]:
+        """:meth:`scores` for every ``(claims, context)`` item, from one ``logprobs`` call."""
+        plans = [self._plan(self.method, list(claims), context) for claims, context in items]
+        logprobs = self.scoring_model.logprobs([pair for pairs, _ in plans for pair in pairs])
+        out, at = [], 0
+        for pairs, combine in plans:
+            out.append(combine(logprobs[at : at + len(pairs)]))
+            at += len(pairs)
+        return out
+
+    def _plan(self, method: str, claims: list[str], context: str) -> tuple[list[tuple[str, str]], Callable]:
+        """The ``(prefix, continuation)`` pairs ``method`` needs for ``claims`` and the function
+        that turns their log-probabilities into one score per claim."""
+        if method == "yes_no":
+            return self._yes_no_plan(claims, context)
+        if method == "pmi":
+            return self._pmi_plan(claims, context)
+        if method == "pmi_min":
+            return self._pmi_min_plan(claims, context)
+        yes_no_pairs, yes_no = self._yes_no_plan(claims, context)
+        pmi_min_pairs, pmi_min = self._pmi_min_plan(claims, context)
+        yes_no_scale, pmi_min_scale = self.COMBO_SCALES
+
+        def combo(logprobs: list[float]) -> list[float]:
+            first, second = yes_no(logprobs[: len(yes_no_pairs)]), pmi_min(logprobs[len(yes_no_pairs) :])
+            return [y / yes_no_scale + p / pmi_min_scale for y, p in zip(first, second)]
+
+        return yes_no_pairs + pmi_min_pairs, combo
+
+    def _yes_no_plan(self, claims: list[str], context: str) -> tuple[list[tuple[str, str]], Callable]:
         render = getattr(self.scoring_model, "render", None)
         words = ("yes", "Yes", "no", "No")
         pairs = []
@@ -361,27 +417,25 @@ class LocalLikelihoodJudge:
                 pairs.extend((render(as_messages(prompt)), word) for word in words)
             else:
                 pairs.extend((prompt + "\nAnswer:", " " + word) for word in words)
-        logprobs = self.scoring_model.logprobs(pairs)
-        return [
-            _logsumexp(logprobs[i : i + 2]) - _logsumexp(logprobs[i + 2 : i + 4]) for i in range(0, len(logprobs), 4)
-        ]
 
-    def pmi_scores(self, claims: Sequence[str], context: str) -> list[float]:
+        def combine(logprobs: list[float]) -> list[float]:
+            return [
+                _logsumexp(logprobs[i : i + 2]) - _logsumexp(logprobs[i + 2 : i + 4]) for i in range(0, len(logprobs), 4)
+            ]
+
+        return pairs, combine
+
+    def _pmi_plan(self, claims: list[str], context: str) -> tuple[list[tuple[str, str]], Callable]:
         with_context = CLAIM_WITH_CONTEXT.format(context=context)
-        conditioned, unconditioned = self._paired_logprobs(
-            [(with_context, " " + claim) for claim in claims], [(CLAIM_WITHOUT_CONTEXT, " " + claim) for claim in claims]
-        )
-        return [(c - u) / max(1, len(claim.split())) for claim, c, u in zip(claims, conditioned, unconditioned)]
+        pairs = [(with_context, " " + claim) for claim in claims] + [(CLAIM_WITHOUT_CONTEXT, " " + claim) for claim in claims]
 
-    def _paired_logprobs(
-        self, first: list[tuple[str, str]], second: list[tuple[str, str]]
-    ) -> tuple[list[float], list[float]]:
-        """Score two equally long pair lists in one call; long-context pairs are kept together
-        so that batches pad little."""
-        logprobs = self.scoring_model.logprobs(first + second)
-        return logprobs[: len(first)], logprobs[len(first) :]
+        def combine(logprobs: list[float]) -> list[float]:
+            conditioned, unconditioned = logprobs[: len(claims)], logprobs[len(claims) :]
+            return [(c - u) / max(1, len(claim.split())) for claim, c, u in zip(claims, conditioned, unconditioned)]
 
-    def pmi_min_scores(self, claims: Sequence[str], context: str) -> list[float]:
+        return pairs, combine
+
+    def _pmi_min_plan(self, claims: list[str], context: str) -> tuple[list[tuple[str, str]], Callable]:
         with_context = CLAIM_WITH_CONTEXT.format(context=context)
         conditioned_pairs, unconditioned_pairs, owners = [], [], []
         for index, claim in enumerate(claims):
@@ -391,15 +445,24 @@ class LocalLikelihoodJudge:
                 conditioned_pairs.append((with_context + seen, " " + word))
                 unconditioned_pairs.append((CLAIM_WITHOUT_CONTEXT + seen, " " + word))
                 owners.append(index)
-        conditioned, unconditioned = self._paired_logprobs(conditioned_pairs, unconditioned_pairs)
-        best: list[float] = [math.inf] * len(claims)
-        for index, c, u in zip(owners, conditioned, unconditioned):
-            best[index] = min(best[index], c - u)
-        return best
+
+        def combine(logprobs: list[float]) -> list[float]:
+            conditioned, unconditioned = logprobs[: len(owners)], logprobs[len(owners) :]
+            best: list[float] = [math.inf] * len(claims)
+            for index, c, u in zip(owners, conditioned, unconditioned):
+                best[index] = min(best[index], c - u)
+            return best
+
+        return conditioned_pairs + unconditioned_pairs, combine
 
     def generate_question(self, answer: str) -> str | None:
+        (question,) = self.generate_questions([answer])
+        if isinstance(question, LLMCallError):
+            raise question
+        return question
+
+    def generate_questions(self, answers: Sequence[str]) -> list[str | None | LLMCallError]:
+        """The question model's questions, in one batch; ``None`` each without a question model."""
         if self.question_model is None:
-            return None
-        prompt = self.question_template.format(answer=answer)
-        response = self.question_model.complete(prompt, max_tokens=64, temperature=0.0, stop=["\n\n"])
-        return clean_generated_question(response.text)
+            return [None] * len(answers)
+        return generate_questions(self.question_model, answers, self.question_template)

@@ -25,7 +25,15 @@ reports the same as ``http_4xx``)."""
 @dataclass(frozen=True, slots=True)
 class LLMResponse:
     """One completion. ``cached`` is True when it was served from a :class:`CallCache` without
-    calling the model; ``latency_s`` is then the latency of the original call."""
+    calling the model; ``latency_s`` is then the latency of the original call.
+
+    ``finish_reason``: ``eos`` (the model ended its turn), ``stop`` (a stop string; HTTP
+    endpoints say ``stop`` for either), ``length`` (``max_tokens`` reached), or ``None`` when
+    unknown. ``prefill_s`` / ``decode_s`` (local models,
+    uncached calls; 0 otherwise) split the model time into the pass over the prompt, which also
+    yields the first new token, and the passes that make the other ``completion_tokens - 1``.
+    A call answered in a batch carries its share of the batch's time: prefill in proportion to
+    its prompt tokens, decode to its decode tokens, so sums over calls are wall times."""
 
     text: str
     prompt_tokens: int
@@ -33,6 +41,9 @@ class LLMResponse:
     cached: bool
     model: str
     latency_s: float
+    finish_reason: str | None = None
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -68,6 +79,30 @@ class ChatModel(Protocol):
         stop: list[str] | None = None,
     ) -> LLMResponse:
         """Complete ``prompt``; raise :class:`LLMCallError` when the call fails."""
+
+
+def complete_all(
+    model: ChatModel,
+    prompts: Sequence[Prompt],
+    *,
+    max_tokens: int = 256,
+    temperature: float = 0.0,
+    stop: list[str] | None = None,
+) -> list[LLMResponse | LLMCallError]:
+    """Complete every prompt: in batches through ``model.complete_batch`` when the model has
+    one (local models), else one :meth:`ChatModel.complete` call per prompt (HTTP endpoints).
+    A failed call is returned in its place as the :class:`LLMCallError`, never raised, so one
+    bad prompt does not fail the others."""
+    complete_batch = getattr(model, "complete_batch", None)
+    if complete_batch is not None:
+        return complete_batch(prompts, max_tokens=max_tokens, temperature=temperature, stop=stop)
+    results: list[LLMResponse | LLMCallError] = []
+    for prompt in prompts:
+        try:
+            results.append(model.complete(prompt, max_tokens=max_tokens, temperature=temperature, stop=stop))
+        except LLMCallError as err:
+            results.append(err)
+    return results
 
 
 @runtime_checkable

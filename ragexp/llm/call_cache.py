@@ -16,15 +16,16 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ragexp.cache import writing_cache
 from ragexp.fingerprint import canonical_json, stable_hash
-from ragexp.llm.base import LLMResponse
+from ragexp.llm.base import LLMCallError, LLMResponse
 
 _RESPONSE_FIELDS = ("text", "prompt_tokens", "completion_tokens", "model", "latency_s")
+_OPTIONAL_FIELDS = ("finish_reason",)  # absent from entries written before it existed
 
 
 class CallCache:
@@ -58,7 +59,9 @@ class CallCache:
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
             stored = entry["response"]
-            response = LLMResponse(cached=True, **{name: stored[name] for name in _RESPONSE_FIELDS})
+            fields = {name: stored[name] for name in _RESPONSE_FIELDS}
+            fields.update({name: stored[name] for name in _OPTIONAL_FIELDS if name in stored})
+            response = LLMResponse(cached=True, **fields)
             found = entry["key"] == json.loads(canonical_json(parts))
         except (OSError, ValueError, KeyError, TypeError):
             found = False
@@ -71,7 +74,7 @@ class CallCache:
 
     def put(self, parts: dict[str, Any], response: LLMResponse) -> None:
         path = self.path_for(parts)
-        stored = {name: getattr(response, name) for name in _RESPONSE_FIELDS}
+        stored = {name: getattr(response, name) for name in (*_RESPONSE_FIELDS, *_OPTIONAL_FIELDS)}
         payload = canonical_json({"key": parts, "response": stored})
         with writing_cache(self.root):
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,3 +106,26 @@ def cached_call(
     response = call()
     cache.put(parts, response)
     return response
+
+
+def cached_batch(
+    cache: CallCache | None,
+    model_id: str,
+    conversations: Sequence[list[dict]],
+    params: dict[str, Any],
+    call_many: Callable[[list[list[dict]]], list[LLMResponse | LLMCallError]],
+) -> list[LLMResponse | LLMCallError]:
+    """:func:`cached_call` for many conversations: the cached ones are served from ``cache``,
+    the rest go to ``call_many`` in one call (in order); its successes are stored, its
+    failures (returned as :class:`LLMCallError`) are passed on and stored nowhere."""
+    results: list[LLMResponse | LLMCallError | None] = [None] * len(conversations)
+    parts = [cache.key_parts(model_id, messages, params) for messages in conversations] if cache else []
+    if cache is not None:
+        results = [cache.get(p) for p in parts]
+    todo = [i for i, result in enumerate(results) if result is None]
+    if todo:
+        for i, response in zip(todo, call_many([conversations[i] for i in todo])):
+            results[i] = response
+            if cache is not None and isinstance(response, LLMResponse):
+                cache.put(parts[i], response)
+    return results

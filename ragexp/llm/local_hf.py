@@ -1,7 +1,9 @@
 """A local causal language model through transformers, GGUF included.
 
 :class:`LocalHFModel` is both a :class:`~ragexp.llm.base.ChatModel` (chat template applied,
-greedy decoding at temperature 0) and a :class:`~ragexp.llm.base.ScoringModel`.
+greedy decoding at temperature 0, prompts batched: :mod:`ragexp.llm.decoding`) and a
+:class:`~ragexp.llm.base.ScoringModel` (each distinct prefix encoded once:
+:mod:`ragexp.llm.prefix_scoring`). Its CPU threads are set by :mod:`ragexp.llm.threads`.
 
 GGUF files are de-quantized by transformers at load time, which is slow (1-3 minutes for
 SmolLM2-135M on two cores, most of it reading the tokenizer and metadata). The converted
@@ -16,27 +18,26 @@ import functools
 import os
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import (
-    AutoModelForCausalLM,
-    AutoTokenizer,
-    GenerationConfig,
-    PreTrainedModel,
-)
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
-from ragexp import progress
 from ragexp.cache import publish_dir
 from ragexp.errors import RagexpInputError
 from ragexp.llm.base import LLMCallError, LLMResponse, Prompt, as_messages
-from ragexp.llm.call_cache import CallCache, cached_call
+from ragexp.llm.call_cache import CallCache, cached_batch
+from ragexp.llm.decoding import decode_batch
+from ragexp.llm.prefix_scoring import score_pairs
+from ragexp.llm.threads import configure_threads
 from ragexp.models import GGUF, HF_FOLDER, ResolvedModel, resolve_model, weights_digest
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+QUANTIZATIONS = ("none", "dynamic_int8")
 MODEL_CACHE_ENV = "RAGEXP_MODEL_CACHE"
 
 
@@ -101,9 +102,27 @@ def load_weights(source: ResolvedModel, device: str, dtype: str, cache_dir: str)
     return LoadedWeights(model, tokenizer, loaded_from, time.perf_counter() - started, content_id, threading.Lock())
 
 
+@functools.lru_cache(maxsize=4)
+def quantized_weights(source: ResolvedModel, device: str, cache_dir: str) -> LoadedWeights:
+    """The float32 weights with every ``nn.Linear`` (the LM head included) replaced by torch's
+    dynamic int8 version: int8 weights, activations quantised per batch at run time."""
+    base = load_weights(source, device, "float32", cache_dir)
+    started = time.perf_counter()
+    with warnings.catch_warnings():  # torch marks eager-mode quantisation deprecated in favour of torchao
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*", category=UserWarning)
+        model = torch.ao.quantization.quantize_dynamic(base.model, {torch.nn.Linear}, dtype=torch.qint8, inplace=False)
+    seconds = base.load_seconds + time.perf_counter() - started
+    return LoadedWeights(model, base.tokenizer, base.loaded_from, seconds, base.content_id, threading.Lock())
+
+
 class LocalHFModel:
     """A transformers causal LM. ``model`` is a short name (see :mod:`ragexp.models`), a
     Hugging Face id or a local path; ``gguf_file`` picks a GGUF file inside a folder or repo.
+    ``quantization``: ``none`` or ``dynamic_int8`` (see :func:`quantized_weights`; needs
+    ``dtype: float32``). ``threads``: torch intra-op threads, an int or ``auto``
+    (:func:`ragexp.llm.threads.configure_threads`). ``batch_size``: prompts decoded together and
+    continuations scored together.
 
     ``model_id`` is ``<model>`` for folders and hub ids, ``<model>@<gguf sha256[:16]>`` for GGUF.
     """
@@ -114,28 +133,47 @@ class LocalHFModel:
         gguf_file: str | None = None,
         device: str = "cpu",
         dtype: str = "float32",
+        quantization: str = "none",
+        threads: int | str = "auto",
         cache_dir: str | os.PathLike[str] | None = None,
         cache: CallCache | None = None,
         batch_size: int = 8,
     ) -> None:
         if dtype not in DTYPES:
             raise RagexpInputError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}", field="dtype")
+        if quantization not in QUANTIZATIONS:
+            raise RagexpInputError(f"unknown quantization {quantization!r}; use one of {', '.join(QUANTIZATIONS)}", field="quantization")
+        if quantization != "none" and (dtype != "float32" or device != "cpu"):
+            raise RagexpInputError(f"{quantization} quantizes float32 weights on the CPU; set dtype: float32, device: cpu", field="quantization")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise RagexpInputError(f"must be a positive integer, got {batch_size!r}", field="batch_size")
+        self.threads = configure_threads(threads)
         source = resolve_model(model, gguf_file=gguf_file)
-        converted = Path(cache_dir) if cache_dir is not None else default_converted_dir()
-        self.weights = load_weights(source, device, dtype, str(converted.resolve()))
+        converted = str((Path(cache_dir) if cache_dir is not None else default_converted_dir()).resolve())
+        if quantization == "dynamic_int8":
+            self.weights = quantized_weights(source, device, converted)
+        else:
+            self.weights = load_weights(source, device, dtype, converted)
         self.source = source
         self.device = device
         self.dtype = dtype
+        self.quantization = quantization
         self.cache = cache
         self.batch_size = batch_size
         content = self.weights.content_id
         self.model_id = f"{model}@{content.split(':')[-1]}" if content.startswith("gguf-") else model
 
     def __repr__(self) -> str:
-        return f"LocalHFModel(model_id={self.model_id!r}, device={self.device!r}, dtype={self.dtype!r})"
+        return (
+            f"LocalHFModel(model_id={self.model_id!r}, device={self.device!r}, dtype={self.dtype!r}, "
+            f"quantization={self.quantization!r}, threads={self.threads})"
+        )
 
     def params(self) -> dict:
-        return {"backend": "local", "model_id": self.model_id, "device": self.device, "dtype": self.dtype}
+        return {
+            "backend": "local", "model_id": self.model_id, "device": self.device, "dtype": self.dtype,
+            "quantization": self.quantization, "threads": self.threads, "batch_size": self.batch_size,
+        }  # fmt: skip
 
     @property
     def load_seconds(self) -> float:
@@ -148,6 +186,17 @@ class LocalHFModel:
     @property
     def max_positions(self) -> int | None:
         return getattr(self.weights.model.config, "max_position_embeddings", None)
+
+    @property
+    def _pad_id(self) -> int:
+        tokenizer = self.weights.tokenizer
+        return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    @property
+    def _start_id(self) -> int:
+        """The token an empty text is conditioned on: BOS, else EOS."""
+        tokenizer = self.weights.tokenizer
+        return tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
 
     def render(self, messages: list[dict]) -> str:
         """The prompt text: the tokenizer's chat template with the generation prompt, or the
@@ -166,55 +215,88 @@ class LocalHFModel:
         stop: list[str] | None = None,
     ) -> LLMResponse:
         """Greedy decoding at ``temperature == 0`` (deterministic); sampling above it. The
-        answer is cut before the first ``stop`` string."""
-        messages = as_messages(prompt)
-        params = {"max_tokens": max_tokens, "temperature": temperature, "stop": stop}
-        return cached_call(
-            self.cache, self.model_id, messages, params, lambda: self._generate(messages, max_tokens, temperature, stop)
-        )
+        answer is cut before the first ``stop`` string; the chat template's end token ends it."""
+        (result,) = self.complete_batch([prompt], max_tokens=max_tokens, temperature=temperature, stop=stop)
+        if isinstance(result, LLMCallError):
+            raise result
+        return result
 
-    def _generate(self, messages: list[dict], max_tokens: int, temperature: float, stop: list[str] | None) -> LLMResponse:
-        model, tokenizer = self.weights.model, self.weights.tokenizer
-        started = time.perf_counter()
-        input_ids = tokenizer(self.render(messages), add_special_tokens=False, return_tensors="pt")["input_ids"]
+    def complete_batch(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+    ) -> list[LLMResponse | LLMCallError]:
+        """:meth:`complete` for every prompt, the uncached ones decoded ``batch_size`` at a time
+        (sorted by length, so rows pad little); a failure is returned in its prompt's place."""
+        conversations = [as_messages(prompt) for prompt in prompts]
+        params = {
+            "max_tokens": max_tokens, "temperature": temperature, "stop": stop,
+            "dtype": self.dtype, "quantization": self.quantization,
+        }  # fmt: skip
+        return cached_batch(
+            self.cache, self.model_id, conversations, params,
+            lambda todo: self._generate(todo, max_tokens, temperature, stop),
+        )  # fmt: skip
+
+    def _generate(
+        self, conversations: list[list[dict]], max_tokens: int, temperature: float, stop: list[str] | None
+    ) -> list[LLMResponse | LLMCallError]:
+        tokenizer = self.weights.tokenizer
+        encoded = [
+            tokenizer(self.render(messages), add_special_tokens=False)["input_ids"] or [self._start_id]
+            for messages in conversations
+        ]
+        results: list[LLMResponse | LLMCallError | None] = [None] * len(encoded)
         limit = self.max_positions
-        if limit is not None and input_ids.shape[1] + max_tokens > limit:
-            raise LLMCallError(
-                "input_too_long", f"prompt of {input_ids.shape[1]} tokens + {max_tokens} new exceeds {limit} positions"
-            )
-        eos = model.generation_config.eos_token_id
-        if eos is None:
-            eos = tokenizer.eos_token_id
-        config = GenerationConfig(
-            max_new_tokens=max_tokens,
-            do_sample=temperature > 0,
-            temperature=temperature if temperature > 0 else None,
-            top_p=None,
-            top_k=None,
-            eos_token_id=eos,
-            pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
-            stop_strings=list(stop) if stop else None,
-        )
-        input_ids = input_ids.to(self.device)
-        with self.weights.lock, torch.inference_mode():
-            output = model.generate(
-                input_ids=input_ids,
-                attention_mask=torch.ones_like(input_ids),
-                generation_config=config,
-                tokenizer=tokenizer,
-            )
-        new_tokens = output[0, input_ids.shape[1]:]
-        text = tokenizer.decode(new_tokens, skip_special_tokens=True)
-        for marker in stop or []:
-            text = text.split(marker, 1)[0]
-        return LLMResponse(
-            text=text,
-            prompt_tokens=int(input_ids.shape[1]),
-            completion_tokens=int(new_tokens.shape[0]),
-            cached=False,
-            model=self.model_id,
-            latency_s=time.perf_counter() - started,
-        )
+        runnable = []
+        for index, ids in enumerate(encoded):
+            if limit is not None and len(ids) + max_tokens > limit:
+                results[index] = LLMCallError(
+                    "input_too_long", f"prompt of {len(ids)} tokens + {max_tokens} new exceeds {limit} positions"
+                )
+            else:
+                runnable.append(index)
+        markers = [marker for marker in stop or [] if marker]
+
+        def stop_hit(tokens: list[int]) -> bool:
+            text = tokenizer.decode(tokens, skip_special_tokens=True)
+            return any(marker in text for marker in markers)
+
+        eos = self.weights.model.generation_config.eos_token_id
+        eos_ids = {tokenizer.eos_token_id} if eos is None else set(eos if isinstance(eos, list) else [eos])
+        order = sorted(runnable, key=lambda i: len(encoded[i]))
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            with self.weights.lock:
+                decoded = decode_batch(
+                    self.weights.model, [encoded[i] for i in batch], max_new_tokens=max_tokens, eos_ids=eos_ids,
+                    pad_id=self._pad_id, temperature=temperature, stop_hit=stop_hit if markers else None,
+                    device=self.device,
+                )  # fmt: skip
+            prompt_total = sum(len(encoded[i]) for i in batch)
+            decode_total = decoded.decode_tokens
+            for index, row in zip(batch, decoded.rows):
+                text = tokenizer.decode(row.tokens, skip_special_tokens=True)
+                for marker in markers:
+                    text = text.split(marker, 1)[0]
+                completion_tokens = len(row.tokens) + (row.finish_reason == "eos")
+                prefill_s = decoded.prefill_s * len(encoded[index]) / prompt_total
+                decode_s = decoded.decode_s * (completion_tokens - 1) / decode_total if decode_total else 0.0
+                results[index] = LLMResponse(
+                    text=text,
+                    prompt_tokens=len(encoded[index]),
+                    completion_tokens=completion_tokens,
+                    cached=False,
+                    model=self.model_id,
+                    latency_s=prefill_s + decode_s,
+                    finish_reason=row.finish_reason,
+                    prefill_s=prefill_s,
+                    decode_s=decode_s,
+                )
+        return results
 
     def logprob(self, prefix: str, continuation: str) -> float:
         return self.logprobs([(prefix, continuation)])[0]
@@ -225,21 +307,22 @@ class LocalHFModel:
         The continuation tokens are those of ``tokens(prefix + continuation)`` after the first
         ``len(tokens(prefix))``, so word boundaries tokenize as in running text. An empty prefix
         is conditioned on the BOS (or EOS) token. Prefixes too long for the model keep their end.
+        Pairs that share their conditioning tokens share one pass over them
+        (:func:`~ragexp.llm.prefix_scoring.score_pairs`).
         """
-        encoded = [self._encode_pair(prefix, continuation) for prefix, continuation in pairs]
-        scores: list[float] = []
-        batches = range(0, len(encoded), self.batch_size)
-        for start in progress.bar(batches, desc="logprobs", disable=len(batches) < 4, leave=False):
-            scores.extend(self._score_batch(encoded[start : start + self.batch_size]))
-        return scores
+        prefix_tokens: dict[str, list[int]] = {}
+        encoded = [self._encode_pair(prefix, continuation, prefix_tokens) for prefix, continuation in pairs]
+        with self.weights.lock:
+            return score_pairs(self.weights.model, encoded, pad_id=self._pad_id, batch_size=self.batch_size, device=self.device)
 
-    def _encode_pair(self, prefix: str, continuation: str) -> tuple[list[int], int]:
+    def _encode_pair(self, prefix: str, continuation: str, prefix_tokens: dict[str, list[int]]) -> tuple[list[int], int]:
         tokenizer = self.weights.tokenizer
-        context = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+        if prefix not in prefix_tokens:
+            prefix_tokens[prefix] = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+        context = prefix_tokens[prefix]
         whole = tokenizer(prefix + continuation, add_special_tokens=False)["input_ids"]
         if not context:
-            start_token = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-            context, whole = [start_token], [start_token, *whole]
+            context, whole = [self._start_id], [self._start_id, *whole]
         n_context = len(context)
         limit = self.max_positions
         if limit is not None and len(whole) > limit:
@@ -248,22 +331,3 @@ class LocalHFModel:
                 raise LLMCallError("input_too_long", f"continuation alone exceeds {limit} positions")
             whole, n_context = whole[cut:], n_context - cut
         return whole, n_context
-
-    def _score_batch(self, batch: list[tuple[list[int], int]]) -> list[float]:
-        model, tokenizer = self.weights.model, self.weights.tokenizer
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        width = max(len(ids) for ids, _ in batch)
-        input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-        attention = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, (ids, _) in enumerate(batch):
-            input_ids[row, : len(ids)] = torch.tensor(ids)
-            attention[row, : len(ids)] = 1
-        with self.weights.lock, torch.inference_mode():
-            logits = model(input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device)).logits
-        log_probs = torch.log_softmax(logits.float(), dim=-1)
-        scores = []
-        for row, (ids, n_context) in enumerate(batch):
-            targets = torch.tensor(ids[n_context:], device=log_probs.device)
-            positions = torch.arange(n_context - 1, len(ids) - 1, device=log_probs.device)
-            scores.append(float(log_probs[row, positions, targets].sum()))
-        return scores

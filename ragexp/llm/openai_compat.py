@@ -182,6 +182,7 @@ class OpenAIChatModel:
         try:
             payload = reply.json()
             text = payload["choices"][0]["message"]["content"]
+            finish_reason = payload["choices"][0].get("finish_reason")
             usage = payload.get("usage") or {}
             prompt_tokens = int(usage.get("prompt_tokens") or 0)
             completion_tokens = int(usage.get("completion_tokens") or 0)
@@ -196,4 +197,5 @@ class OpenAIChatModel:
             cached=False,
             model=str(payload.get("model") or self.model),
             latency_s=latency_s,
+            finish_reason=finish_reason if finish_reason in ("stop", "length") else None,
         )

@@ -1,7 +1,7 @@
 """The generator protocol: a query and the retrieved chunks in, one :class:`Generation` out.
 
-A generator sees only the first ``context_k`` chunks it is given (the runner retrieves at least
-that deep). A failed model call is recorded in :attr:`Generation.error` with an empty answer,
+The runner gives a generator the first ``eval.context_k`` retrieved chunks (the one setting of how
+many chunks reach the generator; a generator's own ``context_k`` exists for Python use only). A failed model call is recorded in :attr:`Generation.error` with an empty answer,
 never raised mid-sweep and never replaced by a made-up answer, so it is counted as a failure.
 """
 
@@ -25,7 +25,9 @@ def is_refusal(answer: str) -> bool:
 
 @dataclass(frozen=True)
 class Generation:
-    """One generated answer. ``context_ids`` are the chunks the generator was shown, in order."""
+    """One generated answer. ``context_ids`` are the chunks the generator was shown, in order.
+    ``finish_reason``, ``prefill_s`` and ``decode_s`` are the model call's
+    (:class:`~ragexp.llm.base.LLMResponse`)."""
 
     answer: str
     prompt: str
@@ -36,6 +38,9 @@ class Generation:
     error: str | None = None
     cached: bool = False
     context_ids: tuple[str, ...] = field(default_factory=tuple)
+    finish_reason: str | None = None
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
 
     @property
     def failed(self) -> bool:
@@ -51,9 +56,9 @@ class Generation:
 
 @runtime_checkable
 class Generator(Protocol):
-    """``params`` is everything that determines the answers (for cache keys and run params)."""
-
-    context_k: int
+    """``params`` is everything that determines the answers (for cache keys and run params).
+    A generator may also offer ``generate_batch(requests)``: :meth:`generate` for a list of
+    ``(query, contexts)``, answered together."""
 
     @property
     def params(self) -> dict[str, Any]: ...

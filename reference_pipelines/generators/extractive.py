@@ -1,6 +1,6 @@
 """An answer without a language model: the context sentences that best match the query.
 
-The first ``context_k`` chunks are split into sentences (at line breaks and after ``.``, ``!``,
+The chunks it is given (the first ``context_k`` when set) are split into sentences (at line breaks and after ``.``, ``!``,
 ``?`` followed by white space). Terms come from the BM25 tokenizer (lowercase, stopwords out,
 Snowball stems). Each sentence ``s`` is scored against the query terms ``Q`` with BM25 over the
 sentence pool (``N`` sentences, average length ``avgdl``)::
@@ -48,7 +48,7 @@ class ExtractiveGenerator:
     def __init__(
         self,
         top_sentences: int = 2,
-        context_k: int = 3,
+        context_k: int | None = None,
         min_overlap: float = 0.5,
         min_similarity: float = 0.35,
         k1: float = 1.2,
@@ -58,12 +58,12 @@ class ExtractiveGenerator:
     ) -> None:
         if top_sentences < 1:
             raise RagexpInputError(f"must be >= 1, got {top_sentences}", field="top_sentences")
-        if context_k < 1:
+        if context_k is not None and context_k < 1:
             raise RagexpInputError(f"must be >= 1, got {context_k}", field="context_k")
         if not 0.0 <= min_overlap <= 1.0:
             raise RagexpInputError(f"must be within [0, 1], got {min_overlap}", field="min_overlap")
         self.top_sentences = int(top_sentences)
-        self.context_k = int(context_k)
+        self.context_k = None if context_k is None else int(context_k)
         self.min_overlap = float(min_overlap)
         self.min_similarity = float(min_similarity)
         self.k1 = float(k1)

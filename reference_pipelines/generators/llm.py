@@ -1,8 +1,12 @@
 """Prompted generation through any :class:`~ragexp.llm.base.ChatModel`.
 
-The prompt is ``prompt_template`` with ``{context}`` replaced by the first ``context_k``
-chunks (see :func:`~ragexp.data.context.format_context`) and ``{query}`` by the
-question; it is sent as one user message, greedy (temperature 0). Model calls are cached under
+The prompt is ``prompt_template`` with ``{context}`` replaced by the chunks it is given (the first
+``context_k`` of them when set) (see :func:`~ragexp.data.context.format_context`) and ``{query}`` by the
+question; it is sent as one user message, greedy (temperature 0), and the answer ends at the
+model's end-of-turn token, at ``max_new_tokens``, or before the first ``stop`` string (by
+default a blank line or ``Question:``, where a rambling model starts a new question-answer
+pair). :meth:`LLMGenerator.generate_batch` sends many prompts at once (local models decode them
+in batches; HTTP endpoints get one request each). Model calls are cached under
 the runner's cache root (``<root>/llm_calls``), keyed by model, prompt version and template
 hash, the full prompt and the decoding settings, so a re-run makes no model calls.
 """
@@ -18,7 +22,7 @@ from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.data.context import format_context
 from ragexp.errors import RagexpInputError
-from ragexp.llm.base import ChatModel, LLMCallError
+from ragexp.llm.base import ChatModel, LLMCallError, complete_all
 from ragexp.llm.call_cache import CallCache
 from ragexp.llm.models import build_chat_model
 from reference_pipelines.generators.base import (
@@ -34,6 +38,7 @@ GROUNDED_QA_TEMPLATE = (
     "Answer:"
 )
 PLACEHOLDERS = ("{context}", "{query}")
+DEFAULT_STOP = ("\n\n", "Question:")
 
 
 class LLMGenerator:
@@ -46,14 +51,15 @@ class LLMGenerator:
         model: Mapping[str, Any] | ChatModel,
         prompt_template: str = GROUNDED_QA_TEMPLATE,
         max_new_tokens: int = 128,
-        context_k: int = 3,
+        context_k: int | None = None,
         prompt_version: str = "v1",
+        stop: Sequence[str] = DEFAULT_STOP,
         cache: StageCache | None = None,
     ) -> None:
         missing = [p for p in PLACEHOLDERS if p not in prompt_template]
         if missing:
             raise RagexpInputError(f"the template lacks {' and '.join(missing)}", field="prompt_template")
-        if context_k < 1:
+        if context_k is not None and context_k < 1:
             raise RagexpInputError(f"must be >= 1, got {context_k}", field="context_k")
         if max_new_tokens < 1:
             raise RagexpInputError(f"must be >= 1, got {max_new_tokens}", field="max_new_tokens")
@@ -61,7 +67,10 @@ class LLMGenerator:
         self.template_sha256 = hashlib.sha256(prompt_template.encode("utf-8")).hexdigest()
         self.prompt_version = prompt_version
         self.max_new_tokens = int(max_new_tokens)
-        self.context_k = int(context_k)
+        self.context_k = None if context_k is None else int(context_k)
+        if isinstance(stop, str) or not all(isinstance(marker, str) and marker for marker in stop):
+            raise RagexpInputError(f"must be a list of non-empty strings, got {stop!r}", field="stop")
+        self.stop = list(stop)
         if isinstance(model, Mapping):
             call_cache = None
             if cache is not None:
@@ -81,6 +90,7 @@ class LLMGenerator:
             "prompt_template_sha256": self.template_sha256,
             "max_new_tokens": self.max_new_tokens,
             "context_k": self.context_k,
+            "stop": self.stop,
         }
 
     def build_prompt(self, query: str, contexts: Sequence[Chunk]) -> str:
@@ -91,28 +101,39 @@ class LLMGenerator:
         )
 
     def generate(self, query: str, contexts: Sequence[Chunk]) -> Generation:
-        shown = list(contexts[: self.context_k])
-        prompt = self.build_prompt(query, shown)
-        context_ids = tuple(chunk.id for chunk in shown)
+        return self.generate_batch([(query, contexts)])[0]
+
+    def generate_batch(self, requests: Sequence[tuple[str, Sequence[Chunk]]]) -> list[Generation]:
+        """One :class:`Generation` per ``(query, contexts)``; the prompts go to the model together
+        (:func:`~ragexp.llm.base.complete_all`), a failed call is recorded in its generation."""
+        shown = [list(contexts[: self.context_k]) for _, contexts in requests]
+        prompts = [self.build_prompt(query, chunks) for (query, _), chunks in zip(requests, shown)]
         started = time.perf_counter()
-        try:
-            response = self.model.complete(prompt, max_tokens=self.max_new_tokens, temperature=0.0)
-        except LLMCallError as err:
-            return Generation(
-                answer="",
-                prompt=prompt,
-                model_id=self.model.model_id,
-                latency_s=time.perf_counter() - started,
-                error=f"{err.kind}: {err}",
-                context_ids=context_ids,
+        responses = complete_all(self.model, prompts, max_tokens=self.max_new_tokens, temperature=0.0, stop=self.stop)
+        elapsed = time.perf_counter() - started
+        generations = []
+        for prompt, chunks, response in zip(prompts, shown, responses):
+            context_ids = tuple(chunk.id for chunk in chunks)
+            if isinstance(response, LLMCallError):
+                failed = Generation(
+                    answer="", prompt=prompt, model_id=self.model.model_id, latency_s=elapsed / len(prompts),
+                    error=f"{response.kind}: {response}", context_ids=context_ids,
+                )  # fmt: skip
+                generations.append(failed)
+                continue
+            generations.append(
+                Generation(
+                    answer=response.text.strip(),
+                    prompt=prompt,
+                    model_id=self.model.model_id,
+                    prompt_tokens=response.prompt_tokens,
+                    completion_tokens=response.completion_tokens,
+                    latency_s=response.latency_s,
+                    cached=response.cached,
+                    context_ids=context_ids,
+                    finish_reason=response.finish_reason,
+                    prefill_s=response.prefill_s,
+                    decode_s=response.decode_s,
+                )
             )
-        return Generation(
-            answer=response.text.strip(),
-            prompt=prompt,
-            model_id=self.model.model_id,
-            prompt_tokens=response.prompt_tokens,
-            completion_tokens=response.completion_tokens,
-            latency_s=response.latency_s,
-            cached=response.cached,
-            context_ids=context_ids,
-        )
+        return generations

@@ -1,0 +1,95 @@
+"""The generation step batches: answers of a round come from one ``generate_batch`` call and
+claims of a round go to the judge in one ``judge_claims_batch`` call, and every per-query
+record and metric equals what one call per question gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragexp.judging.judges import LexicalJudge
+
+
+class OneByOne:
+    """A generator with ``generate`` only (a user's generator): the step must call it per item."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.context_k = inner.context_k
+        self.params = inner.params
+
+    def generate(self, query, contexts):
+        return self.inner.generate(query, contexts)
+
+
+class Batching(OneByOne):
+    def __init__(self, inner) -> None:
+        super().__init__(inner)
+        self.batches: list[int] = []
+
+    def generate_batch(self, requests):
+        self.batches.append(len(requests))
+        return [self.inner.generate(query, contexts) for query, contexts in requests]
+
+
+class BatchingJudge(LexicalJudge):
+    """The lexical judge with a batch entry point that records its batch sizes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    def judge_claims_batch(self, items):
+        self.batches.append(len(items))
+        return [self.judge_claims(claims, context) for claims, context in items]
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    from hydra import compose, initialize_config_dir
+
+    from ragexp.app import CONFIG_DIR
+    from ragexp.cache import StageCache
+    from ragexp.config import register_schema
+    from ragexp.evaluation.pipeline import build_pipeline
+    from ragexp.evaluation.prepared import prepare_data
+
+    cache_dir: Path = tmp_path_factory.mktemp("cache")
+    register_schema()
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=["retrieval=bm25", "generator=extractive", "judge=lexical",
+                                           f"cache_dir={cache_dir}", "progress=false"])  # fmt: skip
+    cache = StageCache(cache_dir)
+    return cfg, cache, build_pipeline(cfg, cache), prepare_data(cfg, cache, progress=False)
+
+
+def _execute(demo_run, generator, judge, tmp_path):
+    from ragexp.cache import StageCache
+    from ragexp.evaluation.runner import execute
+
+    cfg, _, pipeline, data = demo_run
+    pipeline.generator, pipeline.judge = generator, judge
+    fresh = StageCache(tmp_path)  # no judge records from the other run
+    return execute(cfg, cache=fresh, data=data, pipeline=pipeline, progress=False).results
+
+
+def test_rounds_of_batches_give_the_records_of_one_call_per_question(demo_run, tmp_path):
+    from ragexp.evaluation.generation_step import ROUND
+
+    _, _, pipeline, data = demo_run
+    extractive = pipeline.generator
+    batching, judge = Batching(extractive), BatchingJudge()
+    batched = _execute(demo_run, batching, judge, tmp_path / "a")
+    single = _execute(demo_run, OneByOne(extractive), LexicalJudge(), tmp_path / "b")
+
+    n = len(data.evalset.items)
+    assert n == 148 and batching.batches == [ROUND] * (n // ROUND) + [n % ROUND]
+    assert len(judge.batches) == len(batching.batches) and max(judge.batches) <= ROUND
+    keys = ("answer", "failure_class", "claims", "metrics")
+    assert [{k: r.get(k) for k in keys} for r in batched.per_query] == [{k: r.get(k) for k in keys} for r in single.per_query]
+    timing = {"gen.generate_wall_s", "gen.judge_wall_s", "gen.latency_s"}
+    assert {k: v for k, v in batched.aggregates.items() if k not in timing} == {
+        k: v for k, v in single.aggregates.items() if k not in timing
+    }
+    assert batched.aggregates["n_claims"] > 50 and batched.aggregates["gen.cached_calls"] == 0
