@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import REPO, shared_data_dir
+from benchmarks import shared_data_dir
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ from test_runner_sweep import ENV, dataset_args, job_runs
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation import targets
 from ragexp.evaluation.targets import check_targets
+from ragexp.tracking.metric_names import results_view
 
 VICTIM_TEXT = "do not truncate me\n"
 
@@ -111,7 +112,7 @@ def test_a_users_own_retriever_runs_once_allowed(tiny_dataset, tmp_path):
     assert allowed.returncode == 0, allowed.stderr[-3000:]
     _, _, (run,) = job_runs(db)
     assert run.info.status == "FINISHED" and run.data.params["retrieval._target_"] == "my_rag_search.KeywordRetriever"
-    assert run.data.metrics["hit_rate_at_10"] > 0  # it really retrieved
+    assert results_view(run.data.metrics, run.data.params)["hit_rate_at_10"] > 0  # it really retrieved
 
 
 def test_every_nested_target_is_checked_before_any_import(monkeypatch):

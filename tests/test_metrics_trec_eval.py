@@ -214,7 +214,7 @@ def test_doc_level_scores_a_document_by_its_best_chunk_and_equals_trec_eval(seed
     rng = np.random.default_rng(seed)
     documents = sorted({unit.split("#chunk_")[0] for ranking in chunk_run.values() for unit, _ in ranking})
     doc_qrels = {
-        qid: dict(zip(picked := rng.choice(documents, size=3, replace=False).tolist(), rng.integers(0, 3, size=3).tolist()))
+        qid: dict(zip(rng.choice(documents, size=3, replace=False).tolist(), rng.integers(0, 3, size=3).tolist()))
         for qid in chunk_run
     }
     doc_run = {qid: doc_level(ranking) for qid, ranking in chunk_run.items()}
