@@ -1,8 +1,8 @@
-"""FAISS batch search: as shipped vs :func:`reference_pipelines.dense.configure_faiss`.
+"""FAISS batch search: as shipped vs :func:`reference_pipelines.dense.faiss_threads`.
 
 300 queries x 50,000 unit vectors x 384 dims, ``IndexFlatIP``, k = 100. faiss 1.15 ships
 ``distance_compute_blas_threshold = 128000`` (queries per batch), so a batch never reaches the
-sgemm path; ``configure_faiss`` sets it to ``BLAS_THRESHOLD`` and the OpenMP thread count.
+sgemm path; ``faiss_threads`` sets it to ``BLAS_THRESHOLD`` and the OpenMP thread count.
 Both settings must return the same neighbours. Run: ``python -m benchmarks.bench_faiss_search``.
 """
 
@@ -16,7 +16,7 @@ import time
 import faiss
 import numpy as np
 
-from reference_pipelines.dense import BLAS_THRESHOLD, configure_faiss  # noqa: E402
+from reference_pipelines.dense import BLAS_THRESHOLD, faiss_threads
 
 
 def best_of(repeats: int, fn) -> float:
@@ -52,11 +52,11 @@ def main() -> int:
     _, expected = index.search(queries, 100)
     rows.append((f"as shipped (threshold {shipped_threshold}, {shipped_threads} threads)", baseline))
     for threads in sorted({1, os.cpu_count() or 1}):
-        configure_faiss(threads)
-        seconds = best_of(args.repeats, lambda: index.search(queries, 100))
-        _, found = index.search(queries, 100)
+        with faiss_threads(threads):
+            seconds = best_of(args.repeats, lambda: index.search(queries, 100))
+            _, found = index.search(queries, 100)
         assert (found == expected).mean() > 0.999, "BLAS and scan paths disagree on the neighbours"
-        rows.append((f"configure_faiss (threshold {BLAS_THRESHOLD}, {threads} threads)", seconds))
+        rows.append((f"faiss_threads (threshold {BLAS_THRESHOLD}, {threads} threads)", seconds))
 
     header = f"{'setting':52s} {'search s':>9s} {'speed-up':>9s}"
     print(header + "\n" + "-" * len(header))

@@ -9,10 +9,12 @@ lists searched per query). IVF cannot be trained on fewer than ``MIN_TRAIN_PER_L
 per list; such a corpus raises :class:`~ragexp.errors.RagexpInputError` naming ``flat``.
 
 Batch search runs on BLAS: faiss 1.15 ships ``distance_compute_blas_threshold = 128000``
-queries, so every realistic batch took the scalar scan; :func:`configure_faiss` lowers it to
+queries, so every realistic batch took the scalar scan; :func:`faiss_threads` lowers it to
 :data:`BLAS_THRESHOLD` and sets the OpenMP thread count, 1 by default: on shared or
 oversubscribed cores (parallel sweep jobs) OpenMP's spin-waiting makes more threads slower than
 one (measured in docs/pipelines.md); raise ``threads`` on an idle many-core machine.
+The count holds only around FAISS's own work: torch shares the process's OpenMP runtime, and a
+count left at 1 ran every later encoding of the process on one core.
 
 With a :class:`~ragexp.cache.StageCache`, passage embeddings are cached per (encoder identity,
 indexed chunks), query embeddings per (encoder identity, queries), and trained ``hnsw``/``ivf``
@@ -21,8 +23,9 @@ indexes (``faiss.serialize_index`` bytes, a plain uint8 array) per (embeddings, 
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import faiss
@@ -41,9 +44,17 @@ MIN_TRAIN_PER_LIST = 39  # faiss' own k-means warning threshold
 BLAS_THRESHOLD = 20  # queries per batch from which faiss computes distances with sgemm
 
 
-def configure_faiss(threads: int = 1) -> None:
-    faiss.omp_set_num_threads(threads)
+@contextlib.contextmanager
+def faiss_threads(threads: int = 1) -> Iterator[None]:
+    """FAISS's settings for the block: the BLAS threshold, and ``threads`` OpenMP threads, restored
+    to the previous count on exit (the runtime is shared with torch, see the module docstring)."""
     faiss.cvar.distance_compute_blas_threshold = BLAS_THRESHOLD
+    previous = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(previous)
 
 
 def auto_nlist(n_vectors: int) -> int:
@@ -93,18 +104,18 @@ class DenseRetriever:
         return compute() if self.cache is None else self.cache.get_or_compute_array(stage, parts, compute)
 
     def index(self, chunks: Sequence[Chunk]) -> None:
-        configure_faiss(self.threads)
         self._table = table = ChunkTable.from_chunks(chunks, self.include_title, self.ties)
         embedding_key = {"encoder": self.encoder.identity, "chunks": table.fingerprint}
         vectors = self._cached_array("embeddings", embedding_key, lambda: self.encoder.encode_passages(table.texts))
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        if self.index_type == "flat":
-            self._index = faiss.IndexFlatIP(vectors.shape[1])
-            self._index.add(vectors)
-            return
-        index_key = {"embeddings": embedding_key, "params": self._index_params(len(vectors))}
-        serialized = self._cached_array("faiss-index", index_key, lambda: faiss.serialize_index(self._build(vectors)))
-        self._index = faiss.deserialize_index(np.ascontiguousarray(serialized, dtype=np.uint8))
+        with faiss_threads(self.threads):
+            if self.index_type == "flat":
+                self._index = faiss.IndexFlatIP(vectors.shape[1])
+                self._index.add(vectors)
+                return
+            index_key = {"embeddings": embedding_key, "params": self._index_params(len(vectors))}
+            serialized = self._cached_array("faiss-index", index_key, lambda: faiss.serialize_index(self._build(vectors)))
+            self._index = faiss.deserialize_index(np.ascontiguousarray(serialized, dtype=np.uint8))
         self._set_search_params()
 
     def _index_params(self, n_vectors: int) -> dict[str, Any]:
@@ -148,19 +159,19 @@ class DenseRetriever:
             raise RuntimeError("DenseRetriever.search called before index()")
         if not queries:
             return []
-        configure_faiss(self.threads)
         vectors = self.encode_queries(queries)
         n_total = self._index.ntotal
         depth = min(k + 1, n_total)  # one extra row tells whether a score tie crosses the cut
-        scores, rows = self._index.search(vectors, depth)
         rankings = []
-        for i in range(len(queries)):
-            query_scores, query_rows = scores[i], rows[i]
-            query_depth = depth
-            while query_depth < n_total and k < query_depth and query_scores[-1] == query_scores[k - 1]:
-                query_depth = min(2 * query_depth, n_total)
-                found_scores, found_rows = self._index.search(vectors[i : i + 1], query_depth)
-                query_scores, query_rows = found_scores[0], found_rows[0]
-            found = query_rows >= 0  # approximate indexes pad with -1 when they find fewer
-            rankings.append(self._table.top_k(query_scores[found], k, rows=query_rows[found]))
+        with faiss_threads(self.threads):
+            scores, rows = self._index.search(vectors, depth)
+            for i in range(len(queries)):
+                query_scores, query_rows = scores[i], rows[i]
+                query_depth = depth
+                while query_depth < n_total and k < query_depth and query_scores[-1] == query_scores[k - 1]:
+                    query_depth = min(2 * query_depth, n_total)
+                    found_scores, found_rows = self._index.search(vectors[i : i + 1], query_depth)
+                    query_scores, query_rows = found_scores[0], found_rows[0]
+                found = query_rows >= 0  # approximate indexes pad with -1 when they find fewer
+                rankings.append(self._table.top_k(query_scores[found], k, rows=query_rows[found]))
         return rankings

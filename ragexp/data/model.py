@@ -125,6 +125,7 @@ class EvalSet:
     source: str = ""
     name: str = ""
     meta: dict = field(default_factory=dict)
+    _fingerprint: tuple[tuple[EvalItem, ...], str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -133,5 +134,9 @@ class EvalSet:
         return iter(self.items)
 
     def fingerprint(self) -> str:
-        """SHA-256 over the resolved items (evidence as spans), independent of file layout."""
-        return stable_hash([item.to_dict() for item in self.items])
+        """SHA-256 over the resolved items (evidence as spans), independent of file layout. Kept
+        while ``items`` holds the same (frozen) item objects: a run asks for it several times."""
+        cached = self._fingerprint
+        if cached is None or len(cached[0]) != len(self.items) or any(a is not b for a, b in zip(cached[0], self.items)):
+            self._fingerprint = cached = (tuple(self.items), stable_hash([item.to_dict() for item in self.items]))
+        return cached[1]

@@ -56,19 +56,19 @@ def check_target(target: Any, field: str) -> None:
     if not isinstance(target, str) or not target:
         raise RagexpInputError(f"must be a dotted name such as reference_pipelines.bm25.BM25Retriever, got {target!r}",
                                field=field)
-    if target in entry_point_targets():
-        return
     prefixes = allowed_prefixes()
     refusal = (f"_target_ {target!r} is not an allowed component: ragexp instantiates only the components it ships "
                f"({', '.join(SHIPPED)}) and those you allow; {HOW_TO_ALLOW}")
     if not _under(target, prefixes):
+        if target in entry_point_targets():  # read last: listing entry points scans every installed package
+            return
         raise RagexpInputError(refusal, field=field)
     try:
         obj = get_object(target)
     except Exception as err:  # noqa: BLE001 - any import failure is a bad _target_
         raise RagexpInputError(f"cannot import {target!r}: {err}", field=field) from None
     module = getattr(obj, "__module__", None) or ""
-    if not _under(module, prefixes):
+    if not _under(module, prefixes) and target not in entry_point_targets():
         raise RagexpInputError(f"{refusal} (it resolves to an object defined in {module or 'no module'!r})", field=field)
 
 

@@ -9,7 +9,7 @@ name and gold level, code version, package versions, the sweep's axis values (``
 ``mlflow.runType=evaluation``; with a judge, its calibration next to faithfulness
 (:func:`judge_fields`); artifacts: resolved config and Hydra overrides, the portable
 ``ragexp_results.json``, the per-query table (``log_table``, flat columns: :func:`per_query_table`),
-a recall@k curve; the eval set via ``log_input`` with its fingerprint as digest. The run spans
+a recall@k curve (SVG: :mod:`~ragexp.tracking.recall_plot`); the eval set via ``log_input`` with its fingerprint as digest. The run spans
 the job's work (its start time is the job's), not only the logging. The run is opened only after everything was
 computed and is closed FINISHED only after the last write succeeded; a termination signal
 received during the writes is held until they are done, then closes the run KILLED
@@ -42,6 +42,7 @@ from ragexp.tracking import store
 from ragexp.tracking.experiments import gold_level
 from ragexp.tracking.labels import run_params
 from ragexp.tracking.metric_names import split_for_mlflow, to_mlflow
+from ragexp.tracking.recall_plot import recall_curve_svg
 from ragexp.tracking.sweep import terminal_status
 
 TAG_WARNINGS = "ragexp.warnings"  # what the run warned about (also in ragexp_results.json, meta.warnings)
@@ -145,31 +146,6 @@ def per_query_table(output: RunOutput) -> dict[str, list]:
 
 def _cell(value):
     return json.dumps(value) if isinstance(value, (list, dict)) else value
-
-
-def recall_curve_png(output: RunOutput, path: Path) -> Path:
-    """Hit rate@k and recall@k against k, chunk- and document-level."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    agg = output.results.aggregates
-    ks = output.results.meta["ks"]
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    for name in ("hit_rate", "recall", "doc_recall"):
-        values = [agg.get(f"{name}_at_{k}") for k in ks]
-        if all(v is not None for v in values):
-            ax.plot(ks, values, marker="o", label=name)
-    ax.set_xlabel("k")
-    ax.set_ylim(0, 1.02)
-    ax.set_title(output.run_name, fontsize=7)
-    ax.legend()
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def evalset_dataset(evalset: EvalSet):
@@ -286,7 +262,8 @@ def _log_run(
             (tmp_path / "config" / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(overrides)), encoding="utf-8")
             results.save(tmp_path / ARTIFACT_NAME)
             (tmp_path / "plots").mkdir()
-            recall_curve_png(output, tmp_path / "plots" / "recall_at_k.png")
+            (tmp_path / "plots" / "recall_at_k.svg").write_text(
+                recall_curve_svg(results.aggregates, results.meta["ks"], output.run_name), encoding="utf-8")
             client.log_artifacts(run_id, str(tmp_path))
         mlflow.log_table(per_query_table(output), artifact_file=store.PER_QUERY_TABLE, run_id=run_id)
         client.log_inputs(run_id, datasets=[_create_dataset_input(evalset_dataset(evalset), "eval", None)])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
 import shutil
@@ -46,7 +47,8 @@ RUN_TYPE_EVALUATION = "evaluation"
 CONFIG_ARTIFACT = "config/resolved.yaml"
 OVERRIDES_ARTIFACT = "config/overrides.yaml"
 PER_QUERY_TABLE = "per_query.json"
-BATCH = 100
+#: MLflow's per-call limits of ``log_batch``.
+BATCH_PARAMS, BATCH_TAGS, BATCH_TOTAL = 100, 100, 1000
 TRACKED_PACKAGES = (
     "mlflow", "torch", "sentence-transformers", "transformers", "faiss-cpu", "rank-bm25", "numpy", "hydra-core",
 )
@@ -195,8 +197,10 @@ def ensure_experiment(client: MlflowClient, name: str) -> str:
         return experiment.experiment_id
 
 
+@functools.cache
 def code_version() -> str:
-    """The git commit of the ragexp checkout (``+dirty`` when it has local changes), else the version."""
+    """The git commit of the ragexp checkout (``+dirty`` when it has local changes), else the version.
+    Read once per process: the code a process runs is what it imported at its start."""
     root = Path(__file__).resolve().parents[1]
     try:
         commit = subprocess.run(
@@ -211,6 +215,7 @@ def code_version() -> str:
     return f"{commit}+dirty" if dirty else commit
 
 
+@functools.cache
 def package_versions() -> dict[str, str]:
     versions = {}
     for name in TRACKED_PACKAGES:
@@ -233,21 +238,21 @@ def find_finished_run(client: MlflowClient, experiment_id: str, config_hash: str
 
 def log_batched(client: MlflowClient, run_id: str, *, params: Mapping[str, str] = {}, metrics: Mapping[str, float] = {},
                 tags: Mapping[str, str] = {}) -> None:
-    """Write params, metrics and tags in batches of at most 100 entities (MLflow's limit)."""
+    """Write params, metrics and tags in as few ``log_batch`` calls as MLflow's limits allow
+    (per call: :data:`BATCH_PARAMS` params, :data:`BATCH_TAGS` tags, :data:`BATCH_TOTAL` entities):
+    each call is one store transaction, and a sweep logs ~300 values per run."""
     import time
 
     now = int(time.time() * 1000)
-    entities: list[Any] = [Param(k, v) for k, v in params.items()]
-    entities += [Metric(k, float(v), now, 0) for k, v in metrics.items()]
-    entities += [RunTag(k, str(v)) for k, v in tags.items()]
-    for start in range(0, len(entities), BATCH):
-        chunk = entities[start : start + BATCH]
-        client.log_batch(
-            run_id,
-            metrics=[e for e in chunk if isinstance(e, Metric)],
-            params=[e for e in chunk if isinstance(e, Param)],
-            tags=[e for e in chunk if isinstance(e, RunTag)],
-        )
+    pending_params = [Param(k, v) for k, v in params.items()]
+    pending_tags = [RunTag(k, str(v)) for k, v in tags.items()]
+    pending_metrics = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
+    while pending_params or pending_tags or pending_metrics:
+        batch_params, pending_params = pending_params[:BATCH_PARAMS], pending_params[BATCH_PARAMS:]
+        batch_tags, pending_tags = pending_tags[:BATCH_TAGS], pending_tags[BATCH_TAGS:]
+        room = BATCH_TOTAL - len(batch_params) - len(batch_tags)
+        batch_metrics, pending_metrics = pending_metrics[:room], pending_metrics[room:]
+        client.log_batch(run_id, metrics=batch_metrics, params=batch_params, tags=batch_tags)
 
 
 def log_artifact_text(client: MlflowClient, run_id: str, artifact_path: str, text: str) -> None:
