@@ -18,7 +18,6 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import mlflow
 from mlflow.entities import Metric, Param, RunTag
