@@ -12,7 +12,7 @@ encoded once by the first-stage model (all-MiniLM-L6-v2) and once by the reranke
 * embeddings only: the corpus embeddings alone, timed inside that script after the model loads
   (the stricter yardstick of earlier releases, printed for comparison).
 
-    python -m benchmarks.bench_sweep [--workdir DIR]
+    python -m benchmarks.bench_sweep [--workdir DIR] [--repeats N]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -87,24 +88,32 @@ def sweep_seconds(workdir: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="bare script and sweep alternated this many times; the median ratio is reported")
     parser.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare:
         bare_sweep_work()
         return
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ragexp-bench-sweep-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    bare, rows = unavoidable()
-    embeddings = sum(row[3] for row in rows)
-    print("corpus embeddings (one per chunking x model, inside the bare script):")
-    for chunking, model, n, seconds in rows:
-        print(f"  {chunking:10s} {model:22s} {n:5d} chunks  {seconds:7.2f} s")
-    total = sweep_seconds(workdir)
-    print(f"\n24-config sweep (ragexp run -m, fresh cache and store): {total:6.1f} s")
-    print(f"unavoidable work (bare script, fresh process):         {bare:6.1f} s  "
-          f"ratio {total / bare:.2f}x (target <= 1.2x)")
-    print(f"corpus embeddings only:                                {embeddings:6.1f} s  ratio {total / embeddings:.2f}x")
-    print(f"per-config overhead beyond the unavoidable work: {(total - bare) / 24:.2f} s")
+    ratios, embedding_ratios = [], []
+    for repeat in range(1, args.repeats + 1):
+        bare, rows = unavoidable()
+        embeddings = sum(row[3] for row in rows)
+        print(f"== repeat {repeat}/{args.repeats}\ncorpus embeddings (one per chunking x model, inside the bare script):")
+        for chunking, model, n, seconds in rows:
+            print(f"  {chunking:10s} {model:22s} {n:5d} chunks  {seconds:7.2f} s")
+        (folder := workdir / f"repeat-{repeat}").mkdir(parents=True, exist_ok=False)
+        total = sweep_seconds(folder)
+        ratios.append(total / bare)
+        embedding_ratios.append(total / embeddings)
+        print(f"24-config sweep (ragexp run -m, fresh cache and store): {total:6.1f} s")
+        print(f"unavoidable work (bare script, fresh process):         {bare:6.1f} s  ratio {total / bare:.2f}x")
+        print(f"corpus embeddings only:                                {embeddings:6.1f} s  ratio {total / embeddings:.2f}x")
+        print(f"per-config overhead beyond the unavoidable work: {(total - bare) / 24:.2f} s\n", flush=True)
+    print(f"median ratio over {args.repeats} repeat(s): sweep / unavoidable work {statistics.median(ratios):.2f}x "
+          f"(target <= 1.2x; all: {', '.join(f'{r:.2f}' for r in ratios)}), "
+          f"sweep / embeddings only {statistics.median(embedding_ratios):.2f}x")
 
 
 if __name__ == "__main__":
