@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from ragexp.data import Chunk
 from reference_pipelines.dense import DenseRetriever, faiss_threads
 from reference_pipelines.encoders import Encoder
-from ragexp.data import Chunk
 
 
 class CountingEncoder(Encoder):
