@@ -18,7 +18,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from ragexp import interrupt
+from ragexp import heap, interrupt
 from ragexp.config import register_schema
 from ragexp.config_errors import CONFIG_ERRORS, config_error_line
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, TrackingUnavailable
@@ -41,6 +41,7 @@ def run_one_job(cfg: DictConfig) -> None:
                      axes=current_sweep_axes())
     if not result.skipped:
         print_run_summary(result.output, result.run_id, cfg.tracking.uri)
+    heap.freeze_survivors()  # libraries and models the job loaded stay for the next jobs
 
 
 _started = False
