@@ -7,6 +7,7 @@ parent run with a child per job. With ``resume=true`` (default) a sweep job whos
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import shutil
@@ -34,6 +35,8 @@ def run_one_job(cfg: DictConfig) -> None:
     from ragexp.summary import print_run_summary
     from ragexp.tracking.sweep import current_parent_run, current_sweep_axes
 
+    if not gc.isenabled():  # a single run: what start-up imported lives as long as the process
+        heap.freeze_survivors()
     output_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else Path.cwd()
     overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
     parent = current_parent_run()
@@ -97,6 +100,7 @@ def run_app(argv: list[str]) -> int:
     interrupt.install(signal.SIGTERM)
     sys.argv = ["ragexp run", *argv]
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    heap.pause_collection()  # resumed at sweep start or job start (ragexp.heap)
     try:
         _hydra_main()
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM via ragexp.interrupt

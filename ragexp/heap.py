@@ -2,15 +2,19 @@
 
 A sweep process holds ~0.5-0.9 M objects that live until it exits (Hydra, MLflow, SQLAlchemy,
 pandas, torch, transformers, loaded models). Each full collection walks all of them (~0.15 s
-here), and the churn of composing configs and logging runs triggers one every few seconds:
-18 full collections cost 4.5 s of a 75 s demo sweep (gc callbacks, ``benchmarks/bench_sweep``).
+here), and the churn of importing, composing configs and logging runs triggers one every few
+seconds: 18 full collections cost 4.5 s of a 75 s demo sweep (measured with ``gc.callbacks``).
 
-:func:`freeze_survivors` collects, then moves every surviving object to the permanent generation
-(:func:`gc.freeze`), so later collections walk only objects created since. Frozen objects are
-still freed by reference counting; only a frozen object that later becomes part of a garbage
-cycle is never reclaimed. So it runs where what survives is long-lived (at sweep start, after a
-job), and only when the heap grew by :data:`GROWTH` objects since the last freeze: a job's own
-survivors (its Hydra config, ~3 k objects) are not frozen after every job.
+- :func:`pause_collection` stops collection while ``ragexp run`` starts (imports and Hydra's
+  composition make no garbage cycles worth a pass over a growing heap).
+- :func:`freeze_survivors` collects, moves every surviving object to the permanent generation
+  (:func:`gc.freeze`) so later collections walk only objects created since, and resumes
+  collection. It runs where what survives is long-lived (sweep start, a model loaded, a job
+  done), and freezes only when :data:`GROWTH` objects were created since the last freeze.
+
+Frozen objects are still freed by reference counting; a frozen object that later dies in a
+garbage cycle (a finished job's Hydra config, ~3 k objects) is reclaimed by the full pass that
+every :data:`RECLAIM_EVERY`-th freeze makes over the unfrozen heap (:func:`gc.unfreeze` first).
 """
 
 from __future__ import annotations
@@ -18,15 +22,31 @@ from __future__ import annotations
 import gc
 
 #: Freeze again only when this many tracked objects were created (and survived) since the last freeze.
-GROWTH = 100_000
+GROWTH = 25_000
+#: Every this many freezes, unfreeze and collect everything once (frees frozen garbage cycles).
+RECLAIM_EVERY = 8
+
+_freezes = 0
+
+
+def pause_collection() -> None:
+    """Stop cyclic collection until the next :func:`freeze_survivors` (process start-up)."""
+    gc.disable()
 
 
 def freeze_survivors(growth: int = GROWTH) -> int:
-    """Collect and freeze when at least ``growth`` unfrozen tracked objects exist; returns the
-    number of objects frozen by this call (0 when the heap had not grown enough)."""
-    if len(gc.get_objects()) < growth:
-        return 0
-    before = gc.get_freeze_count()
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count() - before
+    """Collect and freeze when at least ``growth`` unfrozen tracked objects exist, and resume
+    collection; returns how many objects are frozen after the call (0: the heap had not grown
+    enough, nothing was frozen)."""
+    global _freezes
+    try:
+        if len(gc.get_objects()) < growth:
+            return 0
+        _freezes += 1
+        if _freezes % RECLAIM_EVERY == 0:
+            gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+        return gc.get_freeze_count()
+    finally:
+        gc.enable()

@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ragexp import progress
+from ragexp import heap, progress
 from ragexp.models import (
     ONNX,
     ResolvedModel,
@@ -91,6 +91,7 @@ def _load_sentence_transformer(path: str, device: str, max_seq_length: int | Non
     model = SentenceTransformer(path, device=device, local_files_only=True)
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
+    heap.freeze_survivors()  # torch, transformers and the model live as long as the process
     return model
 
 

@@ -1,64 +1,61 @@
-"""``hydra/sweeper=ragexp`` composes each job's config once and still validates the whole batch
-before the first job runs; :mod:`ragexp.heap` freezes only a grown heap."""
+"""``hydra/sweeper=ragexp`` validates a batch by composing a covering set of configs (every value
+of every key before the first job runs, far fewer compositions); :mod:`ragexp.heap`."""
 
 from __future__ import annotations
 
 import gc
-import pickle
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from hydra_plugins.ragexp_sweeper.compose_once import ComposedConfigs
-from omegaconf import OmegaConf
+from hydra_plugins.ragexp_sweeper.covering_sweeper import covering_overrides
 from test_runner_sweep import ENV, dataset_args, job_runs
 
 from ragexp import heap
 
 
-class CountingLoader:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, ...]] = []
-
-    def load_sweep_config(self, master_config, sweep_overrides):
-        self.calls.append(tuple(sweep_overrides))
-        return OmegaConf.create({"overrides": list(sweep_overrides)})
-
-    def get_sources(self):
-        return ["repository"]
-
-
-def test_a_config_composed_ahead_is_handed_out_once_then_composed_again():
-    loader, master = CountingLoader(), OmegaConf.create({})
-    configs = ComposedConfigs(loader)
-    configs.compose_ahead(master, ["a=1"])
-    first = configs.load_sweep_config(master, ["a=1"])
-    assert first.overrides == ["a=1"] and loader.calls == [("a=1",)]  # not composed again
-    again = configs.load_sweep_config(master, ["a=1"])  # e.g. a launcher retrying the job
-    assert again is not first and loader.calls == [("a=1",), ("a=1",)]
-    other_master = OmegaConf.create({})
-    configs.compose_ahead(master, ["b=2"])
-    configs.load_sweep_config(other_master, ["b=2"])  # another master config: never the cached one
-    assert loader.calls[-1] == ("b=2",) and len(loader.calls) == 4
-    assert configs.get_sources() == ["repository"]  # everything else goes to the wrapped loader
+def test_covering_set_uses_every_value_of_every_key_once_at_least():
+    batch = [[f"chunking={c}", f"retrieval={r}", "eval.ks=[1,3]"] for c in ("fixed", "recursive", "markdown")
+             for r in ("bm25", "dense")]
+    covering = covering_overrides(batch)
+    assert covering == [["chunking=fixed", "retrieval=bm25", "eval.ks=[1,3]"],
+                        ["chunking=recursive", "retrieval=dense", "eval.ks=[1,3]"],
+                        ["chunking=markdown", "retrieval=bm25", "eval.ks=[1,3]"]]
+    assert all(job in batch for job in covering)  # picked from the sweep's own cross product
+    assert covering_overrides([]) == [] and covering_overrides([[]]) == [[]]
 
 
-def test_pickled_loader_ships_without_the_configs_composed_ahead():
-    configs = ComposedConfigs(CountingLoader())
-    configs.compose_ahead(OmegaConf.create({}), ["a=1"])
-    shipped = pickle.loads(pickle.dumps(configs))
-    assert shipped.ahead == {} and isinstance(shipped.loader, CountingLoader)
-
-
-def test_freeze_survivors_freezes_only_a_heap_that_grew():
+def test_freeze_survivors_freezes_only_a_heap_that_grew_and_resumes_collection():
     gc.unfreeze()
     try:
-        assert heap.freeze_survivors(growth=10**9) == 0 and gc.get_freeze_count() == 0
+        heap.pause_collection()
+        assert heap.freeze_survivors(growth=10**9) == 0 and gc.get_freeze_count() == 0 and gc.isenabled()
         survivors = [[i] for i in range(5000)]
         frozen = heap.freeze_survivors(growth=1000)
         assert frozen >= len(survivors) and gc.get_freeze_count() == frozen
         assert len(gc.get_objects()) < 1000  # later collections walk only what was created since
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+def test_every_few_freezes_reclaim_frozen_objects_that_died_in_cycles():
+    class Node:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only the cyclic collector frees it
+
+    gc.unfreeze()
+    try:
+        cycles = [Node() for _ in range(2000)]
+        heap.freeze_survivors(growth=0)
+        frozen_with_cycles = gc.get_freeze_count()
+        del cycles  # frozen garbage now: no ordinary pass frees it
+        for _ in range(heap.RECLAIM_EVERY):
+            heap.freeze_survivors(growth=0)
+            if gc.get_freeze_count() < frozen_with_cycles - 1000:
+                break
+        assert gc.get_freeze_count() < frozen_with_cycles - 1000  # the reclaiming pass freed them
     finally:
         gc.unfreeze()
 
@@ -93,12 +90,14 @@ def sweep(tiny_dataset, tmp_path: Path, *overrides: str) -> subprocess.Completed
 
 
 @pytest.mark.slow
-def test_each_job_config_is_composed_once(tiny_dataset, tmp_path):
+def test_a_sweep_composes_a_covering_set_then_each_job(tiny_dataset, tmp_path):
     proc = sweep(tiny_dataset, tmp_path, "chunking=fixed,recursive", "retrieval=bm25", "eval.ks=[1,3],[5]")
     assert proc.returncode == 0, proc.stderr[-3000:]
     _, parents, children = job_runs(tmp_path / "mlflow.db")
     assert len(children) == 4 and {c.info.status for c in children} == {"FINISHED"}
-    assert "COMPOSED 4\n" in proc.stderr  # Hydra's basic sweeper composes 8: validation, then launch
+    # 2 to validate (every value once: fixed+[1,3], recursive+[5]) and 4 to launch; Hydra's basic
+    # sweeper composes 8 (all 4 to validate, then all 4 again to launch)
+    assert "COMPOSED 6\n" in proc.stderr
 
 
 @pytest.mark.slow
