@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
 from test_runner_sweep import ragexp
@@ -96,6 +97,11 @@ def test_sweep_runs_are_named_tagged_timed_and_summarised(tiny_dataset, tmp_path
         table = json.loads(Path(client.download_artifacts(child.info.run_id, store.PER_QUERY_TABLE,
                                                           str(tmp_path / child.info.run_id))).read_text())
         columns = table["columns"]
+        # MLflow itself reads it as the run's table (the evaluation view lists runs' tables this way)
+        assert json.loads(child.data.tags["mlflow.loggedArtifacts"]) == [{"path": store.PER_QUERY_TABLE, "type": "table"}]
+        mlflow.set_tracking_uri(f"sqlite:///{db}")
+        loaded = client.load_table(experiment.experiment_id, store.PER_QUERY_TABLE, run_ids=[child.info.run_id])
+        assert list(loaded.columns)[:len(columns)] == columns and len(loaded) == len(table["data"])
         assert columns[:6] == ["query_id", "outcome", "query", "tags", "failure_class", "first_relevant_rank"]
         assert {"hit@1", "hit@5", "rr", "ndcg@5", "top_3", "gold_ids"} <= set(columns)
         for record, row in zip(table["data"], results.per_query):

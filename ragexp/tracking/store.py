@@ -77,8 +77,13 @@ def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> Mlflow
     new store at the same moment create it once and all see the whole schema (without the lock,
     two migrations race: ``table experiments already exists``). ``create=False`` (commands that
     only read: compare, export, gate, reproduce, ui) refuses a sqlite file that does not exist
-    instead of creating an empty store.
+    instead of creating an empty store. A URI this process has already connected to is not
+    checked again (each job of a sweep connects; a store that goes away later fails the job's
+    logging, which retries and then names the store).
     """
+    if uri in _connected:
+        mlflow.set_tracking_uri(uri)
+        return MlflowClient(tracking_uri=uri)
     database = check_tracking_uri(uri)
     if database is not None and not create and not database.is_file():
         raise RagexpInputError(
@@ -96,7 +101,11 @@ def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> Mlflow
     except Exception as err:  # any transport or store error means "unreachable"
         reason = str(err).splitlines()[0][:300] if str(err) else type(err).__name__
         raise RagexpInputError(f"cannot reach the MLflow tracking store at {uri}: {reason}", field="tracking.uri") from None
+    _connected.add(uri)
     return client
+
+
+_connected: set[str] = set()  # URIs this process has connected to (the store exists and answered)
 
 
 FILE_STORE_HELP = "use sqlite:///PATH/mlflow.db or an MLflow server (http://HOST:PORT)"

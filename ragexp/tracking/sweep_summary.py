@@ -125,7 +125,7 @@ def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, 
         panel.set_yticks(range(len(rows)), rows, fontsize=8)
         panel.set_xlabel(col_axis or "", fontsize=8)
         panel.set_ylabel(row_axis, fontsize=8)
-        facet_text = ", ".join(f"{a}={v}" for a, v in zip(rest, facet))
+        facet_text = "\n".join(f"{a}={v}" for a, v in zip(rest, facet))  # one line per axis: never wider than the panel
         panel.set_title(facet_text or ("best over " + ", ".join(rest) if collapsed else ""), fontsize=8)
     fig.suptitle(metric, fontsize=10)
     fig.tight_layout()
