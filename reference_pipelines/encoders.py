@@ -132,6 +132,10 @@ def _load_onnx_session(path: str, threads: int | None):
     options = onnxruntime.SessionOptions()
     if threads:
         options.intra_op_num_threads = threads
+    # Idle intra-op threads block instead of spinning: spinning ORT threads kept both cores busy
+    # after a run and slowed the next torch encoding in the same process by ~15 % (7.4 s vs 6.5 s
+    # for 256 chunks); ORT's own speed is unchanged (1.5 s either way).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 

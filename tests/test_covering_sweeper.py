@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra_plugins.ragexp_sweeper.covering_sweeper import covering_overrides
 from test_runner_sweep import ENV, dataset_args, job_runs
 
+from hydra_plugins.ragexp_sweeper.covering_sweeper import covering_overrides
 from ragexp import heap
 
 

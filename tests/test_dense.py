@@ -172,3 +172,11 @@ def test_encoders_of_one_model_share_the_loaded_weights() -> None:
     first, second = make_encoder("minilm", max_seq_length=256), make_encoder("minilm", max_seq_length=256)
     assert first is not second and first.model is second.model
     assert make_encoder("minilm", max_seq_length=128).model is not first.model  # another length: its own copy
+
+
+def test_onnx_sessions_block_idle_threads_instead_of_spinning() -> None:
+    """Spinning ORT threads slow the next torch encoding in the process (benchmarks/bench_onnx_spinning)."""
+    encoder = OnnxEncoder(model="paraphrase-minilm-l3")
+    encoder.encode_passages(["load the session"])
+    options = encoder._session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
