@@ -2,7 +2,7 @@
 
 A sweep runs the ONNX reranker model and the torch embedding model in one process on the same
 cores. ONNX Runtime's intra-op threads spin-wait after a run by default; ragexp's sessions set
-``session.intra_op.allow_spinning=0`` (:func:`reference_pipelines.encoders._load_onnx_session`).
+``session.intra_op.allow_spinning=0`` (:func:`reference_pipelines.encoders.onnx_session_options`).
 Each measurement is a fresh process that encodes 256 demo chunks with paraphrase-MiniLM-L3 (ONNX),
 then times all-MiniLM-L6-v2 (torch) on the same chunks; the three settings alternate, the median
 is reported.
@@ -35,9 +35,8 @@ def measure(setting: str) -> dict[str, float]:
         def spinning_session(path: str, threads: int | None):
             import onnxruntime
 
-            options = onnxruntime.SessionOptions()
-            if threads:
-                options.intra_op_num_threads = threads
+            options = encoders.onnx_session_options(threads)
+            options.add_session_config_entry(encoders.ONNX_SPINNING, "1")  # ORT's default, overwritten back
             return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
         encoders._load_onnx_session = spinning_session

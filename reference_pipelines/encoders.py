@@ -123,20 +123,30 @@ class SentenceTransformerEncoder(_PrefixedEncoder):
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
 
+#: ONNX Runtime's session option for whether idle intra-op threads spin ("1", its default) or block.
+ONNX_SPINNING = "session.intra_op.allow_spinning"
+
+
+def onnx_session_options(threads: int | None):
+    """ragexp's ONNX Runtime session options: ``threads`` intra-op threads (``None``: ORT's choice)
+    that block when idle instead of spinning: spinning ORT threads kept both cores busy after a run
+    and slowed the next torch encoding in the same process (benchmarks/bench_onnx_spinning)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    options.add_session_config_entry(ONNX_SPINNING, "0")
+    return options
+
+
 @functools.lru_cache(maxsize=4)
 def _load_onnx_session(path: str, threads: int | None):
     """One inference session per (graph, thread count) and process: the jobs of a sweep share it
     (a session is read-only at inference; loading one takes ~0.3 s)."""
     import onnxruntime
 
-    options = onnxruntime.SessionOptions()
-    if threads:
-        options.intra_op_num_threads = threads
-    # Idle intra-op threads block instead of spinning: spinning ORT threads kept both cores busy
-    # after a run and slowed the next torch encoding in the same process by ~15 % (7.4 s vs 6.5 s
-    # for 256 chunks); ORT's own speed is unchanged (1.5 s either way).
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return onnxruntime.InferenceSession(path, onnx_session_options(threads), providers=["CPUExecutionProvider"])
 
 
 class OnnxEncoder(_PrefixedEncoder):
