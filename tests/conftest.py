@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -60,3 +62,11 @@ def write_tiny_dataset(root: Path) -> tuple[Path, Path]:
                              "evidence": [], "gold_answer": "The documents do not say.", "tags": ["unanswerable"]}))
     evalset.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return corpus, evalset
+
+
+def env_with_sitecustomize(env: Mapping[str, str], folder: Path, source: str) -> dict[str, str]:
+    """``env`` for a subprocess that runs ``source`` as its ``sitecustomize`` at start-up (written
+    to ``folder``, put first on ``PYTHONPATH``): how a test instruments a real ``ragexp`` process."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(source, encoding="utf-8")
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH")]))}

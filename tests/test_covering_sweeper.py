@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import env_with_sitecustomize
 from test_runner_sweep import ENV, dataset_args, job_runs
 
 from hydra_plugins.ragexp_sweeper.covering_sweeper import covering_overrides
@@ -80,13 +81,10 @@ atexit.register(lambda: sys.stderr.write(f"COMPOSED {len(_calls)}\\n"))
 
 
 def sweep(tiny_dataset, tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
-    site = tmp_path / "site"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(COUNT_COMPOSITIONS, encoding="utf-8")
     command = [sys.executable, "-m", "ragexp.cli", "run", "-m", *dataset_args(tiny_dataset, tmp_path / "mlflow.db"),
                f"cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={tmp_path / 'multirun'}", *overrides]
-    return subprocess.run(command, cwd=tmp_path, env={**ENV, "PYTHONPATH": str(site)}, capture_output=True, text=True,
-                          timeout=600)
+    env = env_with_sitecustomize(ENV, tmp_path / "site", COUNT_COMPOSITIONS)
+    return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.slow

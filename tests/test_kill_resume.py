@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import write_tiny_dataset
+from conftest import env_with_sitecustomize, write_tiny_dataset
 from mlflow.tracking import MlflowClient
 from test_runner_sweep import ENV
 
@@ -114,9 +114,7 @@ MlflowClient.log_artifacts = _slow_log_artifacts
 
 
 def env_with_slow_artifacts(folder: Path, seconds: float) -> dict[str, str]:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "sitecustomize.py").write_text(SLOW_ARTIFACTS.format(seconds=seconds), encoding="utf-8")
-    return {**ENV, "PYTHONPATH": os.pathsep.join(filter(None, [str(folder), ENV.get("PYTHONPATH")]))}
+    return env_with_sitecustomize(ENV, folder, SLOW_ARTIFACTS.format(seconds=seconds))
 
 
 def kill_when(process: subprocess.Popen, client: MlflowClient, signum: int, status: str) -> tuple[str, float]:
