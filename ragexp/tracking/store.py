@@ -69,6 +69,9 @@ def _http_limits(timeout_s: float) -> Iterator[None]:
                 os.environ[key] = value
 
 
+_connected: set[str] = set()  # URIs this process has connected to (the store exists and answered)
+
+
 def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> MlflowClient:
     """Point MLflow at ``uri`` and prove the store answers, or fail with one line naming the URI.
 
@@ -103,9 +106,6 @@ def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> Mlflow
         raise RagexpInputError(f"cannot reach the MLflow tracking store at {uri}: {reason}", field="tracking.uri") from None
     _connected.add(uri)
     return client
-
-
-_connected: set[str] = set()  # URIs this process has connected to (the store exists and answered)
 
 
 FILE_STORE_HELP = "use sqlite:///PATH/mlflow.db or an MLflow server (http://HOST:PORT)"
