@@ -84,6 +84,13 @@ def discard_output_dir(output_dir: Path) -> None:
         parent = parent.parent
 
 
+def _fail_open_parent() -> None:
+    """A sweep stopped by bad input closes its parent run FAILED, never leaves it RUNNING."""
+    from ragexp.tracking.sweep import close_open_parent
+
+    close_open_parent("FAILED")
+
+
 def run_app(argv: list[str]) -> int:
     """Entry for ``ragexp run``; Hydra parses ``argv`` (overrides, ``-m``, ``--cfg`` ...).
 
@@ -113,17 +120,17 @@ def run_app(argv: list[str]) -> int:
               file=sys.stderr)
         return 128 + int(signum)
     except RagexpInputError as err:  # raised outside a job: the sweep callback's store checks
+        _fail_open_parent()
         print(f"ragexp run: error: {err}", file=sys.stderr)
         return USAGE_EXIT_CODE
-    except CONFIG_ERRORS as err:
+    except CONFIG_ERRORS as err:  # also a sweep value the sweeper could not compose, after the parent opened
+        _fail_open_parent()
         print(f"ragexp run: error: {config_error_line(err)}", file=sys.stderr)
         return USAGE_EXIT_CODE
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-        if code != 0:  # a sweep stopped by a job's bad input: its parent is closed, not left RUNNING
-            from ragexp.tracking.sweep import close_open_parent
-
-            close_open_parent("FAILED")
+        if code != 0:  # a sweep stopped by a job's bad input
+            _fail_open_parent()
         # Hydra reports config errors (unknown option, bad override, schema type) with exit 1
         # before the job starts: that is bad input, exit 2 like every other input error.
         return USAGE_EXIT_CODE if code == 1 and not _started else code

@@ -104,3 +104,5 @@ def test_a_bad_value_last_in_the_sweep_fails_before_any_job_runs(tiny_dataset, t
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "nosuch" in proc.stderr and "COMPOSED 3\n" in proc.stderr
     assert not list((tmp_path / "multirun").rglob("ragexp_results.json"))  # no job ran
+    _, parents, children = job_runs(tmp_path / "mlflow.db")
+    assert [p.info.status for p in parents] == ["FAILED"] and children == []  # the parent is not left RUNNING
