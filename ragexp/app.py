@@ -58,11 +58,13 @@ def _hydra_main(cfg: DictConfig) -> None:
     try:
         run_one_job(cfg)
     except RagexpInputError as err:
+        interrupt.check()  # an error a termination signal caused is the interrupt, not bad input
         if HydraConfig.initialized():
             discard_output_dir(Path(HydraConfig.get().runtime.output_dir))
         print(f"ragexp run: error: {err}", file=sys.stderr)
         raise SystemExit(USAGE_EXIT_CODE) from None
     except TrackingUnavailable as err:
+        interrupt.check()
         print(f"ragexp run: error: {err}", file=sys.stderr)
         raise SystemExit(1) from None
 
@@ -91,6 +93,18 @@ def _fail_open_parent() -> None:
     close_open_parent("FAILED")
 
 
+def _run_hydra() -> None:
+    """Run the Hydra app; any error it ends with after a termination signal is reported as that
+    signal's interrupt. A raise from the signal handler can surface as another error: sqlite turns
+    an exception raised in its Python callbacks (the store's ``regexp`` function) into
+    ``OperationalError``, which a store check reports as bad input."""
+    try:
+        _hydra_main()
+    except BaseException:
+        interrupt.check()
+        raise
+
+
 def run_app(argv: list[str]) -> int:
     """Entry for ``ragexp run``; Hydra parses ``argv`` (overrides, ``-m``, ``--cfg`` ...).
 
@@ -109,7 +123,7 @@ def run_app(argv: list[str]) -> int:
     os.environ["HYDRA_FULL_ERROR"] = "1"
     heap.pause_collection()  # resumed at sweep start or job start (ragexp.heap)
     try:
-        _hydra_main()
+        _run_hydra()
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM via ragexp.interrupt
         from ragexp.tracking.sweep import close_open_parent, terminal_status
 

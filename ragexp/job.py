@@ -118,6 +118,7 @@ def log_run(log_once: Callable[[], str], output_dir: Path, attempts: int = LOG_A
         except RagexpInputError:
             raise
         except Exception as err:  # the store went away mid-run: transport and store errors alike
+            interrupt.check()  # unless a termination signal caused it: then stop, do not retry
             if attempt == attempts:
                 raise TrackingUnavailable(
                     f"could not log to the tracking store after {attempts} attempts ({type(err).__name__}: "

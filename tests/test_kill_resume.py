@@ -141,7 +141,7 @@ def test_killed_sweep_leaves_no_partial_run_and_relaunch_runs_only_the_rest(tiny
     client = open_store(tmp_path)
     # Each job held open 1 s longer, so the sweep cannot finish between the poll and the kill.
     process = start_sweep(tiny_dataset, tmp_path, env_with_slow_artifacts(tmp_path / "site", 1))
-    _, exit_s = kill_when(process, client, signum, "FINISHED")
+    stderr, exit_s = kill_when(process, client, signum, "FINISHED")
     assert process.returncode != 0, "the sweep completed before the kill"
 
     (killed_parent,), children = runs_by_kind(client)
@@ -149,7 +149,7 @@ def test_killed_sweep_leaves_no_partial_run_and_relaunch_runs_only_the_rest(tiny
     finished_before = {r.data.tags[store.TAG_CONFIG_HASH]: r for r in children if r.info.status == "FINISHED"}
     left = Counter(r.info.status for r in children)
     print(f"{signal.Signals(signum).name}: exited {exit_s:.1f} s after the kill; job runs left: {dict(left)}; "
-          f"sweep run left {killed_parent.info.status}")
+          f"sweep run left {killed_parent.info.status}; stderr:\n{stderr[-3000:]}")
     assert 1 <= len(finished_before) < len(CHUNKERS)
     assert len(finished_before) == left["FINISHED"]  # no config FINISHED twice
     for run in finished_before.values():
@@ -217,6 +217,95 @@ def test_sigterm_closes_the_sweep_parent_killed_and_exits_quietly(sigterm_in_ope
     (parent,), _ = runs_by_kind(client)
     assert parent.info.status == "KILLED"
     assert "Traceback" not in stderr and process.returncode == 128 + signal.SIGTERM
+
+
+#: Holds the sweep's summary (drawn when the parent closes, after the last job) open for a while.
+SLOW_SUMMARY = """
+import time
+from ragexp.tracking import sweep_summary
+
+_log_sweep_summary = sweep_summary.log_sweep_summary
+
+
+def _slow_log_sweep_summary(*args, **kwargs):
+    time.sleep(5)
+    return _log_sweep_summary(*args, **kwargs)
+
+
+sweep_summary.log_sweep_summary = _slow_log_sweep_summary
+"""
+
+
+def test_sigterm_while_the_parent_is_closed_leaves_it_killed_not_running(tiny_dataset, tmp_path):
+    """Every job FINISHED, the parent's summary being drawn: the interrupt still finds the parent
+    open and closes it KILLED (it was forgotten before it was closed, and stayed RUNNING)."""
+    client = open_store(tmp_path)
+    process = start_sweep(tiny_dataset, tmp_path, env_with_sitecustomize(ENV, tmp_path / "site", SLOW_SUMMARY))
+    try:
+        deadline = time.monotonic() + KILL_DEADLINE_S
+        while sum(r.info.status == "FINISHED" for r in runs_by_kind(client)[1]) < len(CHUNKERS):
+            assert process.poll() is None and time.monotonic() < deadline, "the sweep ended, or took too long"
+            time.sleep(0.1)
+        time.sleep(0.5)  # on_multirun_end is in the held summary now
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    (parent,), children = runs_by_kind(client)
+    assert process.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    assert parent.info.status == "KILLED" and f"sweep parent run {parent.info.run_id} closed KILLED" in stderr
+    assert [r.info.status for r in children] == ["FINISHED"] * len(CHUNKERS)
+
+
+#: In the second job, SIGTERM arrives while sqlite runs a Python callback: sqlite turns the
+#: handler's raise into ``OperationalError``, which the job reports as bad input.
+SIGNAL_AS_ANOTHER_ERROR = """
+import os
+import signal
+import sqlite3
+
+import ragexp.job
+from ragexp.errors import RagexpInputError
+
+_prepare_data = ragexp.job.prepare_data
+_calls = []
+
+
+def _terminate():
+    os.kill(os.getpid(), signal.SIGTERM)
+    return 0
+
+
+def _prepare_data_signalled_in_sqlite(*args, **kwargs):
+    _calls.append(None)
+    if len(_calls) == 2:
+        db = sqlite3.connect(":memory:")
+        db.create_function("terminate", 0, _terminate)
+        try:
+            db.execute("select terminate()").fetchall()
+        except sqlite3.OperationalError as err:
+            raise RagexpInputError(f"cannot read the data: {err}") from None
+    return _prepare_data(*args, **kwargs)
+
+
+ragexp.job.prepare_data = _prepare_data_signalled_in_sqlite
+"""
+
+
+def test_a_signal_that_surfaces_as_another_error_is_still_an_interrupt(tiny_dataset, tmp_path):
+    """The error a termination signal caused is not reported as bad input (exit 2, parent FAILED):
+    the sweep ends as interrupted (exit 143, parent KILLED), and a relaunch resumes it."""
+    client = open_store(tmp_path)
+    env = env_with_sitecustomize(ENV, tmp_path / "site", SIGNAL_AS_ANOTHER_ERROR)
+    command = sweep_command(tiny_dataset, tmp_path, f"hydra.sweep.dir={tmp_path / 'signalled'}")
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+    (parent,), children = runs_by_kind(client)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-3000:]
+    assert parent.info.status == "KILLED" and "interrupted by signal 15" in proc.stderr
+    assert "error:" not in proc.stderr and "Traceback" not in proc.stderr
+    assert [r.info.status for r in children] == ["FINISHED"]
 
 
 def test_resume_false_runs_every_config_again(tiny_dataset, tmp_path):

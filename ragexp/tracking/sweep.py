@@ -29,7 +29,7 @@ from mlflow.entities import RunStatus
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, open_dict, read_write
 
-from ragexp import __version__, heap
+from ragexp import __version__, heap, interrupt
 from ragexp.fingerprint import stable_hash
 from ragexp.tracking import experiments, labels, store, sweep_summary
 
@@ -88,12 +88,13 @@ def _close_parent(parent: _OpenParent, status: str | None = None) -> None:
     if status is None:
         _summarize(client, parent, children)
     finished = sum(run.info.status == "FINISHED" for run in children)
-    store.log_batched(
-        client, parent.run_id, metrics={"sweep.children": len(children), "sweep.children_finished": finished}
-    )
     if status is None:
         status = "FINISHED" if children and finished == len(children) else "FAILED"
-    client.set_terminated(parent.run_id, status=status)
+    with interrupt.deferred():  # a write cut short can leave the sqlite store locked and the run RUNNING
+        store.log_batched(
+            client, parent.run_id, metrics={"sweep.children": len(children), "sweep.children_finished": finished}
+        )
+        client.set_terminated(parent.run_id, status=status)
 
 
 def _summarize(client: MlflowClient, parent: _OpenParent, children: list) -> None:
@@ -111,10 +112,11 @@ def close_open_parent(status: str | None = None) -> str | None:
     interrupted sweep, whose ``on_multirun_end`` never runs, passes KILLED); returns its id, or
     ``None`` when no parent is open."""
     global _open_parent
-    parent, _open_parent = _open_parent, None
+    parent = _open_parent
     if parent is None:
         return None
     _close_parent(parent, status)
+    _open_parent = None  # only now: an interrupt while the summary is drawn still finds it open
     return parent.run_id
 
 
