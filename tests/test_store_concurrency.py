@@ -3,7 +3,9 @@
 Before :func:`ragexp.tracking.store.connect` created the store under a file lock, two processes
 migrating the same new file raced (``table experiments already exists``, ``duplicate column
 name``): tracebacks, exit 1, runs lost (3 of 4 in a manual try). Here four processes start
-together on a fresh store, three times over; every one must exit 0 with its run FINISHED.
+together on a fresh store, three times over; every one must exit 0 with its run FINISHED. The
+first time, no schema template exists yet (:mod:`ragexp.tracking.store_template`): the four also
+race to build it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from mlflow.tracking import MlflowClient
 from test_runner_sweep import ENV
 
 from ragexp.errors import RagexpInputError
-from ragexp.tracking import store
+from ragexp.tracking import store, store_template
 
 PROCESSES = 4
 REPEATS = 3
@@ -28,6 +30,7 @@ CHUNKINGS = ("fixed", "recursive", "sentence", "none")  # four configs: four run
 def test_four_processes_on_a_fresh_sqlite_store_lose_no_run(tiny_dataset, tmp_path):
     corpus, evalset = tiny_dataset
     lost, failures = [], []
+    env = {**ENV, "XDG_CACHE_HOME": str(tmp_path / "cache-home")}  # no template yet
     for repeat in range(REPEATS):
         db = tmp_path / f"fresh-{repeat}" / "mlflow.db"  # a folder that does not exist yet either
         processes = [
@@ -36,7 +39,7 @@ def test_four_processes_on_a_fresh_sqlite_store_lose_no_run(tiny_dataset, tmp_pa
                  f"dataset.evalset={evalset}", f"tracking.uri=sqlite:///{db}", "tracking.experiment=race",
                  "progress=false", "retrieval=bm25", f"chunking={chunking}", f"cache_dir={tmp_path / f'cache-{i}'}",
                  f"hydra.run.dir={tmp_path / f'out-{repeat}-{i}'}", "eval.bootstrap_resamples=100"],
-                cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )
             for i, chunking in enumerate(CHUNKINGS[:PROCESSES])
         ]  # fmt: skip
@@ -52,6 +55,7 @@ def test_four_processes_on_a_fresh_sqlite_store_lose_no_run(tiny_dataset, tmp_pa
         lost.append(PROCESSES - len(finished))
         failures += [stderr[-1500:] for code, stderr in outcomes if code != 0 or "Traceback" in stderr]
     print(f"runs lost per repeat: {lost}")
+    assert store_template.is_valid(tmp_path / "cache-home" / "ragexp" / store_template.template_path().name)
     assert lost == [0] * REPEATS and failures == [], failures[:1]
 
 

@@ -27,6 +27,7 @@ from mlflow.tracking import MlflowClient
 from ragexp import __version__
 from ragexp.errors import RagexpInputError
 from ragexp.secret_screen import WHERE_URL_CREDENTIALS_GO, secret_kind
+from ragexp.tracking import store_template
 
 TAG_CONFIG_HASH = "ragexp.config_hash"
 TAG_CORPUS_FP = "ragexp.corpus_fingerprint"
@@ -75,8 +76,8 @@ _connected: set[str] = set()  # URIs this process has connected to (the store ex
 def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> MlflowClient:
     """Point MLflow at ``uri`` and prove the store answers, or fail with one line naming the URI.
 
-    The URI is checked first (:func:`check_tracking_uri`). A new sqlite store is created and
-    migrated under an exclusive lock on ``<file>.lock`` beside it, so processes that first touch a
+    The URI is checked first (:func:`check_tracking_uri`). A new sqlite store is created (a copy
+    of the migrated schema, :mod:`~ragexp.tracking.store_template`) under an exclusive lock on ``<file>.lock`` beside it, so processes that first touch a
     new store at the same moment create it once and all see the whole schema (without the lock,
     two migrations race: ``table experiments already exists``). ``create=False`` (commands that
     only read: compare, export, gate, reproduce, ui) refuses a sqlite file that does not exist
@@ -95,6 +96,8 @@ def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> Mlflow
         )
     try:
         with _creation_lock(database):
+            if database is not None and create and not database.exists():
+                store_template.create_from_template(database)
             mlflow.set_tracking_uri(uri)
             client = MlflowClient(tracking_uri=uri)
             with _http_limits(timeout_s):

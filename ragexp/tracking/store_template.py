@@ -1,0 +1,99 @@
+"""A new sqlite store as a copy of an empty, migrated MLflow schema.
+
+MLflow creates a sqlite store by running every schema migration (alembic, some 60 revisions):
+about a second, plus alembic's import, paid by every new store (each test, each benchmark repeat,
+a user's first run in a new folder). Instead, the first new store on a machine is migrated by
+MLflow (in a subprocess, so no engine of this process stays on it) into a template, and every new
+store is a copy of it. The template lives in ``$XDG_CACHE_HOME/ragexp`` (default ``~/.cache``) and
+is named by MLflow's version, so an upgraded MLflow builds its own.
+
+The template holds the migrated schema and MLflow's seed rows (schema version, default workspace),
+minus the Default experiment: its artifact location names the folder the store was created in, so
+it is deleted, and MLflow creates it on a copy's first open, as in a store it migrated itself.
+
+Anything that goes wrong here (a read-only home, a full disk, a damaged template) only means MLflow
+migrates the new store itself, as before; a template that fails its check is built again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import mlflow
+
+log = logging.getLogger(__name__)
+
+_BUILD = "import sys; from mlflow.tracking import MlflowClient; MlflowClient(sys.argv[1]).search_experiments(max_results=1)"
+
+
+def template_path() -> Path:
+    cache_home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache_home / "ragexp" / f"mlflow-{mlflow.__version__}-store.db"
+
+
+def create_from_template(database: Path) -> bool:
+    """Create the sqlite store ``database`` (which must not exist yet; the caller holds its
+    creation lock) as a copy of the template, built first if needed; ``False`` when that was not
+    possible and MLflow is to create the store itself."""
+    template = template_path()
+    try:
+        with _exclusive(template.with_name(template.name + ".lock")):
+            if not is_valid(template):
+                _build(template)
+        partial = database.with_name(f".{database.name}.{os.getpid()}.partial")
+        try:
+            shutil.copyfile(template, partial)
+            os.replace(partial, database)  # never a half-copied store under the store's name
+        finally:
+            partial.unlink(missing_ok=True)
+    except (OSError, sqlite3.Error, subprocess.SubprocessError) as err:
+        log.info("new MLflow store %s not created from the schema template (%s); MLflow migrates it", database, err)
+        return False
+    return True
+
+
+def is_valid(template: Path) -> bool:
+    """The template is an intact sqlite file with MLflow's schema version and no experiment."""
+    if not template.is_file():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{template}?mode=ro", uri=True)) as db:
+            intact = db.execute("PRAGMA quick_check").fetchone() == ("ok",)
+            versions = db.execute("SELECT count(*) FROM alembic_version").fetchone()[0]
+            experiments = db.execute("SELECT count(*) FROM experiments").fetchone()[0]
+    except sqlite3.Error:
+        return False
+    return intact and versions == 1 and experiments == 0
+
+
+def _build(template: Path) -> None:
+    """Let MLflow migrate a new store (in a scratch folder, its working directory), delete the
+    Default experiment, move the store into place."""
+    template.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=template.parent, prefix=".building-") as scratch:
+        building = Path(scratch) / "mlflow.db"
+        subprocess.run([sys.executable, "-c", _BUILD, f"sqlite:///{building}"], cwd=scratch, check=True,
+                       capture_output=True, timeout=300)
+        with contextlib.closing(sqlite3.connect(building)) as db, db:
+            db.execute("DELETE FROM experiment_tags WHERE experiment_id = 0")
+            db.execute("DELETE FROM experiments WHERE experiment_id = 0")
+        if not is_valid(building):
+            raise sqlite3.DatabaseError(f"the store MLflow migrated at {building} does not check out")
+        os.replace(building, template)
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path):
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
