@@ -8,7 +8,6 @@ run (``ragexp.*``) are what ``reproduce``, ``compare``, resumable sweeps and the
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import os
 import re
@@ -24,7 +23,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from ragexp import __version__
+from ragexp import __version__, file_lock
 from ragexp.errors import RagexpInputError
 from ragexp.secret_screen import WHERE_URL_CREDENTIALS_GO, secret_kind
 from ragexp.tracking import store_template
@@ -178,20 +177,15 @@ def _creation_lock(database: Path | None) -> Iterator[None]:
     if database is None:
         yield
         return
-    lock_path = database.with_name(database.name + ".lock")
     try:
-        database.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(lock_path, "a")  # noqa: SIM115 - closed below
+        handle = file_lock.open_lock_file(database.with_name(database.name + ".lock"))
     except OSError as err:
         if not database.is_file():
             raise RagexpInputError(f"cannot create the sqlite store {database}: {err.strerror}", field="tracking.uri") from None
         yield  # an existing store in a read-only folder: nothing will be created
         return
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    with file_lock.locked(handle):
         yield
-    finally:
-        handle.close()  # closing releases the lock
 
 
 def ensure_experiment(client: MlflowClient, name: str) -> str:

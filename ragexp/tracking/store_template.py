@@ -18,7 +18,6 @@ migrates the new store itself, as before; a template that fails its check is bui
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import shutil
@@ -29,6 +28,8 @@ import tempfile
 from pathlib import Path
 
 import mlflow
+
+from ragexp import file_lock
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def create_from_template(database: Path) -> bool:
     possible and MLflow is to create the store itself."""
     template = template_path()
     try:
-        with _exclusive(template.with_name(template.name + ".lock")):
+        with file_lock.locked(file_lock.open_lock_file(template.with_name(template.name + ".lock"))):
             if not is_valid(template):
                 _build(template)
         partial = database.with_name(f".{database.name}.{os.getpid()}.partial")
@@ -90,10 +91,3 @@ def _build(template: Path) -> None:
             raise sqlite3.DatabaseError(f"the store MLflow migrated at {building} does not check out")
         os.replace(building, template)
 
-
-@contextlib.contextmanager
-def _exclusive(lock_path: Path):
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
