@@ -117,15 +117,17 @@ def env_with_slow_artifacts(folder: Path, seconds: float) -> dict[str, str]:
     return env_with_sitecustomize(ENV, folder, SLOW_ARTIFACTS.format(seconds=seconds))
 
 
-def kill_when(process: subprocess.Popen, client: MlflowClient, signum: int, status: str) -> tuple[str, float]:
-    """Poll the store until a job run has ``status``, send ``signum``; returns the process's
-    stderr and how long after the signal it was gone."""
+def kill_when(process: subprocess.Popen, client: MlflowClient, signum: int, status: str, count: int = 1,
+              settle_s: float = 0.0) -> tuple[str, float]:
+    """Poll the store until ``count`` job runs have ``status``, wait ``settle_s``, send ``signum``;
+    returns the process's stderr and how long after the signal it was gone."""
     try:
         deadline = time.monotonic() + KILL_DEADLINE_S
-        while not any(r.info.status == status for r in runs_by_kind(client)[1]):
+        while sum(r.info.status == status for r in runs_by_kind(client)[1]) < count:
             assert process.poll() is None, f"the sweep ended first:\n{process.stderr.read()[-3000:]}"
-            assert time.monotonic() < deadline, f"no job run {status} in time"
+            assert time.monotonic() < deadline, f"fewer than {count} job runs {status} in time"
             time.sleep(0.1)
+        time.sleep(settle_s)
         process.send_signal(signum)
         killed_at = time.monotonic()
         _, stderr = process.communicate(timeout=120)
@@ -241,18 +243,8 @@ def test_sigterm_while_the_parent_is_closed_leaves_it_killed_not_running(tiny_da
     open and closes it KILLED (it was forgotten before it was closed, and stayed RUNNING)."""
     client = open_store(tmp_path)
     process = start_sweep(tiny_dataset, tmp_path, env_with_sitecustomize(ENV, tmp_path / "site", SLOW_SUMMARY))
-    try:
-        deadline = time.monotonic() + KILL_DEADLINE_S
-        while sum(r.info.status == "FINISHED" for r in runs_by_kind(client)[1]) < len(CHUNKERS):
-            assert process.poll() is None and time.monotonic() < deadline, "the sweep ended, or took too long"
-            time.sleep(0.1)
-        time.sleep(0.5)  # on_multirun_end is in the held summary now
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    # 0.5 s after the last job FINISHED, on_multirun_end is in the held summary
+    stderr, _ = kill_when(process, client, signal.SIGTERM, "FINISHED", count=len(CHUNKERS), settle_s=0.5)
     (parent,), children = runs_by_kind(client)
     assert process.returncode == 128 + signal.SIGTERM, stderr[-3000:]
     assert parent.info.status == "KILLED" and f"sweep parent run {parent.info.run_id} closed KILLED" in stderr
