@@ -75,6 +75,8 @@ def test_sweep_runs_are_named_tagged_timed_and_summarised(tiny_dataset, tmp_path
     [parent] = runs_of(client, experiment.experiment_id, "sweep")
     children = runs_of(client, experiment.experiment_id, "job")
     assert parent.data.tags[store.TAG_SWEEP_AXES] == "chunking,retrieval" and len(children) == 4
+    saved = {json.loads(path.read_text())["meta"]["run_name"]: path.parent for path in tmp_path.glob(f"multirun/*/*/*/{ARTIFACT_NAME}")}
+    assert len(saved) == 4
 
     for child in children:
         tags, params = child.data.tags, child.data.params
@@ -93,6 +95,11 @@ def test_sweep_runs_are_named_tagged_timed_and_summarised(tiny_dataset, tmp_path
         assert child.info.end_time - child.info.start_time >= worked_ms
         text = (Path(tmp_path / child.info.run_id) / ARTIFACT_NAME).read_text()
         assert len(text.splitlines()) > len(results.per_query)  # one query per line, not one 1 MB line
+        # the logged files are the job's saved ones (rows and config copied), the results with their run id
+        local = json.loads((saved[child.info.run_name] / ARTIFACT_NAME).read_text())
+        assert json.loads(text) == {**local, "meta": {**local["meta"], "run_id": child.info.run_id}}
+        logged_config = client.download_artifacts(child.info.run_id, store.CONFIG_ARTIFACT, str(tmp_path / child.info.run_id))
+        assert Path(logged_config).read_text() == (saved[child.info.run_name] / "resolved.yaml").read_text()
 
         table = json.loads(Path(client.download_artifacts(child.info.run_id, store.PER_QUERY_TABLE,
                                                           str(tmp_path / child.info.run_id))).read_text())

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import tempfile
 import warnings
 from collections.abc import Mapping
@@ -178,13 +179,20 @@ LOCAL_CONFIG = "resolved.yaml"
 LOCAL_OVERRIDES = "overrides.yaml"
 
 
+def write_config(folder: Path, cfg: DictConfig, overrides: list[str]) -> None:
+    """The resolved config and the Hydra overrides, as ``folder/resolved.yaml`` and ``folder/overrides.yaml``."""
+    (folder / LOCAL_CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
+    (folder / LOCAL_OVERRIDES).write_text(OmegaConf.to_yaml(OmegaConf.create(overrides)), encoding="utf-8")
+
+
 def save_local(output_dir: Path, cfg: DictConfig, output: RunOutput, overrides: list[str]) -> Path:
     """Everything :func:`log_evaluation` needs, written to ``output_dir`` before MLflow is touched,
-    so ``ragexp upload output_dir`` can log the run later if the store is unreachable."""
+    so ``ragexp upload output_dir`` can log the run later if the store is unreachable; returns
+    ``output_dir``."""
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / LOCAL_CONFIG).write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
-    (output_dir / LOCAL_OVERRIDES).write_text(OmegaConf.to_yaml(OmegaConf.create(overrides)), encoding="utf-8")
-    return output.results.save(output_dir / ARTIFACT_NAME)
+    write_config(output_dir, cfg, overrides)
+    output.results.save(output_dir / ARTIFACT_NAME)
+    return output_dir
 
 
 def log_evaluation(
@@ -198,16 +206,18 @@ def log_evaluation(
     parent_run_id: str | None,
     tags: Mapping[str, str] | None = None,
     ended_at: float | None = None,
+    saved: Path | None = None,
 ) -> str:
     """Create the run, write everything, close it; returns the run id. ``tags`` are added to
     ragexp's own (axis tags, ``ragexp.reproduces`` on a reproduction ...). The run starts at
     ``meta["started_at"]`` (the job's start, when known) and ends when it is closed, or at
     ``ended_at`` (epoch seconds; ``ragexp upload`` passes when the results were computed), so
-    MLflow's duration is the job's work, not the logging."""
+    MLflow's duration is the job's work, not the logging. ``saved``: the folder :func:`save_local`
+    wrote this run to; its config files and per-query rows are copied, not serialized again."""
     interrupt.check()  # a signal received (and perhaps lost) while computing: open no run
     with interrupt.deferred():  # a write cut short can leave the sqlite store locked and the run RUNNING
         run_id = _log_run(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=parent_run_id,
-                          extra_tags=tags or {}, ended_at=ended_at)
+                          extra_tags=tags or {}, ended_at=ended_at, saved=saved)
     interrupt.check()  # a signal received while closing: the run is complete; the sweep stops here
     return run_id
 
@@ -246,6 +256,7 @@ def _log_run(
     parent_run_id: str | None,
     extra_tags: Mapping[str, str],
     ended_at: float | None,
+    saved: Path | None,
 ) -> str:
     results = output.results
     tags = {**run_tags(cfg, output, evalset), **extra_tags}
@@ -264,18 +275,23 @@ def _log_run(
     error: BaseException | None = None
     try:
         results.meta["run_id"] = run_id
-        store.log_batched(client, run_id, params=params, metrics=metrics)
+        # Artifacts first: MLflow reads the run back to find its artifact location, which costs
+        # ~10 ms once the run holds its ~250 metrics.
         with tempfile.TemporaryDirectory() as tmp:
             tmp_path = Path(tmp)
             (tmp_path / "config").mkdir()
-            (tmp_path / "config" / "resolved.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
-            (tmp_path / "config" / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(overrides)), encoding="utf-8")
-            results.save(tmp_path / ARTIFACT_NAME)
+            if saved is None:
+                write_config(tmp_path / "config", cfg, overrides)
+            else:
+                for name in (LOCAL_CONFIG, LOCAL_OVERRIDES):
+                    shutil.copyfile(saved / name, tmp_path / "config" / name)
+            results.save(tmp_path / ARTIFACT_NAME, rows_from=saved and saved / ARTIFACT_NAME)
             (tmp_path / "plots").mkdir()
             (tmp_path / "plots" / "recall_at_k.svg").write_text(
                 recall_curve_svg(results.aggregates, results.meta["ks"], output.run_name), encoding="utf-8")
             write_table(per_query_table(output), tmp_path / store.PER_QUERY_TABLE)
             client.log_artifacts(run_id, str(tmp_path))
+        store.log_batched(client, run_id, params=params, metrics=metrics)
         client.log_inputs(run_id, datasets=[_create_dataset_input(evalset_dataset(evalset), "eval", None)])
         interrupt.check()  # a signal received during the writes: KILLED, not FINISHED
     except BaseException as err:  # noqa: BLE001 - any failure must leave the run FAILED/KILLED, then propagate
