@@ -4,7 +4,8 @@ Every comparison here is *paired*: baseline and candidate answered the same quer
 of evidence is the per-query difference ``d_i = b_i - a_i`` and the effect is ``mean(d)``.
 Pairing removes the between-query variance (easy vs hard questions), which is most of the noise.
 
-- :func:`bootstrap_ci` / :func:`mean_ci`: percentile bootstrap CI of a mean.
+- :func:`bootstrap_ci` / :func:`mean_ci`: percentile bootstrap CI of a mean; :func:`bootstrap_cis`
+  of several means at once.
 - :func:`paired_bootstrap_ci`: the same for ``mean(b - a)``.
 - :func:`paired_randomization_test`: Monte-Carlo sign-flip test of ``mean(b - a) = 0``.
 - :func:`exact_sign_flip_test`: the same test by full enumeration, for few non-zero differences.
@@ -15,6 +16,7 @@ Pairing removes the between-query variance (easy vs hard questions), which is mo
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Mapping
 from typing import NamedTuple
 
 import numpy as np
@@ -63,16 +65,31 @@ def bootstrap_ci(
     Draw ``n_resamples`` samples of size ``n`` with replacement, take each sample's mean ``m*_r``,
     return the ``alpha/2`` and ``1 - alpha/2`` quantiles of ``{m*_r}``. Deterministic for a seed.
     """
-    x = _as_vector(values)
-    n = x.size
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples)
-    step = _block_rows(n)
-    for start in range(0, n_resamples, step):
-        rows = min(step, n_resamples - start)
-        means[start : start + rows] = x[rng.integers(0, n, size=(rows, n), dtype=np.int32)].mean(axis=1)
-    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
-    return float(low), float(high)
+    return bootstrap_cis({None: values}, n_resamples=n_resamples, alpha=alpha, seed=seed)[None]
+
+
+def bootstrap_cis(
+    samples: Mapping[Hashable, object], n_resamples: int = DEFAULT_RESAMPLES, alpha: float = 0.05, seed: int = 0
+) -> dict[Hashable, tuple[float, float]]:
+    """:func:`bootstrap_ci` of each sample, by key. Samples of one size share their resample
+    indices (the ones :func:`bootstrap_ci` draws for that size and seed), so each CI equals
+    :func:`bootstrap_ci`'s and the draws are made once per size, not once per sample."""
+    vectors = {key: _as_vector(values) for key, values in samples.items()}
+    cis: dict[Hashable, tuple[float, float]] = {}
+    for n in dict.fromkeys(x.size for x in vectors.values()):
+        group = {key: x for key, x in vectors.items() if x.size == n}
+        rng = np.random.default_rng(seed)
+        means = {key: np.empty(n_resamples) for key in group}
+        step = _block_rows(n)
+        for start in range(0, n_resamples, step):
+            rows = min(step, n_resamples - start)
+            index = rng.integers(0, n, size=(rows, n), dtype=np.int32)
+            for key, x in group.items():
+                means[key][start : start + rows] = x[index].mean(axis=1)
+        for key in group:
+            low, high = np.quantile(means[key], [alpha / 2, 1 - alpha / 2])
+            cis[key] = (float(low), float(high))
+    return {key: cis[key] for key in vectors}
 
 
 def mean_ci(values, alpha: float = 0.05, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> MeanCI:

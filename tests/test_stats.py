@@ -104,6 +104,24 @@ def test_bootstrap_ci_coverage_is_near_nominal():
     assert 0.89 <= np.mean(covered) <= 0.99
 
 
+def test_bootstrap_cis_equal_one_ci_per_sample_with_its_own_draws():
+    """Samples sharing a size share draws; each CI is still what an independent bootstrap of that
+    sample with the same seed gives (reference: one draw matrix per sample, by hand)."""
+    rng = np.random.default_rng(4)
+    samples = {"mrr": rng.random(200), "hit": rng.random(200) < 0.6, "tagged": rng.random(37), "ndcg": rng.random(200)}
+
+    def reference(x, seed=3, resamples=1500):
+        x = np.asarray(x, dtype=np.float64)
+        index = np.random.default_rng(seed).integers(0, x.size, size=(resamples, x.size), dtype=np.int32)
+        low, high = np.quantile(x[index].mean(axis=1), [0.025, 0.975])
+        return float(low), float(high)
+
+    cis = stats.bootstrap_cis(samples, n_resamples=1500, seed=3)
+    assert list(cis) == list(samples)
+    assert cis == {key: reference(x) for key, x in samples.items()}
+    assert cis["mrr"] != cis["ndcg"]
+
+
 def test_mean_ci_reports_mean_bounds_and_n():
     result = stats.mean_ci([1.0, 0.0, 1.0, 1.0])
     assert result.mean == 0.75 and result.n == 4

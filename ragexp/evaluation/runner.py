@@ -29,7 +29,7 @@ from ragexp.judging.judge_calibration import judge_run_record
 from ragexp.metrics.evaluate import evaluate_run
 from ragexp.metrics.per_tag import per_tag_means
 from ragexp.metrics.ranking import doc_level
-from ragexp.stats import mean_ci
+from ragexp.stats import bootstrap_cis
 from ragexp.tracking.labels import run_name
 
 log = logging.getLogger(__name__)
@@ -167,12 +167,10 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
 
 def _confidence_intervals(per_query: Mapping[str, Mapping[str, float]], ks: Sequence[int], resamples: int) -> dict[str, float]:
     """``<metric>_ci_low`` / ``_ci_high``: percentile-bootstrap 95% CI of the mean over queries."""
-    names = {pattern.format(k=k) for pattern in CI_METRICS for k in ks}
+    names = sorted({pattern.format(k=k) for pattern in CI_METRICS for k in ks})
+    samples = {name: [m[name] for m in per_query.values() if name in m] for name in names}
+    cis = bootstrap_cis({name: values for name, values in samples.items() if len(values) >= 2}, n_resamples=resamples)
     out: dict[str, float] = {}
-    for name in sorted(names):
-        values = [m[name] for m in per_query.values() if name in m]
-        if len(values) < 2:
-            continue
-        ci = mean_ci(values, n_resamples=resamples)
-        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = ci.low, ci.high
+    for name, (low, high) in cis.items():
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = low, high
     return out
