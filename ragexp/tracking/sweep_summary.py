@@ -89,11 +89,9 @@ def best_by_metric(children: Sequence[ChildRun], metrics: Sequence[str]) -> dict
 
 
 def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, path: Path) -> Path:
-    """``metric`` over the first axis x the second (see the module docstring)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """``metric`` over the first axis x the second (see the module docstring). Drawn on a bare
+    :class:`~matplotlib.figure.Figure` (Agg): pyplot's import and figure registry are not needed."""
+    from matplotlib.figure import Figure
 
     row_axis, col_axis, rest = axes[0], (axes[1] if len(axes) > 1 else None), list(axes[2:])
     rows = _axis_order(children, row_axis)
@@ -104,8 +102,8 @@ def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, 
         facets = [()]
     values = [child.metrics[metric] for child in children if metric in child.metrics]
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
-    fig, panels = plt.subplots(1, len(facets), figsize=(1.2 + 1.3 * len(cols) * len(facets), 0.9 + 0.55 * len(rows)),
-                               squeeze=False)
+    fig = Figure(figsize=(1.2 + 1.3 * len(cols) * len(facets), 0.9 + 0.55 * len(rows)))
+    panels = fig.subplots(1, len(facets), squeeze=False)
     best = max(values) if values else None
     for panel, facet in zip(panels[0], facets):
         grid = [[math.nan] * len(cols) for _ in rows]
@@ -130,7 +128,6 @@ def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, 
     fig.suptitle(metric, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path
 
 
