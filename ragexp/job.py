@@ -96,14 +96,14 @@ def run_job(
     sample = len(data.evalset.items) if "sampled" in data.evalset.meta else None
     output.run_name = run_name or labels.run_name(semantic_config(cfg), data.chunking_label, values, sample)
     output.results.meta.update(run_name=output.run_name, started_at=started_at, finished_at=time.time())
-    saved = save_local(output_dir, cfg, output, overrides)  # first: the results survive a store outage
+    save_local(output_dir, cfg, output, overrides)  # first: the results survive a store outage
     if client is None:
         return JobResult(output, None, data.evalset)
     run_tags = {**labels.axis_tags(values), **(tags or {})}
     experiments.describe_once(client, experiment_id, data.corpus, data.evalset)
     run_id = log_run(
         lambda: log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=overrides,
-                               parent_run_id=parent_run_id, tags=run_tags, saved=saved),
+                               parent_run_id=parent_run_id, tags=run_tags, saved=output_dir),
         output_dir,
     )
     return JobResult(output, run_id, data.evalset)

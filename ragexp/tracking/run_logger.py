@@ -185,14 +185,12 @@ def write_config(folder: Path, cfg: DictConfig, overrides: list[str]) -> None:
     (folder / LOCAL_OVERRIDES).write_text(OmegaConf.to_yaml(OmegaConf.create(overrides)), encoding="utf-8")
 
 
-def save_local(output_dir: Path, cfg: DictConfig, output: RunOutput, overrides: list[str]) -> Path:
+def save_local(output_dir: Path, cfg: DictConfig, output: RunOutput, overrides: list[str]) -> None:
     """Everything :func:`log_evaluation` needs, written to ``output_dir`` before MLflow is touched,
-    so ``ragexp upload output_dir`` can log the run later if the store is unreachable; returns
-    ``output_dir``."""
+    so ``ragexp upload output_dir`` can log the run later if the store is unreachable."""
     output_dir.mkdir(parents=True, exist_ok=True)
     write_config(output_dir, cfg, overrides)
     output.results.save(output_dir / ARTIFACT_NAME)
-    return output_dir
 
 
 def log_evaluation(

@@ -76,9 +76,10 @@ def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> Mlflow
     """Point MLflow at ``uri`` and prove the store answers, or fail with one line naming the URI.
 
     The URI is checked first (:func:`check_tracking_uri`). A new sqlite store is created (a copy
-    of the migrated schema, :mod:`~ragexp.tracking.store_template`) under an exclusive lock on ``<file>.lock`` beside it, so processes that first touch a
-    new store at the same moment create it once and all see the whole schema (without the lock,
-    two migrations race: ``table experiments already exists``). ``create=False`` (commands that
+    of the migrated schema, :mod:`~ragexp.tracking.store_template`) under an exclusive lock on
+    ``<file>.lock`` beside it, so processes that first touch a new store at the same moment create
+    it once and all see the whole schema (without the lock, two migrations race: ``table
+    experiments already exists``). ``create=False`` (commands that
     only read: compare, export, gate, reproduce, ui) refuses a sqlite file that does not exist
     instead of creating an empty store. A URI this process has already connected to is not
     checked again (each job of a sweep connects; a store that goes away later fails the job's

@@ -90,4 +90,3 @@ def _build(template: Path) -> None:
         if not is_valid(building):
             raise sqlite3.DatabaseError(f"the store MLflow migrated at {building} does not check out")
         os.replace(building, template)
-
