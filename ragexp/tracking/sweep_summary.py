@@ -31,6 +31,7 @@ from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
 from ragexp.tracking import experiments, store
+from ragexp.tracking.heatmap import Panel, draw_heatmap
 from ragexp.tracking.labels import AXIS_TAG_PREFIX
 from ragexp.tracking.metric_names import HEADLINE, results_view
 
@@ -89,10 +90,8 @@ def best_by_metric(children: Sequence[ChildRun], metrics: Sequence[str]) -> dict
 
 
 def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, path: Path) -> Path:
-    """``metric`` over the first axis x the second (see the module docstring). Drawn on a bare
-    :class:`~matplotlib.figure.Figure` (Agg): pyplot's import and figure registry are not needed."""
-    from matplotlib.figure import Figure
-
+    """``metric`` over the first axis x the second, one panel per value combination of the other
+    axes (see the module docstring); drawn by :func:`~ragexp.tracking.heatmap.draw_heatmap`."""
     row_axis, col_axis, rest = axes[0], (axes[1] if len(axes) > 1 else None), list(axes[2:])
     rows = _axis_order(children, row_axis)
     cols = _axis_order(children, col_axis) if col_axis else [""]
@@ -101,11 +100,8 @@ def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, 
     if collapsed:
         facets = [()]
     values = [child.metrics[metric] for child in children if metric in child.metrics]
-    low, high = (min(values), max(values)) if values else (0.0, 1.0)
-    fig = Figure(figsize=(1.2 + 1.3 * len(cols) * len(facets), 0.9 + 0.55 * len(rows)))
-    panels = fig.subplots(1, len(facets), squeeze=False)
-    best = max(values) if values else None
-    for panel, facet in zip(panels[0], facets):
+    panels = []
+    for facet in facets:
         grid = [[math.nan] * len(cols) for _ in rows]
         for child in children:
             if metric not in child.metrics or any(child.axis_values[a] != v for a, v in zip(rest, facet)):
@@ -113,22 +109,11 @@ def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, 
             i = rows.index(child.axis_values[row_axis])
             j = cols.index(child.axis_values[col_axis]) if col_axis else 0
             grid[i][j] = child.metrics[metric] if math.isnan(grid[i][j]) else max(grid[i][j], child.metrics[metric])
-        panel.imshow(grid, cmap="viridis", vmin=low, vmax=high if high > low else low + 1e-9, aspect="auto")
-        for i, j in itertools.product(range(len(rows)), range(len(cols))):
-            if not math.isnan(grid[i][j]):
-                panel.text(j, i, f"{grid[i][j]:.3f}", ha="center", va="center", fontsize=8,
-                           color="white" if grid[i][j] < (low + high) / 2 else "black",
-                           fontweight="bold" if grid[i][j] == best else "normal")
-        panel.set_xticks(range(len(cols)), cols, fontsize=8)
-        panel.set_yticks(range(len(rows)), rows, fontsize=8)
-        panel.set_xlabel(col_axis or "", fontsize=8)
-        panel.set_ylabel(row_axis, fontsize=8)
         facet_text = "\n".join(f"{a}={v}" for a, v in zip(rest, facet))  # one line per axis: never wider than the panel
-        panel.set_title(facet_text or ("best over " + ", ".join(rest) if collapsed else ""), fontsize=8)
-    fig.suptitle(metric, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    return path
+        panels.append(Panel(facet_text or ("best over " + ", ".join(rest) if collapsed else ""), grid))
+    low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    return draw_heatmap(path, metric, rows, cols, row_axis, col_axis or "", panels, low, high,
+                        max(values) if values else None)
 
 
 def _table(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str]):

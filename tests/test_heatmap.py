@@ -1,0 +1,50 @@
+"""The summary heatmap drawn with Pillow: colour scale, blank cells, best cell, panel layout."""
+
+from __future__ import annotations
+
+import math
+
+from PIL import Image
+
+from ragexp.tracking.heatmap import BLANK, CELL_H, CELL_W, VIRIDIS, Panel, draw_heatmap, viridis
+
+
+def test_viridis_scale_ends_and_clamps():
+    assert viridis(0.0) == VIRIDIS[0]
+    assert viridis(1.0) == VIRIDIS[-1]
+    assert viridis(-3) == VIRIDIS[0] and viridis(7) == VIRIDIS[-1]
+    assert viridis(0.5) == VIRIDIS[8]
+    between = viridis(1 / 32)  # halfway between the first two stops
+    assert all(min(a, b) <= c <= max(a, b) for a, b, c in zip(VIRIDIS[0], VIRIDIS[1], between))
+
+
+def _find_colour(image: Image.Image, colour: tuple[int, int, int]) -> int:
+    """How many pixels of ``image`` have exactly ``colour``."""
+    return sum(1 for pixel in image.getdata() if pixel == colour)
+
+
+def test_cells_coloured_by_value_best_outlined_nan_blank(tmp_path):
+    grid = [[0.2, 0.6], [math.nan, 1.0]]
+    path = draw_heatmap(tmp_path / "h.png", "hit_rate_at_5", ["fixed", "markdown"], ["bm25", "dense"], "chunking",
+                        "retrieval", [Panel("", grid)], low=0.2, high=1.0, best=1.0)
+    image = Image.open(path).convert("RGB")
+    # low value -> darkest end, high value -> brightest end, missing -> blank; each fills most of a cell
+    for colour in (VIRIDIS[0], VIRIDIS[-1], viridis(0.5), BLANK):
+        assert _find_colour(image, colour) > CELL_W * CELL_H // 2, colour
+    # the best cell is outlined (2 px) in the text colour of the bright half (black)
+    plain = draw_heatmap(tmp_path / "plain.png", "hit_rate_at_5", ["fixed", "markdown"], ["bm25", "dense"], "chunking",
+                         "retrieval", [Panel("", grid)], low=0.2, high=1.0, best=None)
+    added = _find_colour(image, (0, 0, 0)) - _find_colour(Image.open(plain).convert("RGB"), (0, 0, 0))
+    assert added >= 2 * 2 * (CELL_W + CELL_H) - 16
+
+
+def test_one_panel_per_facet_and_constant_value_scale(tmp_path):
+    one = draw_heatmap(tmp_path / "one.png", "mrr", ["a", "b"], ["x"], "chunking", "retrieval",
+                       [Panel("reranker=none", [[0.5], [0.5]])], low=0.5, high=0.5, best=0.5)
+    three = draw_heatmap(tmp_path / "three.png", "mrr", ["a", "b"], ["x"], "chunking", "retrieval",
+                         [Panel(f"reranker={r}\nk=5", [[0.1], [0.9]]) for r in "abc"], low=0.1, high=0.9, best=0.9)
+    w1, _ = Image.open(one).size
+    w3, _ = Image.open(three).size
+    assert w3 > 2.5 * w1
+    # a metric equal in every cell (high == low) draws every cell at the dark end, no division by zero
+    assert _find_colour(Image.open(one).convert("RGB"), VIRIDIS[0]) > CELL_W * CELL_H
