@@ -36,7 +36,7 @@ def run_one_job(cfg: DictConfig) -> None:
     from ragexp.tracking.sweep import current_parent_run, current_sweep_axes
 
     if not gc.isenabled():  # a single run: what start-up imported lives as long as the process
-        heap.freeze_survivors(collect=False)
+        heap.freeze_survivors()
     output_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else Path.cwd()
     overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
     parent = current_parent_run()

@@ -11,9 +11,6 @@ seconds: 18 full collections cost 4.5 s of a 75 s demo sweep (measured with ``gc
   (:func:`gc.freeze`) so later collections walk only objects created since, and resumes
   collection. It runs where what survives is long-lived (sweep start, a model loaded, a job
   done), and freezes only when :data:`GROWTH` objects were created since the last freeze.
-  At start-up it freezes without collecting (``collect=False``): finding start-up's garbage
-  (~19 k objects, mostly Hydra's composition) costs a pass over the whole ~470 k-object heap,
-  0.3-0.5 s of every ``ragexp run``; that garbage stays frozen until the next reclaim pass.
 
 Frozen objects are still freed by reference counting; a frozen object that later dies in a
 garbage cycle (a finished job's Hydra config, ~3 k objects) is reclaimed by the full pass that
@@ -37,10 +34,10 @@ def pause_collection() -> None:
     gc.disable()
 
 
-def freeze_survivors(growth: int = GROWTH, *, collect: bool = True) -> bool:
-    """Collect (unless ``collect=False``) and freeze when at least ``growth`` unfrozen tracked
-    objects exist, and resume collection; returns whether it froze. (Not the frozen count:
-    :func:`gc.get_freeze_count` walks the whole permanent generation, ~10 ms per million objects.)"""
+def freeze_survivors(growth: int = GROWTH) -> bool:
+    """Collect and freeze when at least ``growth`` unfrozen tracked objects exist, and resume
+    collection; returns whether it froze. (Not the frozen count: :func:`gc.get_freeze_count`
+    walks the whole permanent generation, ~10 ms per million objects.)"""
     global _freezes
     try:
         if len(gc.get_objects()) < growth:  # the permanent generation is not listed: cheap
@@ -48,9 +45,7 @@ def freeze_survivors(growth: int = GROWTH, *, collect: bool = True) -> bool:
         _freezes += 1
         if _freezes % RECLAIM_EVERY == 0:
             gc.unfreeze()
-            gc.collect()
-        elif collect:
-            gc.collect()
+        gc.collect()
         gc.freeze()
         return True
     finally:

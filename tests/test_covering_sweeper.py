@@ -41,27 +41,6 @@ def test_freeze_survivors_freezes_only_a_heap_that_grew_and_resumes_collection()
         gc.enable()
 
 
-def test_start_up_freeze_skips_the_collection_and_keeps_its_garbage_frozen():
-    class Node:
-        def __init__(self) -> None:
-            self.me = self
-
-    gc.unfreeze()
-    try:
-        heap.pause_collection()
-        survivor = Node()
-        for _ in range(3000):
-            Node()  # start-up garbage: unreachable cycles
-        unfrozen = len(gc.get_objects())
-        assert heap.freeze_survivors(growth=1000, collect=False) is True and gc.isenabled()
-        assert gc.get_freeze_count() >= unfrozen  # the cycles were frozen, not collected
-        assert heap.freeze_survivors(growth=1000) is False  # a later freeze has nothing new to walk
-        assert survivor.me is survivor
-    finally:
-        gc.unfreeze()
-        gc.enable()
-
-
 def test_every_few_freezes_reclaim_frozen_objects_that_died_in_cycles():
     class Node:
         def __init__(self) -> None:

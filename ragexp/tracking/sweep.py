@@ -63,7 +63,7 @@ class MlflowSweepCallback(Callback):
         global _open_parent
         _open_parent = _OpenParent(config.tracking.uri, config.tracking.connect_timeout_s, run.info.run_id, experiment_id)
         log.info("MLflow parent run %s in experiment %s", run.info.run_id, experiment_id)
-        heap.freeze_survivors(collect=False)  # Hydra, MLflow and their dependencies live as long as the sweep
+        heap.freeze_survivors()  # Hydra, MLflow and their dependencies live as long as the sweep
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         close_open_parent()
