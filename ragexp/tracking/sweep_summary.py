@@ -5,7 +5,7 @@ Written when the sweep ends, from its FINISHED child runs:
 - ``summary/heatmap_<metric>.png`` per headline metric: the first sweep axis (rows) against the
   second (columns), one panel per value combination of the other axes (beyond
   :data:`MAX_PANELS` panels a cell shows the best over the other axes, and the title says so);
-  one colour scale per metric, every cell annotated, the best cell in bold;
+  one colour scale per metric, every cell annotated, the best cell in bold and outlined;
 - ``summary/compare.md`` and ``summary/compare.html``: runs x axis values x headline metrics,
   best hit rate@5 first, the best value of each metric in bold;
 - tags ``best.<metric>`` = ``<run name> = <value> (run <id[:8]>)`` per headline metric (marked
