@@ -124,5 +124,6 @@ def main() -> None:
           f"sweep only {statistics.median(before_ratios):.2f}x (all: {', '.join(f'{r:.2f}' for r in before_ratios)}); "
           f"sweep / embeddings only {statistics.median(embedding_ratios):.2f}x")
 
+
 if __name__ == "__main__":
     main()

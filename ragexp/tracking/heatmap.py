@@ -68,6 +68,7 @@ def draw_heatmap(path: Path, title: str, rows: Sequence[str], cols: Sequence[str
     from PIL import Image, ImageDraw
 
     small, large = _fonts()
+    line_h = _text_size(small, "Ag")[1]
     row_names_w = max((_text_size(small, r)[0] for r in rows), default=0)
     label_w = _text_size(small, row_label)[1] + 8 if row_label else 0
     panel_titles_h = max((_lines_height(small, p.title) for p in panels), default=0)
@@ -76,11 +77,16 @@ def draw_heatmap(path: Path, title: str, rows: Sequence[str], cols: Sequence[str
     title_h = _text_size(large, title)[1] + 2 * PAD
     top = title_h + panel_titles_h + (6 if panel_titles_h else 0)
     width = PAD + panel_w * len(panels)
-    height = top + grid_h + 2 * (_text_size(small, "Ag")[1] + 8) + PAD
+    height = top + grid_h + 2 * (line_h + 8) + PAD
     image = Image.new("RGB", (width, height), BACKGROUND)
     draw = ImageDraw.Draw(image)
     draw.text((width / 2, PAD), title, fill=INK, font=large, anchor="mt")
     span = high - low if high > low else 1.0
+    if row_label:  # drawn once, rotated, pasted beside each panel
+        w, h = _text_size(small, row_label)
+        label = Image.new("RGB", (w + 4, h + 6), BACKGROUND)
+        ImageDraw.Draw(label).text((2, 0), row_label, fill=INK, font=small)
+        label = label.rotate(90, expand=True)
     for index, panel in enumerate(panels):
         x0 = PAD + index * panel_w + label_w + row_names_w + 8
         grid_mid = x0 + grid_w / 2
@@ -107,12 +113,8 @@ def draw_heatmap(path: Path, title: str, rows: Sequence[str], cols: Sequence[str
         for j, col in enumerate(cols):
             draw.text((x0 + j * CELL_W + CELL_W / 2, tick_y), col, fill=INK, font=small, anchor="ma")
         if col_label:
-            draw.text((grid_mid, tick_y + _text_size(small, "Ag")[1] + 8), col_label, fill=INK, font=small, anchor="ma")
+            draw.text((grid_mid, tick_y + line_h + 8), col_label, fill=INK, font=small, anchor="ma")
         if row_label:
-            w, h = _text_size(small, row_label)
-            label = Image.new("RGB", (w + 4, h + 6), BACKGROUND)
-            ImageDraw.Draw(label).text((2, 0), row_label, fill=INK, font=small)
-            label = label.rotate(90, expand=True)
             image.paste(label, (PAD + index * panel_w, round(top + grid_h / 2 - label.height / 2)))
     image.save(path, format="PNG", optimize=False)
     return path

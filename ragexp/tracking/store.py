@@ -79,11 +79,11 @@ def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> Mlflow
     of the migrated schema, :mod:`~ragexp.tracking.store_template`) under an exclusive lock on
     ``<file>.lock`` beside it, so processes that first touch a new store at the same moment create
     it once and all see the whole schema (without the lock, two migrations race: ``table
-    experiments already exists``). ``create=False`` (commands that
-    only read: compare, export, gate, reproduce, ui) refuses a sqlite file that does not exist
-    instead of creating an empty store. A URI this process has already connected to is not
-    checked again (each job of a sweep connects; a store that goes away later fails the job's
-    logging, which retries and then names the store).
+    experiments already exists``). ``create=False`` (commands that only read: compare, export,
+    gate, reproduce, ui) refuses a sqlite file that does not exist instead of creating an empty
+    store. A URI this process has already connected to is not checked again (each job of a sweep
+    connects; a store that goes away later fails the job's logging, which retries and then names
+    the store).
     """
     if uri in _connected:
         mlflow.set_tracking_uri(uri)

@@ -113,7 +113,7 @@ def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, 
         panels.append(Panel(facet_text or ("best over " + ", ".join(rest) if collapsed else ""), grid))
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
     return draw_heatmap(path, metric, rows, cols, row_axis, col_axis or "", panels, low, high,
-                        max(values) if values else None)
+                        high if values else None)
 
 
 def _table(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str]):
