@@ -88,6 +88,7 @@ def _load_sentence_transformer(path: str, device: str, max_seq_length: int | Non
     relevance share the run's embedding model instead of loading it twice."""
     from sentence_transformers import SentenceTransformer
 
+    progress.apply_to_libraries()  # transformers is imported now
     model = SentenceTransformer(path, device=device, local_files_only=True)
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length

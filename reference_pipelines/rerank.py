@@ -96,6 +96,7 @@ class CrossEncoderReranker(_HeadReranker):
         if self._model is None:
             from sentence_transformers import CrossEncoder
 
+            progress.apply_to_libraries()  # transformers is imported now
             try:
                 self._model = CrossEncoder(
                     str(self.resolved.path), device=self.device, max_length=self.max_length, local_files_only=True

@@ -7,6 +7,10 @@ sentence-transformers draws its "Batches" bar) is run with bars on, to show they
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from test_bad_input_suite import compose_run_config
 
@@ -28,3 +32,25 @@ def test_progress_false_silences_bm25_encoder_and_library_bars(tiny_dataset, tmp
     err = capfd.readouterr().err
     for bar in BARS:
         assert (bar in err) == shown, (bar, err[-2000:])
+
+
+SWITCH_THEN_LOAD = """
+import sys
+from ragexp import progress
+from reference_pipelines.encoders import build_encoder
+progress.set_enabled(False)
+print("transformers imported by set_enabled:", "transformers" in sys.modules)
+build_encoder({"model": "minilm"}).encode_queries(["warm up"])
+from transformers.utils import logging as hf_logging
+print("transformers bars after the model loaded:", hf_logging.is_progress_bar_enabled())
+"""
+
+
+def test_progress_false_reaches_transformers_without_importing_it_early():
+    """``set_enabled`` does not import transformers (~1.5 s of a cached sweep's first job), and a
+    model loaded afterwards still finds its bars off: the loader applies the setting on import."""
+    done = subprocess.run([sys.executable, "-c", SWITCH_THEN_LOAD], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "transformers imported by set_enabled: False" in done.stdout, done.stdout
+    assert "transformers bars after the model loaded: False" in done.stdout, done.stdout

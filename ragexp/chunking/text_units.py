@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from ragexp import progress
 from ragexp.errors import RagexpInputError
 
 Span = tuple[int, int]
@@ -142,6 +143,7 @@ def load_hf_tokenizer(name_or_path: str) -> Tokenizer:
         else:
             from transformers import AutoTokenizer
 
+            progress.apply_to_libraries()  # transformers is imported now
             loaded = AutoTokenizer.from_pretrained(name_or_path)
             backend = Tokenizer.from_str(loaded.backend_tokenizer.to_str()) if loaded.is_fast else None
     except Exception as err:  # noqa: BLE001 - tokenizers raises plain Exception for unreadable files

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
+from ragexp import progress
 from ragexp.cache import publish_dir
 from ragexp.errors import RagexpInputError
 from ragexp.llm.base import LLMCallError, LLMResponse, Prompt, as_messages
@@ -83,6 +84,7 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
 def load_weights(source: ResolvedModel, device: str, dtype: str, cache_dir: str) -> LoadedWeights:
     """Load (once per process) the weights ``source`` names; GGUF goes through the converted cache."""
     started = time.perf_counter()
+    progress.apply_to_libraries()  # this module imported transformers
     if source.kind == GGUF:
         digest = weights_digest(source.path)[:16]
         folder = Path(cache_dir) / f"{source.path.stem}-{digest}"
