@@ -1,7 +1,7 @@
 """Stage cache: the same retrieval config run twice on SciFact; the second run is served from cache.
 
 Each config builds a fresh retriever (as a new run of a sweep would) over a fresh temporary
-:class:`~ragexp.cache.StageCache`, indexes the SciFact documents (all 5,183, or ``--docs N``)
+:class:`~ragexp.runtime.stage_cache.StageCache`, indexes the SciFact documents (all 5,183, or ``--docs N``)
 and searches the 300 test queries at k = 100, twice. The table prints both wall times, their ratio, the cache hits
 and misses of the second run, and checks that both runs return identical rankings.
 A second table answers whether caching a FAISS index is worth it: rebuilding it from cached
@@ -24,9 +24,9 @@ from benchmarks import shared_data_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from ragexp.cache import StageCache  # noqa: E402
 from ragexp.chunking.whole import WholeDocumentChunker  # noqa: E402
 from ragexp.data.loaders.beir import load_beir  # noqa: E402
+from ragexp.runtime.stage_cache import StageCache  # noqa: E402
 from reference_pipelines.bm25 import BM25Retriever  # noqa: E402
 from reference_pipelines.dense import DenseRetriever  # noqa: E402
 

@@ -63,12 +63,12 @@ def demo_prompts(cache_dir: Path) -> tuple[list[str], dict]:
     """The demo run's generator prompts and the generator config of ``generator=local``."""
     from hydra import compose, initialize_config_dir
 
-    from ragexp.app import CONFIG_DIR
-    from ragexp.cache import StageCache
-    from ragexp.config import register_schema
+    from ragexp.config.compose import CONFIG_DIR
+    from ragexp.config.schema import register_schema
     from ragexp.evaluation.pipeline import build_pipeline
     from ragexp.evaluation.prepared import prepare_data
     from ragexp.evaluation.retrieval_step import retrieval_step
+    from ragexp.runtime.stage_cache import StageCache
 
     register_schema()
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):

@@ -144,9 +144,9 @@ def synthetic_vectors(n: int, n_queries: int, regime: Regime) -> tuple[np.ndarra
 
 def scifact_vectors(n: int, n_queries: int) -> tuple[np.ndarray, np.ndarray, str]:
     """The first ``n`` distinct SciFact sentences and ``n_queries`` queries, MiniLM-encoded (cached)."""
-    from ragexp.cache import StageCache
     from ragexp.data.loaders.jsonl import iter_jsonl_objects
-    from ragexp.fingerprint import stable_hash
+    from ragexp.runtime.fingerprint import stable_hash
+    from ragexp.runtime.stage_cache import StageCache
     from reference_pipelines.encoders import build_encoder
 
     root = shared_data_dir() / "scifact"

@@ -25,11 +25,11 @@ from benchmarks import REPO, shared_data_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from ragexp.cache import StageCache  # noqa: E402
 from ragexp.chunking.whole import WholeDocumentChunker  # noqa: E402
 from ragexp.data.loaders.beir import load_beir  # noqa: E402
 from ragexp.metrics.evaluate import evaluate_run  # noqa: E402
 from ragexp.metrics.ranking import document_id  # noqa: E402
+from ragexp.runtime.stage_cache import StageCache  # noqa: E402
 from reference_pipelines.bm25 import BM25Retriever  # noqa: E402
 from reference_pipelines.dense import DenseRetriever  # noqa: E402
 from reference_pipelines.hybrid import HybridRetriever  # noqa: E402

@@ -6,7 +6,7 @@ label, source`` with ``label`` in ``SUPPORT | CONTRADICT | NEI`` and ``source`` 
 time (the data is never copied into the repo). How the pairs were drawn and labelled:
 ``benchmarks/data/README.md``.
 
-Each pair becomes one row of ragexp's labels CSV (:mod:`ragexp.judging.calibration`):
+Each pair becomes one row of ragexp's labels CSV (:mod:`ragexp.judging.calibration.labels`):
 ``id = "scifact/<claim_id>/<doc_id>"``, ``context = title + "\\n" + text`` of the abstract,
 ``claim`` = the claim text, ``human_label = supported`` for ``SUPPORT`` and ``not_supported`` for
 ``CONTRADICT`` and ``NEI`` alike, ``note`` = the three-way label.
@@ -27,7 +27,7 @@ from pathlib import Path
 from benchmarks.scifact_judge_draw import STREAMS, SciFactClaims, load_claims
 from ragexp.data.loaders.jsonl import read_text
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError
-from ragexp.judging.calibration import (
+from ragexp.judging.calibration.labels import (
     NOT_SUPPORTED,
     SUPPORTED,
     LabelledClaim,

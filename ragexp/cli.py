@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     # MLflow draws a progress bar per downloaded artifact; ragexp fetches one small file at a time.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     if argv and argv[0] == "run":
-        from ragexp.app import run_app
+        from ragexp.jobs.app import run_app
 
         return run_app(argv[1:])
     command = argv[0] if argv and argv[0] in COMMANDS else None

@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ragexp import progress
-from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
+from ragexp.runtime import progress
+from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.base import Ranking
 from reference_pipelines.ranking import ChunkTable, check_tie_order
 from reference_pipelines.tokenize import Tokenizer

@@ -16,7 +16,7 @@ one (measured in docs/pipelines.md); raise ``threads`` on an idle many-core mach
 The count holds only around FAISS's own work: torch shares the process's OpenMP runtime, and a
 count left at 1 ran every later encoding of the process on one core.
 
-With a :class:`~ragexp.cache.StageCache`, passage embeddings are cached per (encoder identity,
+With a :class:`~ragexp.runtime.stage_cache.StageCache`, passage embeddings are cached per (encoder identity,
 indexed chunks), query embeddings per (encoder identity, queries), and trained ``hnsw``/``ivf``
 indexes (``faiss.serialize_index`` bytes, a plain uint8 array) per (embeddings, index params).
 """
@@ -31,10 +31,10 @@ from typing import Any
 import faiss
 import numpy as np
 
-from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
-from ragexp.fingerprint import stable_hash
+from ragexp.runtime.fingerprint import stable_hash
+from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.base import Ranking
 from reference_pipelines.encoders import Encoder, build_encoder
 from reference_pipelines.ranking import ChunkTable, check_tie_order

@@ -20,14 +20,14 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ragexp import heap, progress
-from ragexp.models import (
+from ragexp.models.resolve import (
     ONNX,
     ResolvedModel,
     model_identity,
     resolve_model,
     unloadable_model_error,
 )
+from ragexp.runtime import progress
 
 
 @runtime_checkable
@@ -92,7 +92,6 @@ def _load_sentence_transformer(path: str, device: str, max_seq_length: int | Non
     model = SentenceTransformer(path, device=device, local_files_only=True)
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
-    heap.freeze_survivors()  # torch, transformers and the model live as long as the process
     return model
 
 

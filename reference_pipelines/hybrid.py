@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
+from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.base import Ranking, Retriever
 from reference_pipelines.bm25 import BM25Retriever
 from reference_pipelines.dense import DenseRetriever

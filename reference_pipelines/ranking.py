@@ -18,7 +18,7 @@ import numpy as np
 
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
-from ragexp.fingerprint import stable_hash
+from ragexp.runtime.fingerprint import stable_hash
 from reference_pipelines.base import Ranking
 
 

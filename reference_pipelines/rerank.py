@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from ragexp import progress
-from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
-from ragexp.fingerprint import stable_hash
-from ragexp.models import model_identity, resolve_model, unloadable_model_error
+from ragexp.models.resolve import model_identity, resolve_model, unloadable_model_error
+from ragexp.runtime import progress
+from ragexp.runtime.fingerprint import stable_hash
+from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.base import Ranking
 from reference_pipelines.encoders import Encoder, build_encoder, unit_rows
 from reference_pipelines.ranking import ChunkTable, indexed_text, sort_ranking

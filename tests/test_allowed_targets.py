@@ -18,12 +18,12 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 import yaml
-from test_runner_sweep import ENV, dataset_args, job_runs
 
+from ragexp.config import targets
+from ragexp.config.targets import check_targets
 from ragexp.errors import RagexpInputError
-from ragexp.evaluation import targets
-from ragexp.evaluation.targets import check_targets
 from ragexp.tracking.metric_names import results_view
+from tests.helpers.cli import ENV, dataset_args, job_runs
 
 VICTIM_TEXT = "do not truncate me\n"
 

@@ -20,7 +20,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from bad_input_cases import (
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragexp.chunking import CHUNKERS, make_chunker
+from ragexp.data import Corpus, Document
+from ragexp.data.loaders.corpus import load_corpus
+from ragexp.data.loaders.evalset import EVIDENCE_FIELDS, ITEM_FIELDS, load_evalset
+from ragexp.errors import RagexpInputError
+from ragexp.runtime.stage_cache import StageCache
+from tests.helpers.bad_input_cases import (
     CASES,
     DOC_TEXT,
     GOOD_ITEM,
@@ -31,15 +40,7 @@ from bad_input_cases import (
     run_case,
     write_evalset,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from ragexp.cache import StageCache
-from ragexp.chunking import CHUNKERS, make_chunker
-from ragexp.data import Corpus, Document
-from ragexp.data.loaders.corpus import load_corpus
-from ragexp.data.loaders.evalset import EVIDENCE_FIELDS, ITEM_FIELDS, load_evalset
-from ragexp.errors import RagexpInputError
+from tests.helpers.configs import compose_run_config
 
 
 def stage_cache_files(cache_dir: Path) -> list[Path]:
@@ -102,7 +103,7 @@ def test_bad_input_table_in_docs_is_current(tmp_path: Path) -> None:
             RESULTS[case.id] = run_case(case, tmp_path / case.id)
     expected = render_table(RESULTS)
     assert (REPO / "docs" / "bad-input.md").read_text(encoding="utf-8") == expected, (
-        "docs/bad-input.md is stale: python -m tests.bad_input_table > docs/bad-input.md"
+        "docs/bad-input.md is stale: python -m tests.helpers.bad_input_table > docs/bad-input.md"
     )
 
 
@@ -275,22 +276,6 @@ def test_overlap_not_below_size_names_chunking_overlap(name: str, excess: int) -
     assert caught.value.field == "chunking.overlap"
 
 
-def compose_run_config(tiny_dataset, cache_dir: Path, *overrides: str):
-    from hydra import compose, initialize_config_dir
-
-    from ragexp.app import CONFIG_DIR
-    from ragexp.config import register_schema
-
-    corpus, evalset = tiny_dataset
-    register_schema()
-    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
-        return compose("config", overrides=[
-            "dataset=evalset", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}", "retrieval=bm25",
-            "chunking=fixed", "chunking.size=120", "chunking.overlap=20", f"cache_dir={cache_dir}", "progress=false",
-            *overrides,
-        ])  # fmt: skip
-
-
 CONFIG_ERROR_CASES = [
     pytest.param(("chunking.overlap=120",), "chunking.overlap", id="overlap-ge-size"),
     pytest.param(("eval.ks=[0]",), "eval.ks", id="k-zero"),
@@ -301,7 +286,7 @@ CONFIG_ERROR_CASES = [
 
 
 def execute_expecting_input_error(cfg) -> RagexpInputError:
-    from ragexp.job import run_job
+    from ragexp.jobs.job import run_job
 
     with pytest.raises(RagexpInputError) as caught:
         run_job(cfg, output_dir=Path(cfg.cache_dir).parent / "out", overrides=[], log_to_store=False)
@@ -364,7 +349,7 @@ def huge_document(size: int) -> str:
 
 @pytest.mark.slow
 def test_five_megabyte_document_chunks_and_runs(tmp_path: Path, monkeypatch) -> None:
-    from ragexp.job import run_job
+    from ragexp.jobs.job import run_job
 
     corpus_dir = tmp_path / "corpus"
     corpus_dir.mkdir()

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25L, BM25Okapi, BM25Plus
 
-from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
+from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.bm25 import BM25Retriever
 from reference_pipelines.tokenize import Tokenizer
 
@@ -183,10 +183,10 @@ def test_the_warning_is_recorded_with_the_run_and_survives_the_cache(tmp_path, c
     from hydra import compose, initialize_config_dir
     from mlflow.tracking import MlflowClient
 
-    from ragexp.app import CONFIG_DIR
-    from ragexp.config import register_schema
-    from ragexp.job import run_job
-    from ragexp.summary import print_run_summary
+    from ragexp.config.compose import CONFIG_DIR
+    from ragexp.config.schema import register_schema
+    from ragexp.jobs.console import print_run_summary
+    from ragexp.jobs.job import run_job
     from ragexp.tracking.run_logger import TAG_WARNINGS
 
     corpus = tmp_path / "corpus"

@@ -29,14 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import write_tiny_dataset
 from mlflow.tracking import MlflowClient
-from mlflow_server import mlflow_server, wait_until_healthy
-from test_runner_sweep import ENV, ragexp
 
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.tracking import store
 from ragexp.tracking.metric_names import to_mlflow
+from tests.helpers.cli import ENV, ragexp
+from tests.helpers.mlflow_server import mlflow_server, wait_until_healthy
+from tests.helpers.tiny_dataset import write_tiny_dataset
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 

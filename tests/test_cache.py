@@ -9,7 +9,11 @@ import pickle
 import numpy as np
 import pytest
 
-from ragexp.cache import CacheCorruptionWarning, StageCache, default_cache_root
+from ragexp.runtime.stage_cache import (
+    CacheCorruptionWarning,
+    StageCache,
+    default_cache_root,
+)
 
 
 class Counting:

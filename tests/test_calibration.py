@@ -9,11 +9,11 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from ragexp.cli import main
+from ragexp.data.datasets import DEMO_DIR
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
-from ragexp.data.datasets import DEMO_DIR
-from ragexp.judging.calibration import (
+from ragexp.judging.calibration.labels import (
     LABELS,
     NOT_SUPPORTED,
     SUPPORTED,

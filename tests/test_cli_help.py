@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
-from test_runner_sweep import ENV
 
 from ragexp.cli import COMMANDS, EXAMPLES, main
+from tests.helpers.cli import ENV
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])

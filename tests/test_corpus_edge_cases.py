@@ -13,10 +13,10 @@ import pytest
 import pytrec_eval
 from hydra import compose, initialize_config_dir
 
-from ragexp.app import CONFIG_DIR
-from ragexp.config import register_schema
+from ragexp.config.compose import CONFIG_DIR
+from ragexp.config.schema import register_schema
 from ragexp.evaluation.results import RunResults
-from ragexp.job import run_job
+from ragexp.jobs.job import run_job
 
 WEBHOOK_TEXT = "Failed webhook deliveries are retried with exponential backoff for 24 hours."
 DOCS = [  # (id, title, text); corpus order matters: the gold copy comes before its duplicate
@@ -63,7 +63,7 @@ def test_title_only_documents_are_indexed_and_fusion_ties_follow_corpus_order(tm
     from rank_bm25 import BM25Okapi
     from sentence_transformers import SentenceTransformer
 
-    from ragexp.models import resolve_model
+    from ragexp.models.resolve import resolve_model
 
     cfg = compose_config(tmp_path, "retrieval=hybrid_rrf", "retrieval/tokenizer=plain", "eval.retrieve_k=5")
     result = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to_store=False)

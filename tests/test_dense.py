@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
-from ragexp.fingerprint import stable_hash
-from ragexp.models import SHORT_NAMES, resolve_model
+from ragexp.models.resolve import SHORT_NAMES, resolve_model
+from ragexp.runtime.fingerprint import stable_hash
+from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.dense import DenseRetriever
 from reference_pipelines.encoders import OnnxEncoder, build_encoder, make_encoder
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from ragexp.config import RagexpConfig, validate
+from ragexp.config.schema import RagexpConfig, validate
 from ragexp.data.datasets import demo_paths
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import load_evalset

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from ragexp.judging.failure import FailureClass, FailureThresholds, classify, failure_rates, gold_in_context
+from ragexp.judging.failure import (
+    FailureClass,
+    FailureThresholds,
+    classify,
+    failure_rates,
+    gold_in_context,
+)
 
 OK, RET, GEN = FailureClass.OK, FailureClass.RETRIEVAL_FAILURE, FailureClass.GENERATION_FAILURE
 UOK, HAL = FailureClass.UNANSWERABLE_OK, FailureClass.HALLUCINATED

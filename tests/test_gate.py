@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ragexp.commands.gate import render_json, render_markdown, render_text
+from ragexp.comparison.gate import GateSpec, first_relevant_rank, run_gate
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
-from ragexp.gate import GateSpec, first_relevant_rank, run_gate
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 N = 120

@@ -49,11 +49,11 @@ class BatchingJudge(LexicalJudge):
 def demo_run(tmp_path_factory):
     from hydra import compose, initialize_config_dir
 
-    from ragexp.app import CONFIG_DIR
-    from ragexp.cache import StageCache
-    from ragexp.config import register_schema
+    from ragexp.config.compose import CONFIG_DIR
+    from ragexp.config.schema import register_schema
     from ragexp.evaluation.pipeline import build_pipeline
     from ragexp.evaluation.prepared import prepare_data
+    from ragexp.runtime.stage_cache import StageCache
 
     cache_dir: Path = tmp_path_factory.mktemp("cache")
     register_schema()
@@ -65,8 +65,8 @@ def demo_run(tmp_path_factory):
 
 
 def _execute(demo_run, generator, judge, tmp_path):
-    from ragexp.cache import StageCache
     from ragexp.evaluation.runner import execute
+    from ragexp.runtime.stage_cache import StageCache
 
     cfg, _, pipeline, data = demo_run
     pipeline.generator, pipeline.judge = generator, judge

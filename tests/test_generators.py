@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fake_openai_server import FakeOpenAIServer, ok, status
 
-from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
+from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.generators import REFUSAL_ANSWER, Generator, is_refusal
-from reference_pipelines.generators.extractive import ExtractiveGenerator, split_sentences
+from reference_pipelines.generators.extractive import (
+    ExtractiveGenerator,
+    split_sentences,
+)
 from reference_pipelines.generators.llm import GROUNDED_QA_TEMPLATE, LLMGenerator
+from tests.helpers.fake_openai_server import FakeOpenAIServer, ok, status
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -159,10 +162,10 @@ def test_split_sentences_and_refusal_matching():
 def test_eval_context_k_is_the_one_home_of_how_many_chunks_reach_the_generator(tmp_path):
     from hydra import compose, initialize_config_dir
 
-    from ragexp.app import CONFIG_DIR
-    from ragexp.cache import StageCache
-    from ragexp.config import register_schema
+    from ragexp.config.compose import CONFIG_DIR
+    from ragexp.config.schema import register_schema
     from ragexp.evaluation.pipeline import build_pipeline
+    from ragexp.runtime.stage_cache import StageCache
 
     register_schema()
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):

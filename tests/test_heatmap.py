@@ -6,7 +6,15 @@ import math
 
 from PIL import Image
 
-from ragexp.tracking.heatmap import BLANK, CELL_H, CELL_W, VIRIDIS, Panel, draw_heatmap, viridis
+from ragexp.tracking.heatmap import (
+    BLANK,
+    CELL_H,
+    CELL_W,
+    VIRIDIS,
+    Panel,
+    draw_heatmap,
+    viridis,
+)
 
 
 def test_viridis_scale_ends_and_clamps():

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
+from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.hybrid import HybridRetriever, rrf_fuse, weighted_fuse
 
 A = [("a", 10.0), ("b", 5.0), ("c", 0.0)]

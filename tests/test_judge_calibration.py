@@ -15,10 +15,20 @@ from sklearn.model_selection import StratifiedGroupKFold
 
 from ragexp.cli import main
 from ragexp.errors import RagexpInputError
-from ragexp.judging.calibration import NOT_SUPPORTED, SUPPORTED, LabelledClaim, read_labels, write_labels
-from ragexp.judging.judge_calibration import MIN_KAPPA, judge_run_record, load_calibration
+from ragexp.judging.calibration.labels import (
+    NOT_SUPPORTED,
+    SUPPORTED,
+    LabelledClaim,
+    read_labels,
+    write_labels,
+)
+from ragexp.judging.calibration.record import (
+    MIN_KAPPA,
+    judge_run_record,
+    load_calibration,
+)
+from ragexp.judging.calibration.threshold import fit_threshold
 from ragexp.judging.judges import LexicalJudge
-from ragexp.judging.threshold_fit import fit_threshold
 
 S, N = SUPPORTED, NOT_SUPPORTED
 
@@ -262,10 +272,9 @@ def test_embedding_judge_scores_the_best_matching_context_sentence():
 
 
 def test_an_llm_judge_records_its_plain_agreement(tmp_path, capsys):
-    from fake_openai_server import FakeOpenAIServer, ok
-
     from ragexp.judging.judges import LLMJudge
     from ragexp.llm.openai_compat import OpenAIChatModel
+    from tests.helpers.fake_openai_server import FakeOpenAIServer, ok
 
     rows = labelled_set()
     labels_csv = write_labels(tmp_path / "labels.csv", rows)

@@ -14,14 +14,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_openai_server import FakeOpenAIServer, ok
 from mlflow.tracking import MlflowClient
 
-from ragexp.judging.calibration import NOT_SUPPORTED, SUPPORTED, LabelledClaim, write_labels
+from ragexp.judging.calibration.labels import (
+    NOT_SUPPORTED,
+    SUPPORTED,
+    LabelledClaim,
+    write_labels,
+)
 from ragexp.judging.judges import LexicalJudge
 from ragexp.tracking import store
 from ragexp.tracking.metric_names import results_view
 from ragexp.tracking.run_logger import TAG_JUDGE_WARNING
+from tests.helpers.fake_openai_server import FakeOpenAIServer, ok
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

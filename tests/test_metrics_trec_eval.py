@@ -20,7 +20,13 @@ from hypothesis import strategies as st
 
 import ragexp.metrics._matrix
 from ragexp.errors import RagexpInputError
-from ragexp.metrics import doc_level, document_id, evaluate_run, metric_names, trec_order
+from ragexp.metrics import (
+    doc_level,
+    document_id,
+    evaluate_run,
+    metric_names,
+    trec_order,
+)
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
-from test_runner_sweep import ragexp
 
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import load_evalset
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.tracking import experiments, store
 from ragexp.tracking.metric_names import CONSTANTS, HEADLINE, results_view, to_mlflow
+from tests.helpers.cli import ragexp
 
 pytestmark = pytest.mark.slow
 

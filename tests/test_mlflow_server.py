@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import TINY_ITEMS
 from mlflow.tracking import MlflowClient
-from mlflow_server import mlflow_server, wait_until_healthy
-from test_runner_sweep import ragexp
 
 from ragexp.tracking import store
+from tests.helpers.cli import ragexp
+from tests.helpers.mlflow_server import mlflow_server, wait_until_healthy
+from tests.helpers.tiny_dataset import TINY_ITEMS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 

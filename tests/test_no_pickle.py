@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import yaml
 
-from ragexp.cache import StageCache
 from ragexp.data import Chunk
+from ragexp.runtime.stage_cache import StageCache
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE_PACKAGES = ("ragexp", "reference_pipelines")

@@ -12,10 +12,10 @@ import subprocess
 import sys
 
 import pytest
-from test_bad_input_suite import compose_run_config
 
-from ragexp import progress
-from ragexp.job import run_job
+from ragexp.jobs.job import run_job
+from ragexp.runtime import progress
+from tests.helpers.configs import compose_run_config
 
 pytestmark = pytest.mark.slow
 BARS = ("bm25: tokenising", "bm25: searching", "Batches")  # the last is sentence-transformers' encode bar
@@ -36,7 +36,7 @@ def test_progress_false_silences_bm25_encoder_and_library_bars(tiny_dataset, tmp
 
 SWITCH_THEN_LOAD = """
 import sys
-from ragexp import progress
+from ragexp.runtime import progress
 from reference_pipelines.encoders import build_encoder
 progress.set_enabled(False)
 print("transformers imported by set_enabled:", "transformers" in sys.modules)

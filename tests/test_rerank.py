@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
-from ragexp.models import resolve_model
+from ragexp.models.resolve import resolve_model
+from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.rerank import CrossEncoderReranker, EmbeddingReranker
 
 TEXTS = {

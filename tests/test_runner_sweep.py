@@ -2,43 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from mlflow.tracking import MlflowClient
 
 from ragexp.tracking import store
 from ragexp.tracking.metric_names import results_view
+from tests.helpers.cli import dataset_args, job_runs, ragexp
 
 pytestmark = pytest.mark.slow
-
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-
-
-def ragexp(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "ragexp.cli", *args], cwd=cwd, env=ENV, capture_output=True, text=True,
-                          timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"ragexp {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc
-
-
-def dataset_args(tiny_dataset, db: Path) -> list[str]:
-    corpus, evalset = tiny_dataset
-    return ["dataset=evalset", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}",
-            f"tracking.uri=sqlite:///{db}", "tracking.experiment=tiny", "progress=false"]
-
-
-def job_runs(db: Path):
-    client = MlflowClient(f"sqlite:///{db}")
-    experiment = client.get_experiment_by_name("tiny")
-    runs = client.search_runs([experiment.experiment_id], max_results=1000)
-    parents = [r for r in runs if r.data.tags.get(store.TAG_KIND) == "sweep"]
-    children = [r for r in runs if r.data.tags.get(store.TAG_KIND) == "job"]
-    return client, parents, children
 
 
 def test_two_by_two_sweep_logs_parent_children_artifacts_and_metrics(tiny_dataset, tmp_path):

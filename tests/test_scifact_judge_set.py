@@ -15,7 +15,7 @@ from pathlib import Path
 from benchmarks.scifact_judge_draw import bm25_stream, cited_stream, load_claims
 from benchmarks.scifact_judge_set import LABELS_CSV, main, read_pairs
 from ragexp.errors import USAGE_EXIT_CODE
-from ragexp.judging.calibration import read_labels
+from ragexp.judging.calibration.labels import read_labels
 
 READS_CSV = LABELS_CSV.parent / "scifact_judge_reads.csv"
 # The counts benchmarks/data/README.md documents.

@@ -19,11 +19,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_openai_server import FakeOpenAIServer, _Handler, ok, status
 from mlflow.tracking import MlflowClient
 
 from ragexp.tracking import store
 from ragexp.tracking.metric_names import results_view
+from tests.helpers.fake_openai_server import FakeOpenAIServer, _Handler, ok, status
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ragexp import stats
+from ragexp.comparison import stats
 
 
 def brute_force_sign_flip_p(a, b) -> float:

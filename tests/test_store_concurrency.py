@@ -15,10 +15,10 @@ import sys
 
 import pytest
 from mlflow.tracking import MlflowClient
-from test_runner_sweep import ENV
 
 from ragexp.errors import RagexpInputError
 from ragexp.tracking import store, store_template
+from tests.helpers.cli import ENV
 
 PROCESSES = 4
 REPEATS = 3

@@ -9,7 +9,6 @@ import sys
 
 import pytest
 from mlflow.tracking import MlflowClient
-from test_runner_sweep import ENV, dataset_args, job_runs
 
 from ragexp.tracking import store
 from ragexp.tracking.sweep import (
@@ -18,6 +17,7 @@ from ragexp.tracking.sweep import (
     launcher_tags,
     sweep_key,
 )
+from tests.helpers.cli import ENV, dataset_args, job_runs
 
 
 def test_only_dead_parents_of_the_same_sweep_are_closed(tmp_path):

@@ -8,8 +8,8 @@ import os
 import pytest
 
 from ragexp.errors import RagexpInputError
-from ragexp.llm import threads
-from ragexp.llm.threads import (
+from ragexp.runtime import threads
+from ragexp.runtime.threads import (
     PARALLEL_JOBS_ENV,
     auto_threads,
     configure_threads,
@@ -43,8 +43,8 @@ def test_a_joblib_sweep_job_reads_n_jobs_from_its_hydra_config(monkeypatch):
     from hydra import compose, initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
-    from ragexp.app import CONFIG_DIR
-    from ragexp.config import register_schema
+    from ragexp.config.compose import CONFIG_DIR
+    from ragexp.config.schema import register_schema
 
     monkeypatch.delenv(PARALLEL_JOBS_ENV, raising=False)
     register_schema()

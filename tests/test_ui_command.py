@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 from mlflow.tracking import MlflowClient
-from mlflow_server import free_port
-from test_runner_sweep import ENV
 
 from ragexp.tracking import store
+from tests.helpers.cli import ENV
+from tests.helpers.mlflow_server import free_port
 
 
 def processes() -> dict[int, tuple[int, int, str]]:

@@ -6,8 +6,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ragexp.chunking.base import CandidateSpan, Chunker, require_choice, require_size_and_overlap
-from ragexp.chunking.text_units import REGEX_TOKENIZER, load_hf_tokenizer, token_boundaries
+from ragexp.chunking.base import (
+    CandidateSpan,
+    Chunker,
+    require_choice,
+    require_size_and_overlap,
+)
+from ragexp.chunking.text_units import (
+    REGEX_TOKENIZER,
+    load_hf_tokenizer,
+    token_boundaries,
+)
 from ragexp.data import Document
 from ragexp.errors import RagexpInputError
 

@@ -19,8 +19,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ragexp.chunking.base import CandidateSpan, Chunker, require_int, require_size_and_overlap
-from ragexp.chunking.recursive import DEFAULT_SEPARATORS, recursive_split, validated_separators
+from ragexp.chunking.base import (
+    CandidateSpan,
+    Chunker,
+    require_int,
+    require_size_and_overlap,
+)
+from ragexp.chunking.recursive import (
+    DEFAULT_SEPARATORS,
+    recursive_split,
+    validated_separators,
+)
 from ragexp.chunking.text_units import stripped_length
 from ragexp.data import Document
 from ragexp.errors import RagexpInputError

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from ragexp import progress
 from ragexp.errors import RagexpInputError
+from ragexp.runtime import progress
 
 Span = tuple[int, int]
 

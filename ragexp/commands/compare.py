@@ -18,8 +18,8 @@ import sys
 from collections import Counter
 
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
+from ragexp.comparison.table import format_table, headline_metrics
 from ragexp.errors import RagexpInputError
-from ragexp.summary import format_table, headline_metrics
 from ragexp.tracking import experiments, store
 from ragexp.tracking.metric_names import results_view
 

@@ -13,7 +13,14 @@ import sys
 from dataclasses import asdict
 
 from ragexp.commands._runs import add_tracking_argument, load_results
-from ragexp.gate import REGRESSION, GateReport, GateSpec, MetricVerdict, QueryRegression, run_gate
+from ragexp.comparison.gate import (
+    REGRESSION,
+    GateReport,
+    GateSpec,
+    MetricVerdict,
+    QueryRegression,
+    run_gate,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ applies a threshold fitted elsewhere (e.g. fit on the demo set, measure on your 
 every row once with the judge's continuous score (cached in the stage cache), fits the verdict
 threshold on all labelled rows, reports the k-fold cross-validated agreement of that fitting
 procedure (folds grouped by context) and writes the calibration file a run takes as
-``judge.calibration=CALIB.json`` (:mod:`ragexp.judging.judge_calibration`). ``--judge openai``
+``judge.calibration=CALIB.json`` (:mod:`ragexp.judging.calibration.record`). ``--judge openai``
 fits nothing: it records the judge's measured agreement.
 """
 
@@ -26,14 +26,35 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from ragexp.cache import StageCache
-from ragexp.commands._runs import add_tracking_argument, client_for, get_run, load_results
+from ragexp.commands._runs import (
+    add_tracking_argument,
+    client_for,
+    get_run,
+    load_results,
+)
 from ragexp.errors import RagexpInputError
-from ragexp.judging.calibration import LabelledClaim, agreement, label_of, read_labels, write_labels
-from ragexp.judging.judge_calibration import calibrate_threshold, check_calibration_set, measure_agreement
-from ragexp.judging.judges import LIKELIHOOD_METHODS, EmbeddingJudge, LexicalJudge, LLMJudge, LocalLikelihoodJudge
-from ragexp.judging.threshold_fit import verdicts_at
+from ragexp.judging.calibration.labels import (
+    LabelledClaim,
+    agreement,
+    label_of,
+    read_labels,
+    write_labels,
+)
+from ragexp.judging.calibration.record import (
+    calibrate_threshold,
+    check_calibration_set,
+    measure_agreement,
+)
+from ragexp.judging.calibration.threshold import verdicts_at
+from ragexp.judging.judges import (
+    LIKELIHOOD_METHODS,
+    EmbeddingJudge,
+    LexicalJudge,
+    LLMJudge,
+    LocalLikelihoodJudge,
+)
 from ragexp.llm.base import LLMCallError
+from ragexp.runtime.stage_cache import StageCache
 from ragexp.tracking import store
 
 JUDGES = ("local", "lexical", "embedding", "openai")
@@ -132,7 +153,7 @@ def _build_judge(args: argparse.Namespace):
         if args.judge == "lexical":
             return LexicalJudge(threshold=threshold, calibration=calibration)
         if args.judge == "embedding":
-            return EmbeddingJudge({"model": args.model or "minilm"}, threshold=threshold, calibration=calibration)
+            return _embedding_judge(args.model, threshold, calibration)
         if args.judge == "local":
             from ragexp.llm.local_hf import LocalHFModel
 
@@ -140,7 +161,7 @@ def _build_judge(args: argparse.Namespace):
             if args.method:
                 kwargs["method"] = args.method
             return LocalLikelihoodJudge(LocalHFModel(args.model or "smollm2-135m"), **kwargs)
-        from ragexp.llm.models import build_chat_model
+        from ragexp.llm.chat_models import build_chat_model
 
         if not args.base_url or not args.model:
             raise RagexpInputError("--judge openai needs --base-url and --model", field="--base-url")
@@ -149,6 +170,28 @@ def _build_judge(args: argparse.Namespace):
     except RagexpInputError as err:  # constructor fields are command-line options here
         field = {"calibration": "--calibration", "threshold": "--threshold"}.get(err.field or "", err.field)
         raise RagexpInputError(err.message, file=err.file, line=err.line, field=field) from None
+
+
+def _embedding_judge(model: str | None, threshold: float | None, calibration: str | None) -> EmbeddingJudge:
+    """The run's embedding judge (``judge=embedding``, its encoder the ``embedding`` group), built
+    from the config tree as a run builds it; ``model`` overrides ``embedding.model``."""
+    from omegaconf import OmegaConf
+
+    from ragexp.config.compose import compose_config
+    from ragexp.evaluation.pipeline import build_component
+
+    cfg = compose_config(["judge=embedding", *([f"embedding.model={_quoted(model)}"] if model else [])])
+    OmegaConf.update(cfg, "judge.threshold", threshold)
+    OmegaConf.update(cfg, "judge.calibration", calibration)
+    try:
+        return build_component(cfg.judge, "judge", cache=None)
+    except RagexpInputError as err:
+        raise RagexpInputError(err.message, file=err.file, line=err.line, field=(err.field or "").removeprefix("judge.")) from None
+
+
+def _quoted(value: str) -> str:
+    """A Hydra override value taken literally (paths with ``=``, ``,`` or spaces)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def score_rows(judge, rows: list[LabelledClaim], cache: StageCache) -> list[float | None]:

@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
-from ragexp.config import load_saved_config
-from ragexp.summary import format_table
+from ragexp.comparison.table import format_table
+from ragexp.config.schema import load_saved_config
 from ragexp.tracking import experiments, labels, store
 from ragexp.tracking.metric_names import HEADLINE, results_view
 
@@ -50,8 +50,8 @@ def reproduction_tags(original) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragexp.cache import StageCache
-    from ragexp.job import run_job
+    from ragexp.jobs.job import run_job
+    from ragexp.runtime.stage_cache import StageCache
 
     client, uri = client_for(args)
     original = get_run(client, args.run_id)

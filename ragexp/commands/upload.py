@@ -22,12 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragexp.config import load_saved_config
+    from ragexp.config.schema import load_saved_config
     from ragexp.data.dataset import load_dataset
     from ragexp.evaluation.prepared import sample_evalset
     from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
     from ragexp.evaluation.runner import RunOutput
-    from ragexp.job import log_run
+    from ragexp.jobs.job import log_run
     from ragexp.tracking.run_logger import LOCAL_CONFIG, LOCAL_OVERRIDES, log_evaluation
 
     folder = args.output_dir

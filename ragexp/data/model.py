@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 
-from ragexp.fingerprint import stable_hash
+from ragexp.runtime.fingerprint import stable_hash
 
 CHUNK_SEPARATOR = "#chunk_"
 

@@ -14,7 +14,7 @@ batch call (``generator.generate_batch`` where the generator has it), then all t
 judged in one call and all their relevance questions written in one call, so local models work
 on batches instead of single prompts. Speed is reported by
 :mod:`ragexp.evaluation.generation_speed`; ``gen.threads`` is the torch thread count that local
-models set (:mod:`ragexp.llm.threads`).
+models set (:mod:`ragexp.runtime.threads`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from ragexp.cache import StageCache
-from ragexp.config import component_config
+from ragexp.config.schema import component_config
 from ragexp.data.context import format_context
 from ragexp.evaluation.generation_speed import speed_metrics
 from ragexp.evaluation.pipeline import Pipeline
@@ -52,8 +51,9 @@ from ragexp.judging.faithfulness import (
     faithfulness_batch,
 )
 from ragexp.judging.judges import warn_if_self_judging
-from ragexp.llm.threads import configured_threads
 from ragexp.metrics.per_tag import per_tag_means
+from ragexp.runtime.stage_cache import StageCache
+from ragexp.runtime.threads import configured_threads
 
 log = logging.getLogger(__name__)
 

@@ -16,23 +16,23 @@ from typing import Any
 from hydra.utils import get_object, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from ragexp.cache import StageCache
-from ragexp.config import component_config
+from ragexp.config.schema import component_config
+from ragexp.config.targets import check_targets
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
-from ragexp.evaluation.targets import check_targets
+from ragexp.runtime.stage_cache import StageCache
 
 
 def build_component(node: DictConfig | None, group: str, cache: StageCache) -> Any | None:
     """Instantiate a pipeline group's ``_target_``; pass the stage cache when it takes one.
 
-    Every ``_target_`` in the node, at any depth, must be allowed (:mod:`ragexp.evaluation.targets`).
+    Every ``_target_`` in the node, at any depth, must be allowed (:mod:`ragexp.config.targets`).
     A wrong parameter name or type fails here, at start-up, naming the config group.
     """
     spec = component_config(node)
     if spec is None:
         return None
-    check_targets(spec, group)  # before any import: only allowed components (ragexp.evaluation.targets)
+    check_targets(spec, group)  # before any import: only allowed components (ragexp.config.targets)
     target = spec["_target_"]
     factory = get_object(target)
     kwargs: dict[str, Any] = {"_convert_": "all"}

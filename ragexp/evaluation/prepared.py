@@ -10,12 +10,12 @@ from dataclasses import dataclass
 import numpy as np
 from omegaconf import DictConfig
 
-from ragexp.cache import StageCache
 from ragexp.chunking import make_chunker
-from ragexp.config import chunker_options
+from ragexp.config.schema import chunker_options
 from ragexp.data import Chunk, Corpus, EvalSet
 from ragexp.data.dataset import load_dataset
-from ragexp.relevance import OverlapRule, chunk_qrels, doc_qrels
+from ragexp.evaluation.relevance import OverlapRule, chunk_qrels, doc_qrels
+from ragexp.runtime.stage_cache import StageCache
 
 log = logging.getLogger(__name__)
 

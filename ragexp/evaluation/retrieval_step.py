@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 
 from omegaconf import DictConfig
 
-from ragexp.cache import StageCache
-from ragexp.config import component_config
+from ragexp.config.schema import component_config
 from ragexp.data import EvalItem
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
-from ragexp.fingerprint import stable_hash
 from ragexp.metrics.ranking import Ranking, doc_level, trec_order
+from ragexp.runtime.fingerprint import stable_hash
+from ragexp.runtime.stage_cache import StageCache
 
 
 @dataclass

@@ -18,18 +18,18 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp import __version__
-from ragexp.cache import StageCache
+from ragexp.comparison.stats import bootstrap_cis
 from ragexp.evaluation.generation_step import generation_step
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.evaluation.results import RunResults
 from ragexp.evaluation.retrieval_step import retrieval_step
-from ragexp.fingerprint import file_hash, stable_hash
-from ragexp.judging.judge_calibration import judge_run_record
+from ragexp.judging.calibration.record import judge_run_record
 from ragexp.metrics.evaluate import evaluate_run
 from ragexp.metrics.per_tag import per_tag_means
 from ragexp.metrics.ranking import doc_level
-from ragexp.stats import bootstrap_cis
+from ragexp.runtime.fingerprint import file_hash, stable_hash
+from ragexp.runtime.stage_cache import StageCache
 from ragexp.tracking.labels import run_name
 
 log = logging.getLogger(__name__)

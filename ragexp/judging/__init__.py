@@ -4,16 +4,38 @@ and the calibration of judges against human labels (see docs/judging.md).
 Modules: :mod:`~ragexp.judging.claims` (answer -> claims), :mod:`~ragexp.judging.faithfulness`,
 :mod:`~ragexp.judging.answer_relevance`, :mod:`~ragexp.judging.correctness` (SQuAD EM/F1, key
 facts, refusals), :mod:`~ragexp.judging.judges` (LLM, local-likelihood, embedding and lexical
-judges), :mod:`~ragexp.judging.failure`, :mod:`~ragexp.judging.calibration` (labels CSV,
-agreement), :mod:`~ragexp.judging.threshold_fit` (threshold fit and grouped cross-validation),
-:mod:`~ragexp.judging.judge_calibration` (the calibration file a judge and a run use).
+judges), :mod:`~ragexp.judging.failure`, :mod:`~ragexp.judging.calibration.labels` (labels CSV,
+agreement), :mod:`~ragexp.judging.calibration.threshold` (threshold fit and grouped cross-validation),
+:mod:`~ragexp.judging.calibration.record` (the calibration file a judge and a run use).
 """
 
-from ragexp.judging.answer_relevance import AnswerRelevanceResult, aggregate_answer_relevance, answer_relevance
+from ragexp.judging.answer_relevance import (
+    AnswerRelevanceResult,
+    aggregate_answer_relevance,
+    answer_relevance,
+)
 from ragexp.judging.correctness import correctness_metrics, is_refusal
-from ragexp.judging.failure import FailureClass, FailureThresholds, classify, failure_rates, gold_in_context
-from ragexp.judging.faithfulness import FAITHFULNESS_PROMPT, FaithfulnessResult, Verdict, aggregate_faithfulness, faithfulness
-from ragexp.judging.judges import EmbeddingJudge, LexicalJudge, LLMJudge, LocalLikelihoodJudge, warn_if_self_judging
+from ragexp.judging.failure import (
+    FailureClass,
+    FailureThresholds,
+    classify,
+    failure_rates,
+    gold_in_context,
+)
+from ragexp.judging.faithfulness import (
+    FAITHFULNESS_PROMPT,
+    FaithfulnessResult,
+    Verdict,
+    aggregate_faithfulness,
+    faithfulness,
+)
+from ragexp.judging.judges import (
+    EmbeddingJudge,
+    LexicalJudge,
+    LLMJudge,
+    LocalLikelihoodJudge,
+    warn_if_self_judging,
+)
 
 __all__ = [
     "FAITHFULNESS_PROMPT",

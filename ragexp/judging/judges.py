@@ -19,7 +19,7 @@ calibration file's (``calibration=PATH``, written by ``ragexp judge calibrate``:
 labels, with its cross-validated agreement), else the ``threshold`` given, else the judge's
 default; ``threshold_source`` says which, ``calibration`` holds the file's content, and
 ``identity()`` names the judge a calibration file must have been fitted for
-(:mod:`ragexp.judging.judge_calibration`).
+(:mod:`ragexp.judging.calibration.record`).
 
 Judging with the generator's own model invites self-preference bias (a judge is lenient with
 text that sounds like itself): :func:`warn_if_self_judging` warns loudly when the ids match.
@@ -35,10 +35,16 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import Stemmer
 
 from ragexp.errors import RagexpInputError
 from ragexp.judging.answer_relevance import QUESTION_PROMPT, generate_questions
+from ragexp.judging.calibration.record import (
+    JudgeCalibration,
+    choose_threshold,
+    load_calibration,
+)
 from ragexp.judging.claims import (
     ClaimSplitter,
     SentenceClaimSplitter,
@@ -46,11 +52,6 @@ from ragexp.judging.claims import (
     split_sentences,
 )
 from ragexp.judging.faithfulness import FAITHFULNESS_PROMPT, Verdict
-from ragexp.judging.judge_calibration import (
-    JudgeCalibration,
-    choose_threshold,
-    load_calibration,
-)
 from ragexp.llm.base import (
     ChatModel,
     LLMCallError,
@@ -228,8 +229,8 @@ class EmbeddingJudge:
         s = max_j cos(encode_query(claim), encode_passage(sentence_j))
 
     over the context's sentences (split like answers, :func:`~ragexp.judging.claims.split_sentences`)
-    with a sentence encoder (a :func:`~reference_pipelines.encoders.build_encoder` spec: the run's
-    ``embedding`` in ``conf/judge/embedding.yaml``). Supported iff ``s >= threshold``. Similar is
+    with the sentence encoder the config builds (``encoder: ${embedding}`` in ``conf/judge/embedding.yaml``:
+    the run's embedding model). Supported iff ``s >= threshold``. Similar is
     not entailed: a claim that negates or changes a number of a context sentence stays close to it.
 
     :data:`DEFAULT_THRESHOLD` is the fit (``ragexp judge calibrate``) on all 72 claims of
@@ -243,9 +244,9 @@ class EmbeddingJudge:
         self, encoder: Any, threshold: float | None = None, calibration: str | None = None,
         claim_splitter: ClaimSplitter | None = None,
     ) -> None:
-        from reference_pipelines.encoders import build_encoder
-
-        self.encoder = build_encoder(encoder)
+        if not (hasattr(encoder, "encode_queries") and hasattr(encoder, "encode_passages")):
+            raise RagexpInputError("must be a sentence encoder built from config (encoder: ${embedding})", field="encoder")
+        self.encoder = encoder
         model = self.encoder.identity["model"]
         self.model_id = f"{model['name']}@{model['weights'][:16]}"
         choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity())
@@ -260,12 +261,10 @@ class EmbeddingJudge:
 
     def scores(self, claims: Sequence[str], context: str) -> list[float]:
         """Each claim's cosine to its most similar context sentence."""
-        from reference_pipelines.encoders import unit_rows
-
         if not claims:
             return []
         sentences = split_sentences(context) or [context]
-        similarity = unit_rows(self.encoder.encode_queries(list(claims))) @ unit_rows(self.encoder.encode_passages(sentences)).T
+        similarity = _unit_rows(self.encoder.encode_queries(list(claims))) @ _unit_rows(self.encoder.encode_passages(sentences)).T
         return [float(row.max()) for row in similarity]
 
     def judge_claims(self, claims: Sequence[str], context: str) -> list[Verdict]:
@@ -276,6 +275,11 @@ class EmbeddingJudge:
 
     def generate_question(self, answer: str) -> None:
         return None
+
+
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero), so a product of two is a cosine matrix."""
+    return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
 
 
 LIKELIHOOD_METHODS = ("yes_no", "pmi", "pmi_min", "combo")

@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragexp.cache import writing_cache
-from ragexp.fingerprint import canonical_json, stable_hash
 from ragexp.llm.base import LLMCallError, LLMResponse
+from ragexp.runtime.fingerprint import canonical_json, stable_hash
+from ragexp.runtime.stage_cache import writing_cache
 
 _RESPONSE_FIELDS = ("text", "prompt_tokens", "completion_tokens", "model", "latency_s")
 _OPTIONAL_FIELDS = ("finish_reason",)  # absent from entries written before it existed

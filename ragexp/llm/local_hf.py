@@ -3,7 +3,7 @@
 :class:`LocalHFModel` is both a :class:`~ragexp.llm.base.ChatModel` (chat template applied,
 greedy decoding at temperature 0, prompts batched: :mod:`ragexp.llm.decoding`) and a
 :class:`~ragexp.llm.base.ScoringModel` (each distinct prefix encoded once:
-:mod:`ragexp.llm.prefix_scoring`). Its CPU threads are set by :mod:`ragexp.llm.threads`.
+:mod:`ragexp.llm.prefix_scoring`). Its CPU threads are set by :mod:`ragexp.runtime.threads`.
 
 GGUF files are de-quantized by transformers at load time, which is slow (1-3 minutes for
 SmolLM2-135M on two cores, most of it reading the tokenizer and metadata). The converted
@@ -27,15 +27,21 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
-from ragexp import progress
-from ragexp.cache import publish_dir
 from ragexp.errors import RagexpInputError
 from ragexp.llm.base import LLMCallError, LLMResponse, Prompt, as_messages
 from ragexp.llm.call_cache import CallCache, cached_batch
 from ragexp.llm.decoding import decode_batch
 from ragexp.llm.prefix_scoring import score_pairs
-from ragexp.llm.threads import configure_threads
-from ragexp.models import GGUF, HF_FOLDER, ResolvedModel, resolve_model, weights_digest
+from ragexp.models.resolve import (
+    GGUF,
+    HF_FOLDER,
+    ResolvedModel,
+    resolve_model,
+    weights_digest,
+)
+from ragexp.runtime import progress
+from ragexp.runtime.stage_cache import publish_dir
+from ragexp.runtime.threads import configure_threads
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 QUANTIZATIONS = ("none", "dynamic_int8")
@@ -119,11 +125,11 @@ def quantized_weights(source: ResolvedModel, device: str, cache_dir: str) -> Loa
 
 
 class LocalHFModel:
-    """A transformers causal LM. ``model`` is a short name (see :mod:`ragexp.models`), a
+    """A transformers causal LM. ``model`` is a short name (see :mod:`ragexp.models.resolve`), a
     Hugging Face id or a local path; ``gguf_file`` picks a GGUF file inside a folder or repo.
     ``quantization``: ``none`` or ``dynamic_int8`` (see :func:`quantized_weights`; needs
     ``dtype: float32``). ``threads``: torch intra-op threads, an int or ``auto``
-    (:func:`ragexp.llm.threads.configure_threads`). ``batch_size``: prompts decoded together and
+    (:func:`ragexp.runtime.threads.configure_threads`). ``batch_size``: prompts decoded together and
     continuations scored together.
 
     ``model_id`` is ``<model>`` for folders and hub ids, ``<model>@<gguf sha256[:16]>`` for GGUF.

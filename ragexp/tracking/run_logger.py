@@ -13,7 +13,7 @@ a recall@k curve (SVG: :mod:`~ragexp.tracking.recall_plot`); the eval set via ``
 the job's work (its start time is the job's), not only the logging. The run is opened only after everything was
 computed and is closed FINISHED only after the last write succeeded; a termination signal
 received during the writes is held until they are done, then closes the run KILLED
-(:mod:`ragexp.interrupt`).
+(:mod:`ragexp.runtime.interrupt`).
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from mlflow.tracking.fluent import _create_dataset_input
 from mlflow.utils.mlflow_tags import MLFLOW_LOGGED_ARTIFACTS
 from omegaconf import DictConfig, OmegaConf
 
-from ragexp import interrupt
 from ragexp.chunking import make_chunker
-from ragexp.config import chunker_options
+from ragexp.config.schema import chunker_options
 from ragexp.data import EvalSet
 from ragexp.evaluation.results import ARTIFACT_NAME
 from ragexp.evaluation.runner import RunOutput, semantic_config
 from ragexp.judging.failure import FailureClass, gold_in_context
+from ragexp.runtime import interrupt
 from ragexp.tracking import store
 from ragexp.tracking.experiments import gold_level
 from ragexp.tracking.labels import run_params
@@ -54,7 +54,7 @@ TAG_JUDGE_WARNING = "ragexp.judge_warning"
 
 def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float], dict[str, str]]:
     """Params, metrics and tags for a run's judge record (``meta["judge"]``,
-    :func:`~ragexp.judging.judge_calibration.judge_run_record`)::
+    :func:`~ragexp.judging.calibration.record.judge_run_record`)::
 
         params  judge.effective_threshold, judge.threshold_source,
                 judge.calibration.{set, file, sha256, n, estimate}

@@ -23,9 +23,10 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from ragexp import __version__, file_lock
+from ragexp import __version__
+from ragexp.config.secrets import WHERE_URL_CREDENTIALS_GO, secret_kind
 from ragexp.errors import RagexpInputError
-from ragexp.secret_screen import WHERE_URL_CREDENTIALS_GO, secret_kind
+from ragexp.runtime import file_lock
 from ragexp.tracking import store_template
 
 TAG_CONFIG_HASH = "ragexp.config_hash"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import mlflow
 
-from ragexp import file_lock
+from ragexp.runtime import file_lock
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,9 @@ from mlflow.entities import RunStatus
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, open_dict, read_write
 
-from ragexp import __version__, heap, interrupt
-from ragexp.fingerprint import stable_hash
+from ragexp import __version__
+from ragexp.runtime import interrupt
+from ragexp.runtime.fingerprint import stable_hash
 from ragexp.tracking import experiments, labels, store, sweep_summary
 
 PARENT_ENV = "RAGEXP_PARENT_RUN"
@@ -63,7 +64,6 @@ class MlflowSweepCallback(Callback):
         global _open_parent
         _open_parent = _OpenParent(config.tracking.uri, config.tracking.connect_timeout_s, run.info.run_id, experiment_id)
         log.info("MLflow parent run %s in experiment %s", run.info.run_id, experiment_id)
-        heap.freeze_survivors()  # Hydra, MLflow and their dependencies live as long as the sweep
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         close_open_parent()

@@ -18,13 +18,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragexp.cache import StageCache
 from ragexp.data import Chunk
 from ragexp.data.context import format_context
 from ragexp.errors import RagexpInputError
 from ragexp.llm.base import ChatModel, LLMCallError, complete_all
 from ragexp.llm.call_cache import CallCache
-from ragexp.llm.models import build_chat_model
+from ragexp.llm.chat_models import build_chat_model
+from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.generators.base import (
     REFUSAL_ANSWER,
     Generation,
@@ -43,7 +43,7 @@ DEFAULT_STOP = ("\n\n", "Question:")
 
 class LLMGenerator:
     """``model``: a built :class:`ChatModel` or a config mapping for
-    :func:`ragexp.llm.models.build_chat_model`. ``cache``: the runner's stage cache; model calls
+    :func:`ragexp.llm.chat_models.build_chat_model`. ``cache``: the runner's stage cache; model calls
     are cached beneath its root (only for models built here from a mapping)."""
 
     def __init__(

@@ -21,10 +21,10 @@ import re
 from os import PathLike
 from pathlib import Path
 
-from ragexp import progress
 from ragexp.data import Corpus, Document
 from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
 from ragexp.errors import RagexpInputError
+from ragexp.runtime import progress
 
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt")
 

@@ -27,10 +27,10 @@ import json
 from os import PathLike
 from pathlib import Path
 
-from ragexp import progress
 from ragexp.data import Corpus, Document, EvalItem, EvalSet, Evidence
 from ragexp.data.loaders.jsonl import read_text
 from ragexp.errors import RagexpInputError
+from ragexp.runtime import progress
 
 EVIDENCE_MODES = ("answer", "paragraph")
 PARAGRAPH_SEPARATOR = "\n\n"

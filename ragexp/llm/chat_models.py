@@ -1,4 +1,4 @@
-"""Chat models from config; which files a model name means is :mod:`ragexp.models`' job.
+"""Chat models from config; which files a model name means is :mod:`ragexp.models.resolve`' job.
 
 :func:`build_chat_model` turns a config mapping into a :class:`~ragexp.llm.base.ChatModel`::
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ragexp.config.secrets import check_env_var_name
 from ragexp.errors import RagexpInputError
 from ragexp.llm.base import ChatModel
 from ragexp.llm.call_cache import CallCache
-from ragexp.secret_screen import check_env_var_name
 
 _LOCAL_KEYS = {"backend", "model", "gguf_file", "device", "dtype", "quantization", "threads", "batch_size", "cache_dir"}
 _OPENAI_KEYS = {"backend", "base_url", "model", "api_key_env", "timeout_s", "max_retries", "backoff_base_s", "backoff_max_s"}

@@ -7,7 +7,7 @@ For each metric of the :class:`GateSpec`, over the queries where both runs have 
 - ``delta = mean(candidate) - mean(baseline)``; ``worse = -delta`` for higher-is-better metrics,
   ``+delta`` for lower-is-better ones.
 - ``tolerance``: absolute, relative (``r * |mean(baseline)|``) or auto
-  (:func:`ragexp.stats.auto_tolerance` of the per-query differences).
+  (:func:`ragexp.comparison.stats.auto_tolerance` of the per-query differences).
 - CI of ``delta`` by paired bootstrap; p-value by the sign-flip test (exact for few changes).
 - verdict ``regression`` when ``worse > tolerance`` and, if the rule asks for significance,
   ``p < alpha``; ``insufficient`` when fewer than ``min_n`` pairs; else ``pass``.
@@ -25,13 +25,13 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ragexp import stats
+from ragexp.comparison import stats
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import RunResults
 from ragexp.metrics import RELEVANCE_LEVEL
 from ragexp.metrics.ranking import trec_order
 
-DEFAULT_SPEC_PATH = Path(__file__).resolve().parent / "resources" / "gate_default.yaml"
+DEFAULT_SPEC_PATH = Path(__file__).resolve().parents[1] / "resources" / "gate_default.yaml"
 _SLACK = 1e-12
 """Rounding slack: a drop exactly equal to the tolerance is not a regression."""
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
-from ragexp.fingerprint import file_hash, stable_hash
+from ragexp.runtime.fingerprint import file_hash, stable_hash
 
 HF_FOLDER = "sentence-transformers"  # any sentence-transformers / transformers model folder
 ONNX = "onnx"

@@ -1,7 +1,7 @@
 """Terminal summary: failed generator calls and judge verdicts are reported, not hidden in a metric."""
 
 from ragexp.evaluation.results import RunResults
-from ragexp.summary import call_failure_warnings, index_warnings
+from ragexp.jobs.console import call_failure_warnings, index_warnings
 
 
 def results(aggregates: dict, rows: list[dict]) -> RunResults:

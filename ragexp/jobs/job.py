@@ -22,14 +22,14 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from ragexp import interrupt, progress
-from ragexp.cache import StageCache
-from ragexp.config import validate
+from ragexp.config.schema import validate
 from ragexp.data import EvalSet
 from ragexp.errors import RagexpInputError, TrackingUnavailable
 from ragexp.evaluation.pipeline import build_pipeline
 from ragexp.evaluation.prepared import prepare_data
 from ragexp.evaluation.runner import RunOutput, config_hash, execute, semantic_config
+from ragexp.runtime import interrupt, progress
+from ragexp.runtime.stage_cache import StageCache
 from ragexp.tracking import experiments, labels, store
 from ragexp.tracking.run_logger import log_evaluation, save_local
 

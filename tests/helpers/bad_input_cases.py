@@ -5,7 +5,7 @@ Each :class:`CliCase` builds its input under ``<dir>/in`` and returns the ``rage
 (``tests/test_bad_input_suite.py``) asserts one error line, exit code 2, the expected parts of the
 line, that nothing was written, and that a case's secret is nowhere in the output or in any file
 written below ``<dir>``. ``docs/bad-input.md`` is :func:`render_table` of these same runs
-(regenerate: ``python -m tests.bad_input_table > docs/bad-input.md``; a test fails when it differs).
+(regenerate: ``python -m tests.helpers.bad_input_table > docs/bad-input.md``; a test fails when it differs).
 """
 
 from __future__ import annotations
@@ -366,9 +366,9 @@ def render_table(results: dict[str, CaseResult]) -> str:
     rows = [
         "# Bad input: what ragexp prints",
         "",
-        "Generated from the cases of `tests/bad_input_cases.py`, each run through the real CLI in a fresh folder",
+        "Generated from the cases of `tests/helpers/bad_input_cases.py`, each run through the real CLI in a fresh folder",
         "(`<dir>`) by `tests/test_bad_input_suite.py`, which fails when this file differs from a fresh run.",
-        "Regenerate: `python -m tests.bad_input_table > docs/bad-input.md`. Every case prints one line, exits 2,",
+        "Regenerate: `python -m tests.helpers.bad_input_table > docs/bad-input.md`. Every case prints one line, exits 2,",
         "and leaves no MLflow run, no experiment, no `outputs/` folder and no cache entry behind; secrets are",
         "never shown (the secret cases also check that no written byte holds the key).",
         "",

@@ -25,7 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from ragexp.judging.calibration import LABELS, NOT_SUPPORTED, SUPPORTED, cohen_kappa
+from ragexp.judging.calibration.labels import (
+    LABELS,
+    NOT_SUPPORTED,
+    SUPPORTED,
+    cohen_kappa,
+)
 
 _TIE = 1e-12
 

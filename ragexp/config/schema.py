@@ -15,8 +15,8 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from ragexp.config.secrets import screen_config
 from ragexp.errors import RagexpInputError
-from ragexp.secret_screen import screen_config
 
 
 @dataclass
@@ -101,7 +101,7 @@ RELEVANCE_MODES = ("either", "span", "chunk", "any")
 def validate(cfg: DictConfig) -> None:
     """Checks the schema cannot express; raises :class:`RagexpInputError` naming the key path.
 
-    The resolved config is screened for secrets first (:func:`ragexp.secret_screen.screen_config`):
+    The resolved config is screened for secrets first (:func:`ragexp.config.secrets.screen_config`):
     a key can come from a config file or an ``${oc.env:...}`` interpolation, and the config is
     written to MLflow and the job's output folder.
     """

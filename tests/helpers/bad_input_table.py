@@ -1,6 +1,6 @@
 """Print ``docs/bad-input.md``: every case of :mod:`bad_input_cases` run through the real CLI.
 
-    python -m tests.bad_input_table > docs/bad-input.md
+    python -m tests.helpers.bad_input_table > docs/bad-input.md
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bad_input_cases import CASES, render_table, run_case
+from tests.helpers.bad_input_cases import CASES, render_table, run_case
 
 
 def main() -> None:

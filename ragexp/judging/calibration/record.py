@@ -34,10 +34,20 @@ from typing import Any
 
 from ragexp import __version__
 from ragexp.errors import RagexpInputError
-from ragexp.fingerprint import file_hash
-from ragexp.judging.calibration import LABELS, LabelledClaim, agreement, cohen_kappa
-from ragexp.judging.threshold_fit import accuracy as accuracy_of
-from ragexp.judging.threshold_fit import baselines, cross_validate, fit_threshold, verdicts_at
+from ragexp.judging.calibration.labels import (
+    LABELS,
+    LabelledClaim,
+    agreement,
+    cohen_kappa,
+)
+from ragexp.judging.calibration.threshold import accuracy as accuracy_of
+from ragexp.judging.calibration.threshold import (
+    baselines,
+    cross_validate,
+    fit_threshold,
+    verdicts_at,
+)
+from ragexp.runtime.fingerprint import file_hash
 
 FORMAT = "ragexp-judge-calibration/1"
 #: Below this Cohen's kappa a run warns that faithfulness comes from a weakly agreeing judge

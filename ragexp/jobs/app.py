@@ -7,7 +7,6 @@ parent run with a child per job. With ``resume=true`` (default) a sweep job whos
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import shutil
@@ -19,24 +18,22 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from ragexp import heap, interrupt
-from ragexp.config import register_schema
-from ragexp.config_errors import CONFIG_ERRORS, config_error_line
+from ragexp.config.compose import CONFIG_DIR
+from ragexp.config.hydra_errors import CONFIG_ERRORS, config_error_line
+from ragexp.config.schema import register_schema
+from ragexp.config.secrets import screen_overrides
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, TrackingUnavailable
-from ragexp.secret_screen import screen_overrides
+from ragexp.runtime import interrupt
 
 log = logging.getLogger("ragexp")
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
 def run_one_job(cfg: DictConfig) -> None:
-    """The Hydra task: one job of ``ragexp run`` (see :mod:`ragexp.job`)."""
-    from ragexp.job import run_job
-    from ragexp.summary import print_run_summary
+    """The Hydra task: one job of ``ragexp run`` (see :mod:`ragexp.jobs.job`)."""
+    from ragexp.jobs.console import print_run_summary
+    from ragexp.jobs.job import run_job
     from ragexp.tracking.sweep import current_parent_run, current_sweep_axes
 
-    if not gc.isenabled():  # a single run: what start-up imported lives as long as the process
-        heap.freeze_survivors()
     output_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else Path.cwd()
     overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
     parent = current_parent_run()
@@ -44,7 +41,6 @@ def run_one_job(cfg: DictConfig) -> None:
                      axes=current_sweep_axes())
     if not result.skipped:
         print_run_summary(result.output, result.run_id, cfg.tracking.uri)
-    heap.freeze_survivors()  # libraries and models the job loaded stay for the next jobs
 
 
 _started = False
@@ -110,7 +106,7 @@ def run_app(argv: list[str]) -> int:
 
     Secrets in the raw arguments are refused before Hydra composes or writes anything. Hydra
     re-raises its config errors here (``HYDRA_FULL_ERROR``), which prints each as one line with
-    exit code 2 (:mod:`ragexp.config_errors`), like every other input error.
+    exit code 2 (:mod:`ragexp.config.hydra_errors`), like every other input error.
     """
     try:
         screen_overrides(argv)
@@ -121,10 +117,9 @@ def run_app(argv: list[str]) -> int:
     interrupt.install(signal.SIGTERM)
     sys.argv = ["ragexp run", *argv]
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    heap.pause_collection()  # resumed at sweep start or job start (ragexp.heap)
     try:
         _run_hydra()
-    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM via ragexp.interrupt
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM via ragexp.runtime.interrupt
         from ragexp.tracking.sweep import close_open_parent, terminal_status
 
         signum = getattr(err, "signum", signal.SIGINT)

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ragexp.errors import RagexpInputError
-from ragexp.fingerprint import canonical_json, stable_hash
+from ragexp.runtime.fingerprint import canonical_json, stable_hash
 
 CACHE_DIR_ENV = "RAGEXP_CACHE_DIR"
 DEFAULT_CACHE_DIR = ".ragexp_cache"
