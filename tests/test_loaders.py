@@ -534,3 +534,56 @@ def test_squad_folder_must_hold_exactly_one_json(tmp_path: Path) -> None:
     (tmp_path / "b.json").write_text("{}", encoding="utf-8")
     with pytest.raises(RagexpInputError, match=r"exactly one \*.json .* a.json, b.json"):
         load_squad(tmp_path)
+
+
+# --- provenance: source and added -----------------------------------------------------------------
+
+
+def test_source_and_added_are_read_written_back_and_added_leaves_the_fingerprint_alone(tmp_path: Path, corpus) -> None:
+    base = item([{"doc_id": "aaa"}])
+    for name in "abc":
+        (tmp_path / name).mkdir()
+    plain = load_evalset(evalset_file(tmp_path / "a", [base]), corpus)
+    dated = load_evalset(evalset_file(tmp_path / "b", [{**base, "added": "2026-12-04T10:15:00Z"}]), corpus)
+    sourced = load_evalset(evalset_file(tmp_path / "c", [{**base, "source": "failure", "added": "2026-12-04"}]), corpus)
+    assert (plain.items[0].source, plain.items[0].added) == (None, None)
+    assert (sourced.items[0].source, sourced.items[0].added) == ("failure", "2026-12-04")
+    assert dated.fingerprint() == plain.fingerprint()  # when an item joined changes no number
+    assert sourced.fingerprint() != plain.fingerprint()  # its source decides which per-source mean it enters
+    out = tmp_path / "resolved.jsonl"
+    out.write_text(evalset_to_jsonl(sourced), encoding="utf-8")
+    assert load_evalset(out, corpus).items == sourced.items
+
+
+def test_an_eval_set_without_provenance_keeps_the_fingerprint_it_had_before_the_fields_existed(corpus, tmp_path) -> None:
+    """The fingerprint names the experiment and the resume key: adding optional fields must not change it."""
+    from ragexp.runtime.fingerprint import stable_hash
+
+    loaded = load_evalset(evalset_file(tmp_path, [item([{"doc_id": "aaa"}], tags=["t"], gold_answer="x")]), corpus)
+    fields_before = ("id", "query", "evidence", "gold_answer", "answers", "key_facts", "tags", "answerable")
+    before = stable_hash([{key: value for key, value in i.to_dict().items() if key in fields_before} for i in loaded.items])
+    assert loaded.fingerprint() == before
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "message"),
+    [
+        ({"source": "synthetic"}, "source", "must be one of log, hand, draft, failure"),
+        ({"source": 3}, "source", "must be a string"),
+        ({"added": "yesterday"}, "added", "must be an ISO 8601 date"),
+        ({"added": "2026-13-01"}, "added", "must be an ISO 8601 date"),
+    ],
+)
+def test_bad_provenance_is_one_error_naming_the_field(tmp_path: Path, corpus, extra, field, message) -> None:
+    with pytest.raises(RagexpInputError) as err:
+        load_evalset(evalset_file(tmp_path, [{**item([{"doc_id": "aaa"}]), **extra}]), corpus)
+    assert (err.value.field, err.value.line) == (field, 1)
+    assert message in err.value.message
+
+
+def test_page_of_maps_offsets_to_one_based_pages() -> None:
+    from ragexp.data import Document
+
+    doc = Document("manual", "p1 text\fp2 text\fp3", page_starts=(0, 8, 16))
+    assert [doc.page_of(offset) for offset in (0, 7, 8, 15, 16, 99)] == [1, 1, 2, 2, 3, 3]
+    assert Document("plain", "no pages").page_of(3) is None

@@ -13,6 +13,7 @@ Contracts
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 
@@ -27,9 +28,19 @@ def chunk_id(doc_id: str, index: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Document:
+    """``page_starts``: the offset in ``text`` where each page begins (``page_starts[0] == 0``),
+    for documents converted from paged formats (PDF); empty when the document has no pages."""
+
     id: str
     text: str
     title: str = ""
+    page_starts: tuple[int, ...] = ()
+
+    def page_of(self, offset: int) -> int | None:
+        """The 1-based page holding character ``offset``; ``None`` without a page map."""
+        if not self.page_starts:
+            return None
+        return max(1, bisect_right(self.page_starts, offset))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +73,17 @@ class Evidence:
         return asdict(self)
 
 
+#: Where an item came from: a user's query log, written by hand, a generated draft a person
+#: accepted, or a production failure added to the set.
+ITEM_SOURCES = ("log", "hand", "draft", "failure")
+PROVENANCE_FIELDS = ("source", "added")
+
+
 @dataclass(frozen=True, slots=True)
 class EvalItem:
+    """One question. ``source`` is one of :data:`ITEM_SOURCES` (``None``: not recorded); ``added``
+    is when it joined the set (ISO 8601, as written)."""
+
     id: str
     query: str
     evidence: tuple[Evidence, ...] = ()
@@ -72,6 +92,8 @@ class EvalItem:
     key_facts: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     answerable: bool = True
+    source: str | None = None
+    added: str | None = None
 
     @property
     def reference_answers(self) -> tuple[str, ...]:
@@ -81,8 +103,13 @@ class EvalItem:
         return (self.gold_answer,) if self.gold_answer else ()
 
     def to_dict(self) -> dict:
+        """All fields; ``source`` and ``added`` only when set, so an eval set written before they
+        existed keeps its fingerprint."""
         out = asdict(self)
         out["evidence"] = [e.to_dict() for e in self.evidence]
+        for key in PROVENANCE_FIELDS:
+            if out[key] is None:
+                del out[key]
         return out
 
 
@@ -134,9 +161,11 @@ class EvalSet:
         return iter(self.items)
 
     def fingerprint(self) -> str:
-        """SHA-256 over the resolved items (evidence as spans), independent of file layout. Kept
-        while ``items`` holds the same (frozen) item objects: a run asks for it several times."""
+        """SHA-256 over the resolved items (evidence as spans), independent of file layout and of
+        when each item was ``added`` (a date changes no number). Kept while ``items`` holds the same
+        (frozen) item objects: a run asks for it several times."""
         cached = self._fingerprint
         if cached is None or len(cached[0]) != len(self.items) or any(a is not b for a, b in zip(cached[0], self.items)):
-            self._fingerprint = cached = (tuple(self.items), stable_hash([item.to_dict() for item in self.items]))
+            rows = [{k: v for k, v in item.to_dict().items() if k != "added"} for item in self.items]
+            self._fingerprint = cached = (tuple(self.items), stable_hash(rows))
         return cached[1]

@@ -30,6 +30,7 @@ Two kinds of error
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import json
 import unicodedata
@@ -43,6 +44,7 @@ import yaml
 from ragexp.chunking import make_chunker
 from ragexp.chunking.base import Chunker
 from ragexp.data import CHUNK_SEPARATOR, Chunk, Corpus, EvalItem, EvalSet, Evidence
+from ragexp.data.model import ITEM_SOURCES, PROVENANCE_FIELDS
 from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
 from ragexp.data.loaders.quote_hints import quote_hint
 from ragexp.errors import RagexpInputError
@@ -52,7 +54,7 @@ VERSION_KEY = "ragexp_evalset"
 HEADER_FIELDS = (VERSION_KEY, "name", "description", "chunking")
 ITEM_FIELDS = (
     "id", "query", "evidence", "gold_chunk_ids", "gold_answer", "answers", "key_facts", "tags", "category",
-    "answerable",
+    "answerable", "source", "added",
 )  # fmt: skip
 EVIDENCE_FIELDS = ("doc_id", "start", "end", "quote", "occurrence", "grade")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -143,6 +145,7 @@ def evalset_to_jsonl(evalset: EvalSet) -> str:
                 obj[key] = list(getattr(item, key))
         if not item.answerable:
             obj["answerable"] = False
+        obj |= {key: getattr(item, key) for key in PROVENANCE_FIELDS if getattr(item, key) is not None}
         lines.append(json.dumps(obj, ensure_ascii=False))
     return "\n".join(lines) + "\n"
 
@@ -260,6 +263,7 @@ class _ItemReader:
         tags = [*fields.strings("tags"), *([category] if category else [])]
         gold_answer, answers = fields.string("gold_answer"), fields.strings("answers")
         key_facts = fields.strings("key_facts")
+        source, added = fields.choice("source", ITEM_SOURCES), fields.timestamp("added")
         if not item_id.strip():
             raise RagexpInputError(f"must not be empty; {_REQUIRED_HINTS['id']}", file=self.path, line=line, field="id")
 
@@ -304,6 +308,8 @@ class _ItemReader:
             key_facts=tuple(key_facts),
             tags=tuple(dict.fromkeys(tags)),
             answerable=answerable,
+            source=source,
+            added=added,
         )
 
     def _evidence(self, line: int, field: str, entry: dict) -> Evidence | None:
@@ -487,6 +493,23 @@ class _Fields:
 
     def string(self, name: str, required: bool = False) -> str | None:
         return self.value(name, str, required)
+
+    def choice(self, name: str, allowed: Sequence[str]) -> str | None:
+        """A string field that must be one of ``allowed`` when present."""
+        value = self.string(name)
+        if value is not None and value not in allowed:
+            self.fail(name, f"must be one of {', '.join(allowed)}, got {value!r}")
+        return value
+
+    def timestamp(self, name: str) -> str | None:
+        """An ISO 8601 date or date-time string (``2026-12-04``, ``2026-12-04T10:15:00Z``), kept as written."""
+        value = self.string(name)
+        if value is not None:
+            try:
+                dt.datetime.fromisoformat(value)
+            except ValueError:
+                self.fail(name, f"must be an ISO 8601 date or date-time such as 2026-12-04T10:15:00Z, got {value!r}")
+        return value
 
     def strings(self, name: str) -> list[str]:
         return self._list(name, str)
