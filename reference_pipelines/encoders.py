@@ -143,7 +143,7 @@ def onnx_session_options(threads: int | None):
 @functools.lru_cache(maxsize=4)
 def _load_onnx_session(path: str, threads: int | None):
     """One inference session per (graph, thread count) and process: the jobs of a sweep share it
-    (a session is read-only at inference; loading one takes ~0.3 s)."""
+    (a session is read-only at inference; loading one is not free)."""
     import onnxruntime
 
     return onnxruntime.InferenceSession(path, onnx_session_options(threads), providers=["CPUExecutionProvider"])

@@ -71,7 +71,7 @@ def _execute(demo_run, generator, judge, tmp_path):
     cfg, _, pipeline, data = demo_run
     pipeline.generator, pipeline.judge = generator, judge
     fresh = StageCache(tmp_path)  # no judge records from the other run
-    return execute(cfg, cache=fresh, data=data, pipeline=pipeline, progress=False).results
+    return execute(cfg, cache=fresh, data=data, pipeline=pipeline, run_name="generation-step").results
 
 
 def test_rounds_of_batches_give_the_records_of_one_call_per_question(demo_run, tmp_path):

@@ -8,8 +8,9 @@ import pytest
 
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
+from ragexp.judging.correctness import is_refusal
 from ragexp.runtime.stage_cache import StageCache
-from reference_pipelines.generators import REFUSAL_ANSWER, Generator, is_refusal
+from reference_pipelines.generators import REFUSAL_ANSWER, Generator
 from reference_pipelines.generators.extractive import (
     ExtractiveGenerator,
     split_sentences,

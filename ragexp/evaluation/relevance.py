@@ -53,16 +53,6 @@ class OverlapRule:
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 < fraction <= 1.0:
             raise RagexpInputError(f"must be a number in (0, 1], got {fraction!r}", field="eval.relevance.min_fraction")
 
-    @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> OverlapRule:
-        """From the ``eval.relevance`` config node: keys ``min_fraction`` and ``mode``."""
-        unknown = set(cfg) - {"min_fraction", "mode"}
-        if unknown:
-            raise RagexpInputError(
-                "unknown option; valid options: min_fraction, mode", field=f"eval.relevance.{min(unknown)}"
-            )
-        return cls(**cfg)
-
     def matches(self, overlap: int, span_size: int, chunk_size: int) -> bool:
         """Whether a chunk of ``chunk_size`` characters, sharing ``overlap`` of them with a span of
         ``span_size`` chunked characters, is relevant to that span."""

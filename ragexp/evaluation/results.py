@@ -26,15 +26,6 @@ from ragexp.errors import RagexpInputError
 
 FORMAT = "ragexp-results/1"
 ARTIFACT_NAME = "ragexp_results.json"
-ROWS_KEY = '\n "per_query": '
-"""Where :meth:`RunResults.to_json` starts the rows block: a JSON value never holds a raw newline,
-so this line start is the top-level key and nothing else."""
-
-
-def rows_json_of(text: str) -> str:
-    """The ``per_query`` block of a text :meth:`RunResults.to_json` wrote."""
-    start = text.index(ROWS_KEY) + len(ROWS_KEY)
-    return text[start : text.rindex("}")]
 
 
 @dataclass
@@ -46,29 +37,26 @@ class RunResults:
     def to_dict(self) -> dict:
         return {"format": FORMAT, "meta": self.meta, "aggregates": self.aggregates, "per_query": self.per_query}
 
-    def to_json(self, rows_json: str | None = None) -> str:
+    def to_json(self) -> str:
         """The file's text: ``meta`` and ``aggregates`` one key per line, ``per_query`` one query
-        per line, so the file reads and diffs line by line (MLflow's artifact viewer, git).
-        ``rows_json``: the ``per_query`` block as written before (:func:`rows_json_of`), reused verbatim."""
-        def block(mapping: dict) -> str:
-            lines = [f"  {json.dumps(k, ensure_ascii=False)}: {json.dumps(v, ensure_ascii=False)}" for k, v in mapping.items()]
-            return "{\n" + ",\n".join(lines) + "\n }" if lines else "{}"
+        per line, so the file reads and diffs line by line (MLflow's artifact viewer, git)."""
+        def dumps(value) -> str:
+            return json.dumps(value, ensure_ascii=False)
 
-        if rows_json is None:
-            rows = ",\n".join(f"  {json.dumps(row, ensure_ascii=False)}" for row in self.per_query)
-            rows_json = "[\n" + rows + "\n ]" if rows else "[]"
-        return (f'{{"format": {json.dumps(FORMAT)},\n "meta": {block(self.meta)},\n'
-                f' "aggregates": {block(self.aggregates)},{ROWS_KEY}{rows_json}}}\n')
+        def block(opening: str, entries: list[str], closing: str) -> str:
+            return f"{opening}\n" + ",\n".join(entries) + f"\n {closing}" if entries else opening + closing
 
-    def save(self, path: str | Path, rows_from: Path | None = None) -> Path:
-        """Write :meth:`to_json` to ``path`` (atomically). ``rows_from``: a file this ``RunResults``
-        was saved to before, its ``per_query`` rows unchanged since (only ``meta`` changed: logging
-        adds the run id), whose rows block is copied instead of serialized again (~15 ms a job)."""
+        meta = block("{", [f"  {dumps(k)}: {dumps(v)}" for k, v in self.meta.items()], "}")
+        aggregates = block("{", [f"  {dumps(k)}: {dumps(v)}" for k, v in self.aggregates.items()], "}")
+        rows = block("[", [f"  {dumps(row)}" for row in self.per_query], "]")
+        return f'{{"format": {dumps(FORMAT)},\n "meta": {meta},\n "aggregates": {aggregates},\n "per_query": {rows}}}\n'
+
+    def save(self, path: str | Path) -> Path:
+        """Write :meth:`to_json` to ``path`` atomically (a temporary file renamed over it)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        rows_json = rows_json_of(rows_from.read_text(encoding="utf-8")) if rows_from is not None else None
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.to_json(rows_json), encoding="utf-8")
+        tmp.write_text(self.to_json(), encoding="utf-8")
         tmp.replace(path)
         return path
 
@@ -84,7 +72,3 @@ class RunResults:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise RagexpInputError(f"not a ragexp results file (expected format {FORMAT!r})", file=path, field="format")
         return cls(meta=data.get("meta", {}), aggregates=data.get("aggregates", {}), per_query=data.get("per_query", []))
-
-    def metric_by_query(self, metric: str) -> dict[str, float]:
-        """``{query_id: value}`` for the queries where ``metric`` applies."""
-        return {row["query_id"]: row["metrics"][metric] for row in self.per_query if metric in row.get("metrics", {})}

@@ -30,7 +30,6 @@ from ragexp.metrics.per_tag import per_tag_means
 from ragexp.metrics.ranking import doc_level
 from ragexp.runtime.fingerprint import file_hash, stable_hash
 from ragexp.runtime.stage_cache import StageCache
-from ragexp.tracking.labels import run_name
 
 log = logging.getLogger(__name__)
 
@@ -86,15 +85,9 @@ def add_context_metrics(per_query: dict[str, dict[str, float]], aggregate: dict[
     aggregate["context_k"] = float(depth)
 
 
-def run_label(cfg: DictConfig, data: PreparedData) -> str:
-    """The pipeline's identity as a run name, ``markdown-1024 · hybrid_rrf · rerank=none``; a
-    sweep job is renamed after its axes (:func:`ragexp.tracking.labels.run_name`)."""
-    sample = len(data.evalset.items) if "sampled" in data.evalset.meta else None
-    return run_name(semantic_config(cfg), data.chunking_label, sample_size=sample)
-
-
-def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline: Pipeline, progress: bool = True) -> RunOutput:
-    """Evaluate ``pipeline`` on ``data`` as ``cfg`` (validated by the caller) describes."""
+def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline: Pipeline, run_name: str) -> RunOutput:
+    """Evaluate ``pipeline`` on ``data`` as ``cfg`` (validated by the caller) describes; ``run_name``
+    labels the results (:func:`ragexp.tracking.labels.run_name`)."""
     generator = pipeline.generator
     started = time.perf_counter()
     retrieved = retrieval_step(cfg, data, pipeline, cache)
@@ -146,7 +139,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
 
     output_hash = config_hash(cfg, data)
     meta = {
-        "run_name": run_label(cfg, data),
+        "run_name": run_name,
         "config_hash": output_hash,
         "evalset_fingerprint": data.evalset.fingerprint(),
         "corpus_fingerprint": data.corpus.fingerprint(),

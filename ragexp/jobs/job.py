@@ -90,12 +90,12 @@ def run_job(
         if existing:
             log.info("resume: skipping, run %s already FINISHED with this config hash", existing)
             return JobResult(None, existing, data.evalset)
-    output = execute(cfg, cache=cache, data=data, pipeline=pipeline, progress=cfg.progress)
-    output.timings["prepare_s"] = prepare_s
     values = labels.axis_values(overrides, axes)
     sample = len(data.evalset.items) if "sampled" in data.evalset.meta else None
-    output.run_name = run_name or labels.run_name(semantic_config(cfg), data.chunking_label, values, sample)
-    output.results.meta.update(run_name=output.run_name, started_at=started_at, finished_at=time.time())
+    name = run_name or labels.run_name(semantic_config(cfg), data.chunking_label, values, sample)
+    output = execute(cfg, cache=cache, data=data, pipeline=pipeline, run_name=name)
+    output.timings["prepare_s"] = prepare_s
+    output.results.meta.update(started_at=started_at, finished_at=time.time())
     save_local(output_dir, cfg, output, overrides)  # first: the results survive a store outage
     if client is None:
         return JobResult(output, None, data.evalset)

@@ -42,10 +42,6 @@ class CallCache:
         self.misses = 0
         self._lock = threading.Lock()
 
-    def for_template(self, template: str) -> CallCache:
-        """The same store, keyed under another prompt template name/version."""
-        return CallCache(self.root, template=template)
-
     def key_parts(self, model_id: str, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
         return {"model_id": model_id, "template": self.template, "messages": messages, "params": params}
 

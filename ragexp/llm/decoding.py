@@ -26,8 +26,6 @@ from dataclasses import dataclass
 
 import torch
 
-FINISH_REASONS = ("eos", "stop", "length")
-
 
 @dataclass(frozen=True)
 class DecodedRow:

@@ -6,8 +6,8 @@ libraries that draw their own bars (sentence-transformers' ``show_progress_bar``
 :func:`set_enabled` also switches the bars of Hugging Face downloads and model loading.
 
 ``transformers`` is switched only once something imported it: the code that imports it to load a
-model calls :func:`apply_to_libraries` right after. Importing it only to switch its bars cost
-~1.5 s at the first job of every sweep, also one whose stages are all cached and load no model.
+model calls :func:`apply_to_libraries` right after, so a job whose stages are all cached never
+imports it just to switch its bars.
 """
 
 from __future__ import annotations

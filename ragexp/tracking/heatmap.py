@@ -2,9 +2,8 @@
 value combination of the other axes, one colour scale over all panels.
 
 Drawn directly rather than with matplotlib: the summary draws one heatmap per headline metric at
-the end of every sweep, and matplotlib's import, layout and text rendering cost ~1.2 s of a 24-job
-demo sweep (py-spy), which counts against the sweep's cost bound; Pillow draws the same five in
-~40 ms.
+the end of every sweep, where matplotlib's import, layout and text rendering would be most of the
+summary's time.
 
 Colour: matplotlib's ``viridis`` (perceptually uniform, readable in grey and by colour-blind
 readers), sampled at :data:`VIRIDIS` and interpolated linearly; ``low`` maps to its darkest end,

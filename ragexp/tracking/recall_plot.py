@@ -1,8 +1,8 @@
 """A run's hit rate@k and recall@k against k, as a small SVG the MLflow artifact view shows.
 
-Written as text rather than drawn with matplotlib: it is logged with every run of a sweep, and a
-matplotlib figure costs ~0.1 s per run (plus ~0.5 s of import), which counts against the sweep's
-cost bound (``benchmarks/bench_sweep.py``). x is k on an evenly spaced axis (one tick per k of the
+Written as text rather than drawn with matplotlib: it is logged with every run of a sweep, and
+importing and laying out a matplotlib figure per run would cost more than the run's own logging.
+x is k on an evenly spaced axis (one tick per k of the
 run), y is the metric on a fixed 0..1 scale, so two runs' pictures compare by eye.
 """
 

@@ -30,7 +30,6 @@ import mlflow
 import pandas as pd
 from mlflow.tracking import MlflowClient
 from mlflow.tracking.fluent import _create_dataset_input
-from mlflow.utils.mlflow_tags import MLFLOW_LOGGED_ARTIFACTS
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp.chunking import make_chunker
@@ -167,14 +166,6 @@ def evalset_dataset(evalset: EvalSet):
         )
 
 
-def write_table(columns: Mapping[str, list], path: Path) -> None:
-    """``columns`` as MLflow writes a ``log_table`` JSON artifact (pandas' ``split`` orientation);
-    the run's ``mlflow.loggedArtifacts`` tag names it a table, so the UI's evaluation view lists
-    it. Written with the run's other artifacts in one upload: ``mlflow.log_table`` uploads it on
-    its own and reads the whole run back to set that tag (~25 ms of a sweep job)."""
-    pd.DataFrame(columns).to_json(path, orient="split", index=False, date_format="iso")
-
-
 LOCAL_CONFIG = "resolved.yaml"
 LOCAL_OVERRIDES = "overrides.yaml"
 
@@ -266,15 +257,13 @@ def _log_run(
     metrics.update({to_mlflow(key): value for key, value in judge_metrics.items()})
     chunking_label = make_chunker(chunker_options(cfg.chunking)).describe()
     params = {**run_params(semantic_config(cfg), chunking_label), **constants, **judge_params}
-    tags[MLFLOW_LOGGED_ARTIFACTS] = json.dumps([{"path": store.PER_QUERY_TABLE, "type": "table"}])
     run = client.create_run(experiment_id, run_name=output.run_name, tags=tags,
                             start_time=_millis(results.meta.get("started_at")))
     run_id = run.info.run_id
     error: BaseException | None = None
     try:
         results.meta["run_id"] = run_id
-        # Artifacts first: MLflow reads the run back to find its artifact location, which costs
-        # ~10 ms once the run holds its ~250 metrics.
+        # Artifacts before the metrics: MLflow reads the run back to find its artifact location.
         with tempfile.TemporaryDirectory() as tmp:
             tmp_path = Path(tmp)
             (tmp_path / "config").mkdir()
@@ -283,12 +272,12 @@ def _log_run(
             else:
                 for name in (LOCAL_CONFIG, LOCAL_OVERRIDES):
                     shutil.copyfile(saved / name, tmp_path / "config" / name)
-            results.save(tmp_path / ARTIFACT_NAME, rows_from=saved and saved / ARTIFACT_NAME)
+            results.save(tmp_path / ARTIFACT_NAME)
             (tmp_path / "plots").mkdir()
             (tmp_path / "plots" / "recall_at_k.svg").write_text(
                 recall_curve_svg(results.aggregates, results.meta["ks"], output.run_name), encoding="utf-8")
-            write_table(per_query_table(output), tmp_path / store.PER_QUERY_TABLE)
             client.log_artifacts(run_id, str(tmp_path))
+        client.log_table(run_id, pd.DataFrame(per_query_table(output)), store.PER_QUERY_TABLE)
         store.log_batched(client, run_id, params=params, metrics=metrics)
         client.log_inputs(run_id, datasets=[_create_dataset_input(evalset_dataset(evalset), "eval", None)])
         interrupt.check()  # a signal received during the writes: KILLED, not FINISHED

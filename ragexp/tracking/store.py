@@ -247,7 +247,7 @@ def log_batched(client: MlflowClient, run_id: str, *, params: Mapping[str, str] 
                 tags: Mapping[str, str] = {}) -> None:
     """Write params, metrics and tags in as few ``log_batch`` calls as MLflow's limits allow
     (per call: :data:`BATCH_PARAMS` params, :data:`BATCH_TAGS` tags, :data:`BATCH_TOTAL` entities):
-    each call is one store transaction, and a sweep logs ~300 values per run."""
+    each call is one store transaction, and a run logs hundreds of values."""
     import time
 
     now = int(time.time() * 1000)

@@ -9,7 +9,6 @@ from reference_pipelines.generators.base import (
     REFUSAL_ANSWER,
     Generation,
     Generator,
-    is_refusal,
 )
 
-__all__ = ["REFUSAL_ANSWER", "Generation", "Generator", "is_refusal"]
+__all__ = ["REFUSAL_ANSWER", "Generation", "Generator"]

@@ -12,15 +12,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ragexp.data import Chunk
+from ragexp.judging.correctness import is_refusal
 
 REFUSAL_ANSWER = "I don't know based on the provided documents."
 """The exact reply a grounded generator gives when the context lacks the answer."""
-
-
-def is_refusal(answer: str) -> bool:
-    """True when ``answer`` is the refusal reply (case, surrounding quotes and spaces ignored)."""
-    normalised = " ".join(answer.strip().strip("\"'").split()).lower().replace("\u2019", "'")
-    return normalised.startswith(REFUSAL_ANSWER.lower().rstrip("."))
 
 
 @dataclass(frozen=True)
@@ -48,6 +43,8 @@ class Generation:
 
     @property
     def refused(self) -> bool:
+        """Whether the answer declines to answer (:func:`ragexp.judging.correctness.is_refusal`, the one
+        definition judging and failure classes use)."""
         return self.error is None and is_refusal(self.answer)
 
     def to_dict(self) -> dict:

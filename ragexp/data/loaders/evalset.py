@@ -44,9 +44,9 @@ import yaml
 from ragexp.chunking import make_chunker
 from ragexp.chunking.base import Chunker
 from ragexp.data import CHUNK_SEPARATOR, Chunk, Corpus, EvalItem, EvalSet, Evidence
-from ragexp.data.model import ITEM_SOURCES, PROVENANCE_FIELDS
 from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
 from ragexp.data.loaders.quote_hints import quote_hint
+from ragexp.data.model import ITEM_SOURCES, PROVENANCE_FIELDS
 from ragexp.errors import RagexpInputError
 
 FORMAT_VERSION = 1

@@ -100,10 +100,6 @@ class CrossValidation:
     per_fold: list[FoldResult]
     fold_of_row: list[int]
 
-    def kappa_range(self) -> tuple[float, float] | None:
-        defined = [f.kappa for f in self.per_fold if f.kappa is not None]
-        return (min(defined), max(defined)) if defined else None
-
 
 def cross_validate(
     scores: Sequence[float], labels: Sequence[str], groups: Sequence[str], folds: int, seed: int
