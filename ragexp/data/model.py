@@ -16,8 +16,12 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from ragexp.runtime.fingerprint import stable_hash
+
+if TYPE_CHECKING:
+    from ragexp.data.convert.report import ConversionReport
 
 CHUNK_SEPARATOR = "#chunk_"
 
@@ -114,15 +118,19 @@ class EvalItem:
 
 
 class Corpus(Mapping[str, Document]):
-    """Documents by id, in load order."""
+    """Documents by id, in load order; ``conversion``: what reading a folder converted and skipped
+    (``None`` when nothing needed converting)."""
 
-    def __init__(self, documents: Iterable[Document], source: str = "") -> None:
+    def __init__(
+        self, documents: Iterable[Document], source: str = "", conversion: ConversionReport | None = None
+    ) -> None:
         self._docs: dict[str, Document] = {}
         for doc in documents:
             if doc.id in self._docs:
                 raise ValueError(f"duplicate document id {doc.id!r}")
             self._docs[doc.id] = doc
         self.source = source
+        self.conversion = conversion
         self._fingerprint: str | None = None
 
     def __getitem__(self, doc_id: str) -> Document:
@@ -138,9 +146,13 @@ class Corpus(Mapping[str, Document]):
         return list(self._docs.values())
 
     def fingerprint(self) -> str:
-        """SHA-256 over (id, title, text) of every document, in id order."""
+        """SHA-256 over (id, title, text) of every document, in id order; with the identity of
+        every converter used (:meth:`ragexp.data.convert.Converter.identity`) when documents were
+        converted, so a new converter version is a new corpus even where the text came out equal."""
         if self._fingerprint is None:
-            self._fingerprint = stable_hash(sorted((d.id, d.title, d.text) for d in self._docs.values()))
+            documents = sorted((d.id, d.title, d.text) for d in self._docs.values())
+            converters = self.conversion.converters if self.conversion is not None else {}
+            self._fingerprint = stable_hash({"documents": documents, "converters": converters} if converters else documents)
         return self._fingerprint
 
 

@@ -1,0 +1,60 @@
+"""DOCX -> Markdown: mammoth writes semantic HTML, which goes the HTML converter's way to Markdown.
+
+Kept: headings (Word's Heading 1-6 styles), paragraphs, bulleted and numbered lists, tables
+(Markdown tables), bold/italic, footnotes and endnotes (at the end), link text; code where the
+document marks it with a code style (``Source Code``/``Verbatim Char`` as pandoc writes them,
+Word's ``HTML Preformatted``/``HTML Code``). Dropped: images, headers and footers of the page
+layout, comments, tracked deletions, text boxes mammoth does not read, fonts and colours (so
+code set only in a monospaced font becomes plain text).
+
+Refused, one line each: a file that is not a ZIP archive (truncated, damaged, or an encrypted or
+legacy ``.doc`` OLE file), a ZIP without a Word document in it, and one that would unpack to more
+than :data:`MAX_UNPACKED_BYTES` (a ZIP bomb).
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+from ragexp.data.convert.base import Converted, ConvertOptions, Unconvertible
+from ragexp.data.convert.html import markdown_of
+
+MAX_UNPACKED_BYTES = 512 * 1024 * 1024
+_OLE_MAGIC = bytes.fromhex("d0cf11e0a1b11ae1")
+STYLE_MAP = """
+p[style-name='Source Code'] => pre:separator('\\n')
+p[style-name='HTML Preformatted'] => pre:separator('\\n')
+r[style-name='Verbatim Char'] => code
+r[style-name='HTML Code'] => code
+"""
+
+
+def convert_docx(data: bytes, options: ConvertOptions) -> Converted:
+    import mammoth
+    from bs4 import BeautifulSoup
+
+    _check_archive(data)
+    try:
+        html = mammoth.convert_to_html(io.BytesIO(data), style_map=STYLE_MAP).value
+    except Exception as err:  # mammoth raises what its ZIP and XML readers raise on a damaged file
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise Unconvertible(f"damaged DOCX, mammoth cannot read it: {first}") from None
+    return Converted(text=markdown_of(BeautifulSoup(html, "lxml")))
+
+
+def _check_archive(data: bytes) -> None:
+    if data.startswith(_OLE_MAGIC):
+        raise Unconvertible("not a DOCX but an OLE file: a password-protected document or a legacy Word .doc; "
+                            "save it as .docx without a password")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = archive.namelist()
+            unpacked = sum(info.file_size for info in archive.infolist())
+    except zipfile.BadZipFile:
+        raise Unconvertible("not a DOCX file (no ZIP archive can be read from it): truncated or damaged") from None
+    if "word/document.xml" not in names and "[Content_Types].xml" not in names:
+        raise Unconvertible("a ZIP archive without a Word document in it (no word/document.xml)")
+    if unpacked > MAX_UNPACKED_BYTES:
+        raise Unconvertible(f"would unpack to {unpacked / 2**20:.0f} MiB (more than "
+                            f"{MAX_UNPACKED_BYTES // 2**20} MiB); refused as a possible ZIP bomb")
