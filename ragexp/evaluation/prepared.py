@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from omegaconf import DictConfig
@@ -14,6 +14,7 @@ from ragexp.chunking import make_chunker
 from ragexp.config.schema import chunker_options
 from ragexp.data import Chunk, Corpus, EvalSet
 from ragexp.data.dataset import load_dataset
+from ragexp.data.loaders.corpus import persist_conversions
 from ragexp.evaluation.relevance import OverlapRule, chunk_qrels, doc_qrels
 from ragexp.runtime.stage_cache import StageCache
 
@@ -32,6 +33,7 @@ class PreparedData:
     chunking_label: str
     chunking_config: dict
     not_indexed: list[str]  # documents without text and title: no chunk, never retrievable
+    corpus_warnings: list[str] = field(default_factory=list)  # files skipped, empty, noted; converter changes
 
     @property
     def chunks_by_id(self) -> dict[str, Chunk]:
@@ -44,7 +46,11 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> P
     A document with neither text nor title gets no chunk; it is listed in ``not_indexed`` and,
     like at chunk level, its evidence counts at document level neither (an item whose only gold
     lies there has no gold and is left out of the retrieval means at both levels)."""
-    corpus, evalset = load_dataset(cfg.dataset)
+    corpus, evalset = load_dataset(cfg.dataset, cache)
+    persist_conversions(corpus, cache)  # only now: a refused eval set leaves no conversion behind
+    corpus_warnings = corpus.conversion.warnings() if corpus.conversion is not None else []
+    for warning in corpus_warnings:
+        log.warning("corpus: %s", warning)
     if cfg.eval.get("sample") is not None:
         evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
     chunker = make_chunker(chunker_options(cfg.chunking))
@@ -74,6 +80,7 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> P
         chunking_label=chunker.describe(),
         chunking_config=chunker.config,
         not_indexed=not_indexed,
+        corpus_warnings=corpus_warnings,
     )
 
 

@@ -111,9 +111,14 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     aggregates["doc_rankings_extended"] = float(retrieved.doc_rankings_extended)
     aggregates["doc_retrieval_depth_max"] = float(retrieved.doc_retrieval_depth_max)
     aggregates["n_docs_not_indexed"] = float(len(data.not_indexed))
+    conversion = data.corpus.conversion
+    if conversion is not None:
+        aggregates["n_files_skipped"] = float(len(conversion.skipped))
+        aggregates["n_files_empty"] = float(len(conversion.empty))
     aggregates.update(_confidence_intervals(chunk_eval.per_query, ks, cfg.eval.bootstrap_resamples))
     timings["evaluation_s"] = time.perf_counter() - t0
 
+    pages = PageLabels(data) if any(doc.page_starts for doc in data.corpus.values()) else None
     per_query = []
     for item, ranking, doc_ranking in zip(items, rankings, retrieved.doc_rankings):
         metrics = {**chunk_eval.per_query.get(item.id, {}), **doc_eval.per_query.get(item.id, {})}
@@ -130,6 +135,9 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
         }
         if doc_ranking != doc_level(ranking):  # retrieved deeper for k distinct documents
             row["doc_ranking"] = [[doc_id, score] for doc_id, score in doc_ranking]
+        if pages is not None:
+            row["pages"] = pages.of_chunks([cid for cid, _ in ranking[: max(ks)]])
+            row["gold_pages"] = pages.of_evidence(item.evidence)
         per_query.append(row)
 
     if generator is not None:
@@ -147,15 +155,54 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
         "ks": ks,
         "context_k": depth_k,
         "retrieval_from_cache": retrieved.from_cache,
-        "warnings": retrieved.warnings,
+        "warnings": [*data.corpus_warnings, *retrieved.warnings],
         "docs_not_indexed": data.not_indexed[:20],
         "ragexp_version": __version__,
     }
+    if conversion is not None:
+        meta["corpus_conversion"] = conversion.summary()
     if generator is not None and pipeline.judge is not None:
         meta["judge"] = judge_run_record(pipeline.judge)
     timings["total_s"] = time.perf_counter() - started
     meta["timings"] = timings
     return RunOutput(RunResults(meta=meta, aggregates=aggregates, per_query=per_query), meta["run_name"], output_hash, timings)
+
+
+class PageLabels:
+    """``"p. 3"`` / ``"pp. 3-4"``: the pages a chunk or an evidence span lies on, in documents
+    with a page map (converted PDFs, ``Document.page_starts``)."""
+
+    def __init__(self, data: PreparedData) -> None:
+        self.corpus = data.corpus
+        self.chunks = data.chunks_by_id
+
+    def label(self, doc_id: str, start: int, end: int) -> str | None:
+        document = self.corpus[doc_id]
+        first, last = document.page_of(start), document.page_of(max(start, end - 1))
+        if first is None:
+            return None
+        return f"p. {first}" if first == last else f"pp. {first}-{last}"
+
+    def of_chunks(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """``{chunk id: label}`` for the chunks that lie in paged documents."""
+        labels = {}
+        for cid in chunk_ids:
+            chunk = self.chunks.get(cid)
+            label = self.label(chunk.doc_id, chunk.start, chunk.end) if chunk is not None else None
+            if label is not None:
+                labels[cid] = label
+        return labels
+
+    def of_evidence(self, evidence) -> list[str]:
+        """``"<doc id> p. 3"`` for every evidence span in a paged document (a whole document: all its pages)."""
+        out = []
+        for e in evidence:
+            document = self.corpus.get(e.doc_id)
+            if document is None or not document.page_starts:
+                continue
+            start, end = (e.start, e.end) if e.is_span else (0, len(document.text))
+            out.append(f"{e.doc_id} {self.label(e.doc_id, start, end)}")
+        return out
 
 
 def _confidence_intervals(per_query: Mapping[str, Mapping[str, float]], ks: Sequence[int], resamples: int) -> dict[str, float]:

@@ -40,7 +40,8 @@ HEADLINE = (
 )
 #: Result keys logged as params: fixed by the setup, identical for every query of the run.
 CONSTANTS = ("n_queries", "n_queries_no_gold", "doc_n_queries", "doc_n_queries_no_gold", "n_chunks",
-             "n_docs_not_indexed", "retrieval_depth", "context_k", "doc_rankings_extended", "doc_retrieval_depth_max")
+             "n_docs_not_indexed", "n_files_skipped", "n_files_empty", "retrieval_depth", "context_k",
+             "doc_rankings_extended", "doc_retrieval_depth_max")
 
 HEADLINE_SECTION = "1_headline"
 RETRIEVAL_SECTION = "retrieval"

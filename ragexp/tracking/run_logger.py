@@ -119,8 +119,9 @@ def per_query_table(output: RunOutput) -> dict[str, list]:
     evaluation view: ``query_id`` (the default group-by), ``outcome`` (the default compare column,
     :func:`_outcome`), the query, tags, failure class (the generation run's, else
     :func:`retrieval_class`), rank of the first relevant unit (empty when none was retrieved),
-    ``hit@k`` and ``ndcg@k`` per k, ``rr`` (reciprocal rank), the top-3 retrieved and the gold ids,
-    then generation columns when the run has a generator."""
+    ``hit@k`` and ``ndcg@k`` per k, ``rr`` (reciprocal rank), the top-3 retrieved (with their page,
+    ``(p. 3)``, in a PDF) and the gold ids, ``gold_pages`` (``"manual p. 3"`` per evidence span) when
+    the corpus has paged documents, then generation columns when the run has a generator."""
     rows = output.results.per_query
     ks = sorted(output.results.meta["ks"])
     context_k = int(output.results.meta.get("context_k") or max(ks))
@@ -137,12 +138,20 @@ def per_query_table(output: RunOutput) -> dict[str, list]:
     table["rr"] = [r["metrics"].get("mrr") for r in rows]
     for k in ks:
         table[f"ndcg@{k}"] = [r["metrics"].get(f"ndcg_at_{k}") for r in rows]
-    table[f"top_{TOP_IDS}"] = [", ".join(cid for cid, _ in r["ranking"][:TOP_IDS]) for r in rows]
+    table[f"top_{TOP_IDS}"] = [", ".join(_with_page(cid, r) for cid, _ in r["ranking"][:TOP_IDS]) for r in rows]
     table["gold_ids"] = [", ".join(sorted(cid for cid, g in r["relevant"].items() if g > 0)) for r in rows]
+    if any("gold_pages" in r for r in rows):
+        table["gold_pages"] = [", ".join(r.get("gold_pages", [])) for r in rows]
     for column in GENERATION_COLUMNS:
         if any(column in r or column in r["metrics"] for r in rows):
             table[column] = [_cell(r.get(column, r["metrics"].get(column))) for r in rows]
     return table
+
+
+def _with_page(chunk_id: str, row: dict) -> str:
+    """``doc#chunk_4 (p. 3)`` when the chunk lies in a paged document (a PDF), else the id."""
+    page = row.get("pages", {}).get(chunk_id)
+    return f"{chunk_id} ({page})" if page else chunk_id
 
 
 def _cell(value):

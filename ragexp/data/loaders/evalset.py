@@ -46,6 +46,7 @@ from ragexp.chunking.base import Chunker
 from ragexp.data import CHUNK_SEPARATOR, Chunk, Corpus, EvalItem, EvalSet, Evidence
 from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
 from ragexp.data.loaders.quote_hints import quote_hint
+from ragexp.data.loaders.visible_text import project, visible_spans
 from ragexp.data.model import ITEM_SOURCES, PROVENANCE_FIELDS
 from ragexp.errors import RagexpInputError
 
@@ -90,6 +91,7 @@ class EvalSetReading:
     evalset: EvalSet
     item_lines: list[int]
     problems: list[EvalSetProblem]
+    visible_quotes: int = 0  # quotes in converted documents found by their visible text, not verbatim
 
 
 def load_evalset(path: str | PathLike[str], corpus: Corpus) -> EvalSet:
@@ -128,7 +130,8 @@ def read_evalset(path: str | PathLike[str], corpus: Corpus) -> EvalSetReading:
         items.append(item)
     meta = {"format": f"ragexp/{FORMAT_VERSION}"} | ({"chunking": chunking} if chunking is not None else {})
     evalset = EvalSet(items=items, source=str(path), name=name or path.stem, meta=meta)
-    return EvalSetReading(evalset=evalset, item_lines=[line for line, _ in records], problems=reader.problems)
+    return EvalSetReading(evalset=evalset, item_lines=[line for line, _ in records], problems=reader.problems,
+                          visible_quotes=reader.visible_quotes)
 
 
 def evalset_to_jsonl(evalset: EvalSet) -> str:
@@ -245,6 +248,8 @@ class _ItemReader:
         self.problems: list[EvalSetProblem] = []
         self._chunker: Chunker | None = None
         self._chunks: dict[str, list[Chunk]] = {}
+        self._projections: dict[str, tuple[str, list[int]]] = {}
+        self.visible_quotes = 0
 
     def problem(self, kind: str, message: str, line: int, field: str) -> None:
         error = RagexpInputError(message, file=self.path, line=line, field=field)
@@ -348,14 +353,25 @@ class _ItemReader:
     def _locate_quote(
         self, doc_id: str, text: str, quote: str, occurrence: int | None, line: int, field: str
     ) -> tuple[int, int] | None:
-        positions = _occurrences(text, quote)
+        spans = [(start, start + len(quote)) for start in _occurrences(text, quote)]
+        converted = self.corpus.conversion is not None and doc_id in self.corpus.conversion.formats
+        by_visible_text = False
+        if not spans and converted:
+            if doc_id not in self._projections:
+                self._projections[doc_id] = project(text)
+            spans = visible_spans(text, quote, self._projections[doc_id])
+            by_visible_text = bool(spans)
+        positions = [start for start, _ in spans]
         shown = _shorten(quote)
         if not positions:
             hint = quote_hint(text, quote)
+            exactly = ("copy the text exactly from the current document (case and whitespace count)" if not converted
+                       else f"it is not in the text converted from the {self.corpus.conversion.formats[doc_id].upper()} "
+                       "file even ignoring markup, bullets and whitespace (docs/evalset-format.md: converted documents)")
             self.problem(
                 UNRESOLVED_GOLD,
                 f"quote {shown} not found in document {doc_id!r}{hint}; the document may have changed since the "
-                "eval set was written — copy the text exactly from the current document (case and whitespace count)",
+                f"eval set was written — {exactly}",
                 line,
                 field,
             )
@@ -379,7 +395,8 @@ class _ItemReader:
                 field,
             )
             return None
-        return positions[index], positions[index] + len(quote)
+        self.visible_quotes += by_visible_text
+        return spans[index]
 
     def _chunk_evidence(self, line: int, field: str, chunk_id: str) -> Evidence | None:
         doc_id, separator, index = chunk_id.rpartition(CHUNK_SEPARATOR)
@@ -443,6 +460,11 @@ class _ItemReader:
         return list(by_span.values())
 
     def _unknown_document(self, doc_id: str) -> str:
+        conversion = self.corpus.conversion
+        for file, reason in conversion.skipped if conversion is not None else ():
+            if file.rsplit(".", 1)[0] == doc_id:
+                return (f"document {doc_id!r} is not in the corpus: its file {file} was skipped when the corpus was "
+                        f"read ({reason})")
         suggestion = ""
         if len(self.corpus) <= _MAX_IDS_FOR_SUGGESTIONS:
             close = difflib.get_close_matches(doc_id, list(self.corpus), n=1)
