@@ -1,8 +1,8 @@
 """``ragexp evalset``: check an eval set against a corpus.
 
-``ragexp evalset lint EVALSET --corpus PATH [--format text|json]``
-    Report every problem at once (see :mod:`ragexp.data.lint`). Exit 0 clean (warnings allowed), 1 on
-    lint errors, 2 on unusable input.
+``ragexp evalset lint EVALSET --corpus PATH [--format text|json] [--keep-html-boilerplate] [--strict]``
+    Report every problem at once (see :mod:`ragexp.data.lint`), corpus files skipped or converted to
+    empty text included. Exit 0 clean (warnings allowed), 1 on lint errors, 2 on unusable input.
 ``ragexp evalset resolve EVALSET --corpus PATH [--output FILE]``
     Load the eval set exactly as a run does (the first error stops it, exit 2) and write it back
     with every evidence resolved to a whole document or an explicit ``start``/``end`` span — e.g.
@@ -29,12 +29,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action.add_argument("evalset", metavar="EVALSET", help="eval set file (.jsonl, .yaml or .yml)")
         action.add_argument("--corpus", required=True, help="corpus folder or corpus .jsonl the gold refers to")
     lint.add_argument("--format", choices=("text", "json"), default="text", help="report format (default: text)")
+    lint.add_argument("--keep-html-boilerplate", action="store_true",
+                      help="keep navigation, headers and footers of HTML documents (as dataset.html_remove_boilerplate=false)")
+    lint.add_argument("--strict", action="store_true",
+                      help="a corpus file skipped or converted to empty text is an error (as dataset.strict=true)")
     resolve.add_argument("--output", "-o", type=Path, help="write here instead of standard output")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.evalset_action == "lint":
-        report = lint_evalset(args.evalset, args.corpus)
+        report = lint_evalset(args.evalset, args.corpus, html_remove_boilerplate=not args.keep_html_boilerplate,
+                              strict=args.strict)
         text = json.dumps(report.to_dict(), indent=2) if args.format == "json" else report.render_text()
         print(text)
         return report.exit_code

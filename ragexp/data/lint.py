@@ -14,6 +14,12 @@ Warnings — the eval set is usable but weaker than it should be:
     categories (:data:`FAILURE_PRONE_CATEGORIES`) that is missing or below
     :data:`MIN_CATEGORY_SHARE` of the items (tags compared ignoring case and punctuation, so
     ``multi_chunk`` counts as ``multi-chunk``; unanswerable items count as ``unanswerable``).
+Corpus files (a folder with HTML, PDF or DOCX documents, read as a run reads it, conversions looked
+up in the default stage cache and never written): every file skipped (encrypted, damaged, a
+scanned PDF) or converted to empty text is a warning, an error with ``strict``; notes on a file
+(a guessed encoding, pages without text), files of unsupported suffixes and a converter that
+changed since the folder was last read are warnings; how many quotes resolved only by their
+visible text is a note.
 Note — how small a change this eval set can detect:
     over ``n`` answerable items the standard error of a proportion metric (hit rate, recall@k) near
     ``p = 0.8`` is ``SE = sqrt(p(1-p)/n)``, and a paired difference smaller than about ``2 SE`` is
@@ -31,11 +37,13 @@ import unicodedata
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from os import PathLike
+from pathlib import Path
 
 from ragexp.data import Corpus, EvalItem
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import EvalSetReading, read_evalset
 from ragexp.errors import RagexpInputError
+from ragexp.runtime.stage_cache import StageCache
 
 FAILURE_PRONE_CATEGORIES = ("paraphrase", "synonym", "multi-chunk", "boundary", "unanswerable")
 MIN_CATEGORY_SHARE = 0.05
@@ -101,6 +109,7 @@ class LintReport:
     findings: list[LintFinding] = field(default_factory=list)
     tag_counts: dict[str, int] = field(default_factory=dict)
     noise_floor: NoiseFloor | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def errors(self) -> list[LintFinding]:
@@ -126,6 +135,7 @@ class LintReport:
             "warnings": [asdict(f) for f in self.warnings],
             "tag_counts": self.tag_counts,
             "noise_floor": None if self.noise_floor is None else asdict(self.noise_floor),
+            "notes": self.notes,
             "exit_code": self.exit_code,
         }
 
@@ -138,18 +148,25 @@ class LintReport:
         lines += [finding.render() for finding in self.findings]
         tags = ", ".join(f"{tag} {count} ({count / self.n_items:.1%})" for tag, count in self.tag_counts.items())
         lines.append(f"tags: {tags or 'none'}")
+        lines += [f"note: {note}" for note in self.notes]
         if self.noise_floor is not None:
             lines.append(f"note: {self.noise_floor.sentence()}")
         lines.append(f"{len(self.errors)} error(s), {len(self.warnings)} warning(s)")
         return "\n".join(lines)
 
 
-def lint_evalset(evalset_path: str | PathLike[str], corpus_path: str | PathLike[str]) -> LintReport:
-    """Lint the eval set at ``evalset_path`` against the corpus at ``corpus_path`` (see module doc)."""
-    corpus = load_corpus(corpus_path)
+def lint_evalset(
+    evalset_path: str | PathLike[str], corpus_path: str | PathLike[str], *, html_remove_boilerplate: bool = True,
+    strict: bool = False,
+) -> LintReport:
+    """Lint the eval set at ``evalset_path`` against the corpus at ``corpus_path`` (see module doc);
+    ``html_remove_boilerplate`` as the run's ``dataset.html_remove_boilerplate``, ``strict`` makes a
+    skipped or empty corpus file an error."""
+    corpus = load_corpus(corpus_path, html_remove_boilerplate=html_remove_boilerplate, cache=StageCache())
     reading = read_evalset(evalset_path, corpus)
     items = reading.evalset.items
-    findings = _problem_findings(reading)
+    findings = _corpus_file_findings(corpus, strict)
+    findings += _problem_findings(reading)
     findings += _whitespace_spans(reading, corpus)
     findings += _unindexable_documents(reading, corpus)
     findings += _duplicate_queries(reading)
@@ -166,7 +183,27 @@ def lint_evalset(evalset_path: str | PathLike[str], corpus_path: str | PathLike[
         findings=findings,
         tag_counts=dict(Counter(tag for item in items for tag in item.tags).most_common()),
         noise_floor=NoiseFloor.for_size(n_answerable) if n_answerable else None,
+        notes=[f"{reading.visible_quotes} quotes in converted documents (HTML, PDF, DOCX) were found by their visible "
+               "text, markup, bullets and whitespace ignored (docs/evalset-format.md)"] if reading.visible_quotes else [],
     )
+
+
+def _corpus_file_findings(corpus: Corpus, strict: bool) -> list[LintFinding]:
+    """Files of a corpus folder skipped, converted to empty text, noted or not read (see the module doc)."""
+    report = corpus.conversion
+    if report is None:
+        return []
+    root = Path(corpus.source)
+    findings = [LintFinding(WARNING, "converter-changed", f"corpus changed because {change}", str(root))
+                for change in report.changed]
+    findings += [LintFinding(ERROR if strict else WARNING, "unusable-file", f"{problem}; no run can use this file",
+                             str(root / file)) for file, problem in report.problems]
+    findings += [LintFinding(WARNING, "conversion-note", note, str(root / file)) for file, note in report.notes]
+    if report.unsupported:
+        shown = ", ".join(f"{suffix or '(no suffix)'} x{n}" for suffix, n in sorted(report.unsupported.items()))
+        findings.append(LintFinding(WARNING, "unsupported-files", f"{sum(report.unsupported.values())} files with "
+                                    f"suffixes ragexp does not read are ignored ({shown})", str(root)))
+    return findings
 
 
 def normalise_query(query: str) -> str:

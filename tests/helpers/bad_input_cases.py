@@ -154,6 +154,38 @@ def _duplicate_json_key_in_corpus(c: Case) -> list[str]:
     return c.run(corpus=corpus)
 
 
+def _scanned_pdf_strict(c: Case) -> list[str]:
+    from tests.helpers.bad_documents import scanned_pdf
+
+    scanned_pdf(c.corpus / "manual.pdf")
+    return c.run("dataset.strict=true")
+
+
+def _encrypted_pdf_strict(c: Case) -> list[str]:
+    from tests.helpers.bad_documents import text_pdf
+
+    text_pdf(c.corpus / "inverter.pdf", ["The inverter is covered for 10 years."], user_password="secret")
+    return c.run("dataset.strict=true")
+
+
+def _truncated_docx_strict(c: Case) -> list[str]:
+    from tests.helpers.bad_documents import truncated_docx
+
+    truncated_docx(c.corpus / "firmware.docx")
+    return c.run("dataset.strict=true")
+
+
+def _quote_in_a_skipped_pdf(c: Case) -> list[str]:
+    from tests.helpers.bad_documents import scanned_pdf
+
+    scanned_pdf(c.corpus / "manual.pdf")
+    return c.run(evalset=c.evalset(item(evidence=[{"doc_id": "manual", "quote": "covered for 10 years"}])))
+
+
+def _strict_not_a_boolean(c: Case) -> list[str]:
+    return c.run("dataset.strict=maybe")
+
+
 def _zero_width_query(c: Case) -> list[str]:
     return c.run(evalset=c.evalset(item(query="\u200b\u200d\ufeff")))
 
@@ -319,6 +351,16 @@ CASES = [
     CliCase("non-utf8-corpus", "corpus: a Latin-1 file", _non_utf8_corpus_file,
             ("<dir>/in/corpus/legacy.txt:1: ", "not valid UTF-8", "0xe9")),
     CliCase("empty-corpus", "corpus: no documents", _empty_corpus, ("<dir>/in/corpus: ", "empty corpus")),
+    CliCase("scanned-pdf-strict", "corpus: a scanned (image-only) PDF, `dataset.strict=true`", _scanned_pdf_strict,
+            ("<dir>/in/corpus/manual.pdf: ", "scanned PDF", "no text layer", "dataset.strict=true")),
+    CliCase("encrypted-pdf-strict", "corpus: a password-protected PDF, `dataset.strict=true`", _encrypted_pdf_strict,
+            ("<dir>/in/corpus/inverter.pdf: ", "encrypted PDF", "password")),
+    CliCase("truncated-docx-strict", "corpus: a truncated DOCX, `dataset.strict=true`", _truncated_docx_strict,
+            ("<dir>/in/corpus/firmware.docx: ", "truncated or damaged")),
+    CliCase("quote-in-skipped-pdf", "eval set: a quote in a scanned PDF (skipped, not strict)", _quote_in_a_skipped_pdf,
+            ("field 'evidence[0].doc_id'", "manual.pdf was skipped", "scanned PDF")),
+    CliCase("strict-not-boolean", "`dataset.strict=maybe`", _strict_not_a_boolean,
+            ("field 'dataset.strict': must be true or false",)),
     CliCase("overlap-ge-size", "`chunking.overlap=120` with size 120", _overlap_not_below_size,
             ("field 'chunking.overlap'", "(120)")),
     CliCase("unknown-model", "`embedding.model=nope`", _unknown_model,

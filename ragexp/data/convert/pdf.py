@@ -42,8 +42,8 @@ def convert_pdf(data: bytes, options: ConvertOptions) -> Converted:
         raise Unconvertible("a PDF without pages")
     empty = [number for number, lines in enumerate(pages, 1) if not any(text.strip() for text, _ in lines)]
     if len(empty) == len(pages):
-        raise Unconvertible(f"scanned PDF: none of its {len(pages)} pages has a text layer; run OCR on it first "
-                            "(e.g. ocrmypdf) or leave it out")
+        which = "its one page has no text layer" if len(pages) == 1 else f"none of its {len(pages)} pages has a text layer"
+        raise Unconvertible(f"scanned PDF: {which}; run OCR on it first (e.g. ocrmypdf) or leave it out")
     levels = heading_levels(pages)
     parts: list[str] = []
     page_starts: list[int] = []
