@@ -48,26 +48,32 @@ def convert_pdf(data: bytes, options: ConvertOptions) -> Converted:
     parts: list[str] = []
     page_starts: list[int] = []
     length = 0
-    previous_heading: tuple[int, int] | None = None  # (index in parts, level) of a heading that may continue
     for lines in pages:
-        page_starts.append(length)
-        previous_heading = None
+        page_starts.append(-1)  # set where the page's first line lands (after a separating blank line)
+        previous_heading: tuple[int, int] | None = None  # (index in parts, level) of a heading that may go on
         for text, size in lines:
             level = levels.get(round(size, 1)) if _is_heading_candidate(text) else None
             if level is not None and previous_heading is not None and previous_heading[1] == level:
-                index = previous_heading[0]  # a wrapped heading: its second line joins the first
+                index = previous_heading[0]  # a wrapped heading: its next line joins it
                 joined = parts[index].rstrip("\n") + " " + text.strip() + "\n\n"
                 length += len(joined) - len(parts[index])
                 parts[index] = joined
                 continue
             if level is not None:
-                piece = ("\n" if length and not parts[-1].endswith("\n\n") else "") + "#" * level + " " + text.strip() + "\n\n"
+                if length and not parts[-1].endswith("\n\n"):
+                    parts.append("\n")
+                    length += 1
+                piece = "#" * level + " " + text.strip() + "\n\n"
                 previous_heading = (len(parts), level)
             else:
                 piece = text + "\n"
                 previous_heading = None
+            if page_starts[-1] < 0:
+                page_starts[-1] = length
             parts.append(piece)
             length += len(piece)
+        if page_starts[-1] < 0:  # a page without text starts where the next one does
+            page_starts[-1] = length
     notes = ()
     if empty:
         notes = (f"{len(empty)} of {len(pages)} pages have no text layer (scanned?): pages {_ranges(empty)}",)
