@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
     from ragexp.evaluation.runner import RunOutput
     from ragexp.jobs.job import log_run
+    from ragexp.runtime.stage_cache import StageCache
     from ragexp.tracking.run_logger import LOCAL_CONFIG, LOCAL_OVERRIDES, log_evaluation
 
     folder = args.output_dir
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_saved_config(folder / LOCAL_CONFIG)
     overrides = list(OmegaConf.load(folder / LOCAL_OVERRIDES)) if (folder / LOCAL_OVERRIDES).exists() else []
     results = RunResults.load(folder / ARTIFACT_NAME)
-    corpus, evalset = load_dataset(cfg.dataset)
+    corpus, evalset = load_dataset(cfg.dataset, StageCache(cfg.cache_dir))  # converted documents read, not written
     if cfg.eval.get("sample") is not None:  # a sampled run was scored on the sample, which has its own fingerprint
         evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
     if evalset.fingerprint() != results.meta.get("evalset_fingerprint"):

@@ -149,9 +149,13 @@ def ensure_for_config(client: MlflowClient, cfg) -> str:
     if cfg.tracking.experiment:
         return store.ensure_experiment(client, cfg.tracking.experiment)
     from ragexp.data.dataset import load_dataset
+    from ragexp.data.loaders.corpus import persist_conversions
     from ragexp.evaluation.prepared import sample_evalset
+    from ragexp.runtime.stage_cache import StageCache
 
-    corpus, evalset = load_dataset(cfg.dataset)
+    cache = StageCache(cfg.cache_dir)
+    corpus, evalset = load_dataset(cfg.dataset, cache)
+    persist_conversions(corpus, cache)  # the jobs find the documents converted
     if cfg.eval.get("sample") is not None:
         evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
     experiment_id = ensure_for_evalset(client, None, evalset)

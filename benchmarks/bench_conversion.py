@@ -1,0 +1,110 @@
+"""Conversion throughput per format, the cost of a cache hit, and a 500-page PDF.
+
+The demo corpus (57 pages) is rendered to HTML, DOCX and PDF by the test suite's writers
+(:mod:`tests.helpers.demo_formats`), then read with ``load_corpus`` side by side in one run,
+interleaved per repeat (HTML, DOCX, PDF, then each again from a warm conversion cache):
+
+- cold: every file converted (PDF in pages/s, HTML and DOCX in files/s);
+- warm: every conversion served from the stage cache (hash the bytes, read the entry);
+- Markdown: the original ``.md`` folder read as is, the floor a warm read compares with.
+
+The 500-page PDF (the demo's longest PDF imported 500 / its pages times with pypdfium2) is
+converted in a fresh process; its wall time and peak resident memory are printed next to those
+of a process that only imports the converter (the difference is what the conversion costs).
+
+    python -m benchmarks.bench_conversion [--repeats 3] [--pages 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ragexp.data.datasets import demo_paths
+from ragexp.data.loaders.corpus import load_corpus, persist_conversions
+from ragexp.runtime.stage_cache import StageCache
+from tests.helpers.demo_formats import FORMATS, render_corpus
+
+PEAK_SCRIPT = """
+import json, resource, sys, time
+from pathlib import Path
+from ragexp.data.convert import ConvertOptions, converter_for
+convert = sys.argv[1] == "convert"
+data = Path(sys.argv[2]).read_bytes()
+started = time.perf_counter()
+pages = len(converter_for(".pdf").convert(data, ConvertOptions()).page_starts) if convert else 0
+print(json.dumps({"seconds": time.perf_counter() - started, "pages": pages,
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def long_pdf(source: Path, pages: int, target: Path) -> Path:
+    """``source``'s pages repeated until the document has ``pages`` pages."""
+    import pypdfium2 as pdfium
+
+    template = pdfium.PdfDocument(str(source))
+    document = pdfium.PdfDocument.new()
+    while len(document) < pages:
+        document.import_pages(template, list(range(min(len(template), pages - len(document)))))
+    document.save(str(target))
+    document.close()
+    template.close()
+    return target
+
+
+def timed_read(folder: Path, cache: StageCache | None) -> tuple[float, int, int]:
+    """``(seconds, files, pages)`` of one ``load_corpus``; conversions persisted into ``cache``."""
+    started = time.perf_counter()
+    corpus = load_corpus(folder, cache=cache)
+    seconds = time.perf_counter() - started
+    if cache is not None:
+        persist_conversions(corpus, cache)
+    pages = sum(len(doc.page_starts) for doc in corpus.values())
+    return seconds, len(corpus), pages
+
+
+def peak(mode: str, pdf: Path) -> dict:
+    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, mode, str(pdf)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pages", type=int, default=500)
+    args = parser.parse_args()
+    corpus_dir, _ = demo_paths()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        started = time.perf_counter()
+        folders = {fmt: render_corpus(corpus_dir, root / fmt, fmt) for fmt in FORMATS}
+        print(f"rendered the demo corpus to {', '.join(FORMATS)} in {time.perf_counter() - started:.1f} s")
+        rows: dict[str, list[float]] = {}
+        for repeat in range(args.repeats):
+            cache = StageCache(root / f"cache{repeat}")
+            for fmt in FORMATS:  # cold, then warm, per format, interleaved across formats and repeats
+                seconds, files, pages = timed_read(folders[fmt], cache)
+                rows.setdefault(f"{fmt} cold", []).append((pages if fmt == "pdf" else files) / seconds)
+                seconds, files, _ = timed_read(folders[fmt], cache)
+                rows.setdefault(f"{fmt} cache hit", []).append(files / seconds)
+            seconds, files, _ = timed_read(corpus_dir, None)
+            rows.setdefault("markdown (no conversion)", []).append(files / seconds)
+        print(f"\n{'read':<26} {'median':>10} {'spread':>22}   (per second; {args.repeats} repeats, interleaved)")
+        for name, values in rows.items():
+            unit = "pages/s" if name == "pdf cold" else "files/s"
+            print(f"{name:<26} {statistics.median(values):>10.1f} {min(values):>10.1f} - {max(values):<10.1f} {unit}")
+        pdf = long_pdf(max(folders["pdf"].rglob("*.pdf"), key=lambda p: p.stat().st_size), args.pages, root / "long.pdf")
+        baseline, converted = peak("import", pdf), peak("convert", pdf)
+        print(f"\n{converted['pages']}-page PDF ({pdf.stat().st_size / 2**20:.1f} MiB): {converted['seconds']:.2f} s "
+              f"({converted['pages'] / converted['seconds']:.0f} pages/s), peak RSS {converted['peak_mib']:.0f} MiB "
+              f"vs {baseline['peak_mib']:.0f} MiB for a process that only imports the converter")
+
+
+if __name__ == "__main__":
+    main()
