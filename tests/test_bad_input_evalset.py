@@ -84,7 +84,8 @@ def test_empty_corpus_is_one_line_exit_2(tmp_path: Path) -> None:
     (empty / "notes.pdf").write_bytes(b"%PDF")
     evalset = evalset_with(tmp_path, bad_item({"doc_id": "webhooks/retries"}))
     result = run_cli("evalset", "resolve", str(evalset), "--corpus", str(empty))
-    assert_one_line_error(result, f"ragexp evalset: error: {empty}: empty corpus: no *.md/*.markdown/*.txt files")
+    assert_one_line_error(result, f"ragexp evalset: error: {empty}: empty corpus: no *.md/*.markdown/*.txt/*.html/*.htm/"
+                                  "*.pdf/*.docx files below this folder that could be read (notes.pdf: damaged PDF")
 
 
 @pytest.mark.parametrize("unusable", ["malformed-line", "empty-corpus"])

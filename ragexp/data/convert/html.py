@@ -70,7 +70,7 @@ def _decode(data: bytes, encoding: str, source: str) -> tuple[str, list[str]]:
             f"bytes not valid in {encoding} (from {source}), the first at byte {err.start}, were replaced by U+FFFD"]
 
 
-def html_to_markdown(html: str, *, boilerplate: bool) -> tuple[str, str]:
+def html_to_markdown(html: str, *, remove_boilerplate: bool) -> tuple[str, str]:
     """``(markdown, title)`` of an HTML document (see the module docstring)."""
     from bs4 import BeautifulSoup
 
@@ -79,7 +79,7 @@ def html_to_markdown(html: str, *, boilerplate: bool) -> tuple[str, str]:
     for tag in soup(_ALWAYS_DROPPED):
         _drop(tag)
     root = soup.body or soup
-    if boilerplate:
+    if remove_boilerplate:
         for tag in soup.find_all(_BOILERPLATE_TAGS) + soup.find_all(attrs={"role": True}):
             if tag.name in _BOILERPLATE_TAGS or str(tag.get("role", "")).strip().lower() in _BOILERPLATE_ROLES:
                 _drop(tag)
@@ -120,5 +120,5 @@ def _drop(tag) -> None:
 
 def convert_html(data: bytes, options: ConvertOptions) -> Converted:
     text, notes = decode_html(data)
-    markdown, title = html_to_markdown(text, boilerplate=options.html_remove_boilerplate)
+    markdown, title = html_to_markdown(text, remove_boilerplate=options.html_remove_boilerplate)
     return Converted(text=markdown, title=title, notes=tuple(notes))
