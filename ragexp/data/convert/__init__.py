@@ -10,7 +10,8 @@ from ragexp.data.convert.html import convert_html
 from ragexp.data.convert.pdf import convert_pdf
 
 CONVERTERS = (
-    Converter("html", (".html", ".htm"), 1, ("beautifulsoup4", "lxml", "markdownify"), convert_html),
+    Converter("html", (".html", ".htm"), 1, ("beautifulsoup4", "lxml", "markdownify"), convert_html,
+              options=("html_remove_boilerplate",)),
     Converter("pdf", (".pdf",), 1, ("pypdfium2",), convert_pdf),
     Converter("docx", (".docx",), 1, ("mammoth", "beautifulsoup4", "lxml", "markdownify"), convert_docx),
 )

@@ -39,13 +39,19 @@ class ConvertOptions:
 class Converter:
     """``revision`` counts changes to ragexp's own part of the conversion; with the versions of
     ``libraries`` (distribution names) it is the converter's :meth:`identity`, part of the corpus
-    fingerprint and of the conversion cache key."""
+    fingerprint and of the conversion cache key; ``options``: the :class:`ConvertOptions` fields
+    that change its output (also in the cache key)."""
 
     name: str
     suffixes: tuple[str, ...]
     revision: int
     libraries: tuple[str, ...]
     convert: Callable[[bytes, ConvertOptions], Converted]
+    options: tuple[str, ...] = ()
+
+    def options_of(self, options: ConvertOptions) -> dict:
+        """The values of the options this converter reads."""
+        return {name: getattr(options, name) for name in self.options}
 
     def identity(self) -> str:
         """``"pdf/1 pypdfium2 5.15.2"``: changes whenever the text it produces may change."""

@@ -182,7 +182,7 @@ def _convert(
     data = file.read_bytes()
     identity = converter.identity()
     report.converters[converter.name] = identity
-    parts = {"sha256": hashlib.sha256(data).hexdigest(), "converter": identity, "options": _options_of(converter, options)}
+    parts = {"sha256": hashlib.sha256(data).hexdigest(), "converter": identity, "options": converter.options_of(options)}
     stored = cache.get_json(CONVERSION_STAGE, parts) if cache is not None else None
     if stored is not None:
         report.cache_hits += 1
@@ -203,11 +203,6 @@ def _convert(
         return None
     report.notes.extend((relative, note) for note in value["notes"])
     return Converted(value["text"], value["title"], tuple(value["page_starts"]), tuple(value["notes"]))
-
-
-def _options_of(converter: Converter, options: ConvertOptions) -> dict:
-    """The options that change what ``converter`` produces (part of its cache key)."""
-    return {"html_remove_boilerplate": options.html_remove_boilerplate} if converter.name == "html" else {}
 
 
 def _string_field(obj: dict, name: str, path: Path, line: int, *, required: bool) -> str:
