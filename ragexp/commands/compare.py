@@ -1,12 +1,14 @@
 """``ragexp compare``: runs side by side in the terminal, best value per metric marked ``*``.
 
 Metrics are read from MLflow under their results keys (``hit_rate_at_5``, ``doc_ndcg_at_10``,
-``tag.synonym.mrr``; :mod:`ragexp.tracking.metric_names`). Runs scored on different eval sets
+``tag.synonym.mrr``, ``source.draft.mrr``; :mod:`ragexp.tracking.metric_names`). Runs scored on different eval sets
 (different ``ragexp.evalset_fingerprint`` tags) are not ranked against each other: the command
 refuses, naming the eval sets, unless ``--force`` (then no best value is marked). When the gold is
 whole documents and the runs chunk differently, chunk-level metrics count different numbers of
 relevant chunks per chunking: their columns are marked ``†`` and get no best mark (compare the
-``doc_`` columns instead). A reproduction is labelled with the run it reproduces.
+``doc_`` columns instead). A reproduction is labelled with the run it reproduces. ``--by-tag`` and
+``--by-source`` show one metric per eval-set tag or per item source (``log``, ``hand``, ``draft``,
+``failure``); the default table notes when the eval set mixes drafted and other questions.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--experiment", help="experiment name (default: the newest experiment with ragexp runs)")
     parser.add_argument("--metrics", help="comma-separated metric keys (default: headline metrics at k=5)")
     parser.add_argument("--by-tag", metavar="METRIC", help="instead: METRIC per eval-set tag (category) for each run")
+    parser.add_argument("--by-source", metavar="METRIC", help="instead: METRIC per item source (log, hand, draft, failure)")
     parser.add_argument("--sort", metavar="METRIC", help="sort runs by METRIC, best first")
     parser.add_argument("--force", action="store_true",
                         help="show runs of different eval sets together (no best value is marked then)")
@@ -104,19 +107,10 @@ def run(args: argparse.Namespace) -> int:
         names.append(label)
         rows[label] = results_view(r.data.metrics, r.data.params)
     available = {key for row in rows.values() for key in row}
-    if args.by_tag:
-        tags = sorted({key.split(".")[1] for row in rows.values() for key in row
-                       if key.startswith("tag.") and key.endswith(f".{args.by_tag}")})
-        if not tags:
-            raise RagexpInputError(f"no per-tag values of {args.by_tag!r} in these runs", field="--by-tag")
-        table_rows = {n: {t: rows[n].get(f"tag.{t}.{args.by_tag}") for t in tags} for n in names}
-        across_chunkings = bool(experiments.not_comparable_across_chunkings(runs, [args.by_tag]))
-        unranked = set(tags) if not comparable or across_chunkings else set()
-        print(f"{args.by_tag} per tag")
-        print(format_table(names, table_rows, tags, unranked=unranked, flag=NOT_COMPARABLE_MARK if across_chunkings else ""))
-        if across_chunkings:
-            print(CHUNKING_NOTE)
-        return 0
+    for prefix, metric in (("tag", args.by_tag), ("source", args.by_source)):
+        if metric:
+            _print_by_group(prefix, metric, names, rows, runs, comparable)
+            return 0
     if args.metrics:
         metrics = [_known(m.strip(), "--metrics", available) for m in args.metrics.split(",") if m.strip()]
     else:
@@ -130,4 +124,28 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(names, rows, metrics, unranked=unranked, flag=NOT_COMPARABLE_MARK if across_chunkings else ""))
     if across_chunkings:
         print(CHUNKING_NOTE)
+    sources = _groups("source", metrics[0], rows) if metrics else []
+    if "draft" in sources and len(sources) > 1:
+        print(f"note: the eval set mixes drafted and other questions ({', '.join(sources)}); these means average them: "
+              f"ragexp compare --by-source {metrics[0]}")
     return 0
+
+
+def _groups(prefix: str, metric: str, rows: dict[str, dict[str, float]]) -> list[str]:
+    """The tags or sources (``prefix``) with a ``<prefix>.<group>.<metric>`` value in any run."""
+    return sorted({key[len(prefix) + 1 : -len(metric) - 1] for row in rows.values() for key in row
+                   if key.startswith(f"{prefix}.") and key.endswith(f".{metric}")})
+
+
+def _print_by_group(prefix: str, metric: str, names: list[str], rows: dict[str, dict[str, float]], runs, comparable: bool) -> None:
+    """``metric`` per tag or per source: one column per group."""
+    groups = _groups(prefix, metric, rows)
+    if not groups:
+        raise RagexpInputError(f"no per-{prefix} values of {metric!r} in these runs", field=f"--by-{prefix}")
+    table_rows = {n: {g: rows[n].get(f"{prefix}.{g}.{metric}") for g in groups} for n in names}
+    across_chunkings = bool(experiments.not_comparable_across_chunkings(runs, [metric]))
+    unranked = set(groups) if not comparable or across_chunkings else set()
+    print(f"{metric} per {prefix}")
+    print(format_table(names, table_rows, groups, unranked=unranked, flag=NOT_COMPARABLE_MARK if across_chunkings else ""))
+    if across_chunkings:
+        print(CHUNKING_NOTE)

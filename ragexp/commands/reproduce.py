@@ -23,7 +23,7 @@ from ragexp.config.schema import load_saved_config
 from ragexp.tracking import experiments, labels, store
 from ragexp.tracking.metric_names import HEADLINE, results_view
 
-RETRIEVAL_PREFIXES = ("recall_at_", "hit_rate_at_", "mrr", "context_precision_at_", "ndcg_at_", "doc_", "tag.", "n_queries")
+RETRIEVAL_PREFIXES = ("recall_at_", "hit_rate_at_", "mrr", "context_precision_at_", "ndcg_at_", "doc_", "tag.", "source.", "n_queries")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     names = sorted(n for n in after if n in before and n.startswith(RETRIEVAL_PREFIXES) and "_ci_" not in n)
     rows = {"original": {n: before[n] for n in names}, "reproduced": {n: after[n] for n in names},
             "delta": {n: after[n] - before[n] for n in names}}
-    headline = ([n for n in HEADLINE if n in names] + [n for n in names if n not in HEADLINE and not n.startswith("tag.")])[:12]
+    headline = ([n for n in HEADLINE if n in names] + [n for n in names if n not in HEADLINE and not n.startswith(("tag.", "source."))])[:12]
     print(format_table(["original", "reproduced", "delta"], rows, headline))
     # MLflow stores metrics as doubles; the reproduction is compared exactly.
     differing = [n for n in names if after[n] != before[n]]

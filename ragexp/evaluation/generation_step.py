@@ -51,7 +51,7 @@ from ragexp.judging.faithfulness import (
     faithfulness_batch,
 )
 from ragexp.judging.judges import warn_if_self_judging
-from ragexp.metrics.per_tag import per_tag_means
+from ragexp.metrics.per_tag import per_source_means, per_tag_means
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.threads import configured_threads
 
@@ -197,4 +197,5 @@ def generation_step(
         row["query_id"]: {k: v for k, v in row["metrics"].items() if k in GENERATION_METRICS} for row in per_query
     }
     aggregates.update(per_tag_means(generation_metrics, {item.id: item.tags for item in items}))
+    aggregates.update(per_source_means(generation_metrics, items))
     return aggregates

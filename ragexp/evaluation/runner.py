@@ -2,7 +2,7 @@
 
 Data flow (:mod:`~ragexp.evaluation.prepared` made the chunks and their relevance,
 :mod:`~ragexp.evaluation.pipeline` built the components): retrieval once at the largest depth needed -> optional reranking -> retrieval metrics at every
-k, chunk-level and document-level (``doc_``), overall and per tag -> optional generation and
+k, chunk-level and document-level (``doc_``), overall, per tag and per item source -> optional generation and
 judging -> per-query records. Every expensive stage goes through the stage cache, keyed by
 exactly what determines it, so a sweep pays once per distinct piece of work.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from ragexp.evaluation.results import RunResults
 from ragexp.evaluation.retrieval_step import retrieval_step
 from ragexp.judging.calibration.record import judge_run_record
 from ragexp.metrics.evaluate import evaluate_run
-from ragexp.metrics.per_tag import per_tag_means
+from ragexp.metrics.per_tag import UNRECORDED_SOURCE, per_source_means, per_tag_means
 from ragexp.metrics.ranking import doc_level
 from ragexp.runtime.fingerprint import file_hash, stable_hash
 from ragexp.runtime.stage_cache import StageCache
@@ -106,6 +107,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     tags_by_query = {item.id: item.tags for item in items}
     aggregates: dict[str, float] = {**chunk_eval.aggregate, **doc_eval.aggregate}
     aggregates.update(per_tag_means(chunk_eval.per_query, tags_by_query))
+    aggregates.update(per_source_means(chunk_eval.per_query, items))
     aggregates["n_chunks"] = float(len(data.chunks))
     aggregates["retrieval_depth"] = float(depth)
     aggregates["doc_rankings_extended"] = float(retrieved.doc_rankings_extended)
@@ -126,6 +128,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
             "query_id": item.id,
             "query": item.query,
             "tags": list(item.tags),
+            **({"source": item.source} if item.source is not None else {}),
             "answerable": item.answerable,
             "ranking": [[cid, score] for cid, score in ranking],
             "relevant": data.chunk_qrels.get(item.id, {}),
@@ -155,7 +158,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
         "ks": ks,
         "context_k": depth_k,
         "retrieval_from_cache": retrieved.from_cache,
-        "warnings": [*data.corpus_warnings, *retrieved.warnings],
+        "warnings": [*data.corpus_warnings, *retrieved.warnings, *source_warnings(items)],
         "docs_not_indexed": data.not_indexed[:20],
         "ragexp_version": __version__,
     }
@@ -203,6 +206,17 @@ class PageLabels:
             start, end = (e.start, e.end) if e.is_span else (0, len(document.text))
             out.append(f"{e.doc_id} {self.label(e.doc_id, start, end)}")
         return out
+
+
+def source_warnings(items: Sequence) -> list[str]:
+    """A warning when the eval set mixes drafted (``source: draft``) and other items: the overall
+    means average generated and real questions; the ``source.<s>.<m>`` metrics split them."""
+    sources = Counter(item.source or UNRECORDED_SOURCE for item in items)
+    if "draft" not in sources or len(sources) == 1:
+        return []
+    counts = ", ".join(f"{n} {source}" for source, n in sorted(sources.items()))
+    return [(f"the eval set mixes drafted and other questions ({counts}): the overall metrics average them; "
+             "see the source/<source>/ metrics (ragexp compare --by-source METRIC) for each on its own")]
 
 
 def _confidence_intervals(per_query: Mapping[str, Mapping[str, float]], ks: Sequence[int], resamples: int) -> dict[str, float]:

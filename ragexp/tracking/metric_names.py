@@ -1,7 +1,7 @@
 """How ragexp's result keys are named in MLflow, in both directions.
 
 The portable results (``ragexp_results.json``, what the gate reads) keep their flat keys
-(``hit_rate_at_5``, ``doc_ndcg_at_10``, ``tag.synonym.mrr``, ``hit_rate_at_5_ci_low``). At the
+(``hit_rate_at_5``, ``doc_ndcg_at_10``, ``tag.synonym.mrr``, ``source.draft.mrr``, ``hit_rate_at_5_ci_low``). At the
 MLflow boundary every key gets a section prefix, because the MLflow UI groups and orders by it:
 the chart view makes one section per prefix (the part before the last ``/``), sorted by name,
 and the compare page and column pickers list keys alphabetically. ``1_headline`` sorts before
@@ -17,6 +17,8 @@ MLflow key                  results key
 ``generation/<m>``          what a generator and judge produce (scores, failure rates and counts)
 ``other/<m>``               any other aggregate (none today; a new key lands here until named)
 ``tag/<tag>/<m>``           ``tag.<tag>.<m>``: the metric over the eval items tagged ``<tag>``
+``source/<s>/<m>``          ``source.<s>.<m>``: the metric over the items whose ``source`` is ``<s>``
+                            (``log``, ``hand``, ``draft``, ``failure``, ``unrecorded``)
 ``ci/<m>_low``, ``_high``   ``<m>_ci_low``, ``<m>_ci_high``: bootstrap 95% CI of the mean
 ``time/<stage>``            ``time.<stage>``: stage timings in seconds
 ==========================  =====================================================================
@@ -48,6 +50,7 @@ RETRIEVAL_SECTION = "retrieval"
 DOC_SECTION = "doc"
 GENERATION_SECTION = "generation"
 TAG_SECTION = "tag"
+SOURCE_SECTION = "source"
 CI_SECTION = "ci"
 TIME_SECTION = "time"
 OTHER_SECTION = "other"
@@ -66,6 +69,9 @@ def to_mlflow(key: str) -> str:
     if key.startswith("tag."):
         tag, metric = key[len("tag."):].rsplit(".", 1)
         return f"{TAG_SECTION}/{tag}/{metric}"
+    if key.startswith("source."):
+        source, metric = key[len("source."):].rsplit(".", 1)
+        return f"{SOURCE_SECTION}/{source}/{metric}"
     if (ci := _CI.fullmatch(key)) is not None:
         return f"{CI_SECTION}/{ci['metric']}_{ci['bound']}"
     if key.startswith("time."):
@@ -88,6 +94,9 @@ def from_mlflow(key: str) -> str:
     if section == TAG_SECTION:
         tag, _, metric = rest.rpartition("/")
         return f"tag.{tag}.{metric}"
+    if section == SOURCE_SECTION:
+        source, _, metric = rest.rpartition("/")
+        return f"source.{source}.{metric}"
     if section == CI_SECTION:
         metric, _, bound = rest.rpartition("_")
         return f"{metric}_ci_{bound}"
