@@ -25,12 +25,16 @@ EXAMPLES = {
             "ragexp run retrieval=bm25 chunking=recursive chunking.size=256 eval.ks=[1,3,5,10]",
             "ragexp run --help    (config groups and options; Hydra's own flags: ragexp run --hydra-help)"],
     "evalset": ["ragexp evalset lint my_evalset.jsonl --corpus my_docs/",
-                "ragexp evalset resolve my_evalset.jsonl --corpus my_docs/ -o resolved.jsonl"],
+                "ragexp evalset resolve my_evalset.jsonl --corpus my_docs/ -o resolved.jsonl",
+                "ragexp evalset queries logs/search.jsonl.gz --field q --sample 100 --out candidates.jsonl",
+                "ragexp evalset diff evalset_v1.jsonl evalset_v2.jsonl --corpus my_docs/",
+                "ragexp evalset draft --corpus my_docs/ --per-category 5 --out drafts.jsonl"],
     "reproduce": ["ragexp reproduce RUN_ID",
                   "ragexp reproduce RUN_ID --tracking-uri sqlite:////new/place/mlflow.db --artifacts /new/place/mlruns"],
     "compare": ["ragexp compare",
                 "ragexp compare --sort hit_rate_at_5 --metrics hit_rate_at_5,mrr,ndcg_at_5,doc_ndcg_at_10",
                 "ragexp compare --by-tag hit_rate_at_5",
+                "ragexp compare --by-source hit_rate_at_5",
                 "ragexp compare RUN_A RUN_B"],
     "export": ["ragexp export RUN_ID --run run.trec --qrels qrels.trec",
                "ragexp export ragexp_results.json --run run.trec --qrels qrels.trec --level doc"],
@@ -43,7 +47,7 @@ EXAMPLES = {
 }
 
 COMMANDS = {
-    "evalset": "inspect eval sets (lint)",
+    "evalset": "build and inspect eval sets (lint, resolve, queries from logs, diff, draft)",
     "reproduce": "re-run a logged run from its saved config and diff the metrics",
     "compare": "side-by-side metric table of runs",
     "export": "write a run's ranking and derived relevance in TREC format",

@@ -95,7 +95,7 @@ def _lines(path: Path, stats: LogStats) -> Iterator[tuple[int, str]]:
                 line = text.readline(MAX_LINE_CHARS + 1)
             except UnicodeDecodeError as err:
                 raise RagexpInputError(
-                    f"not valid UTF-8 (byte 0x{err.object[err.start]:02x}); a query log must be UTF-8 text",
+                    f"not valid UTF-8 (byte 0x{err.object[err.start]:02x}); a query log must be UTF-8 text: re-save it as UTF-8",
                     file=path, line=number + 1,
                 ) from None
             except (gzip.BadGzipFile, EOFError, zlib.error) as err:

@@ -7,6 +7,16 @@
     Load the eval set exactly as a run does (the first error stops it, exit 2) and write it back
     with every evidence resolved to a whole document or an explicit ``start``/``end`` span — e.g.
     to turn ``gold_chunk_ids`` into spans before the chunking they refer to is changed.
+``ragexp evalset queries LOG... --sample N --out FILE [--field F] [--threshold T]``
+    Candidate questions from query logs (:mod:`ragexp.candidates.from_logs`): counts of every step
+    printed, the candidates written as JSONL. Exit 0, or 2 on unusable input.
+``ragexp evalset diff OLD NEW --corpus PATH [--format text|json]``
+    Items added, removed and changed, both fingerprints, whether runs on the two are comparable
+    (:mod:`ragexp.data.evalset_diff`). Exit 0 when nothing changed, 1 when something did, 2 on
+    unusable input (as ``diff``).
+``ragexp evalset draft --corpus PATH --per-category N [--out QUEUE]``
+    Draft questions with evidence from a language model (:mod:`ragexp.candidates.drafts`), appended
+    to a queue file for review, never to an eval set.
 """
 
 from __future__ import annotations
@@ -16,9 +26,13 @@ import json
 import sys
 from pathlib import Path
 
+from ragexp.commands import _evalset_diff, _evalset_draft, _evalset_queries
 from ragexp.data.lint import lint_evalset
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import evalset_to_jsonl, load_evalset
+
+#: Sub-actions that live in their own modules (``add_arguments(parser)``, ``run(args)``, ``HELP``).
+EVALSET_TOOLS = {"queries": _evalset_queries, "diff": _evalset_diff, "draft": _evalset_draft}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,8 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="a corpus file skipped or converted to empty text is an error (as dataset.strict=true)")
     resolve.add_argument("--output", "-o", type=Path, help="write here instead of standard output")
 
+    for name, module in EVALSET_TOOLS.items():
+        module.add_arguments(actions.add_parser(name, help=module.HELP, description=module.HELP))
 
 def run(args: argparse.Namespace) -> int:
+    if args.evalset_action in EVALSET_TOOLS:
+        return EVALSET_TOOLS[args.evalset_action].run(args)
     if args.evalset_action == "lint":
         report = lint_evalset(args.evalset, args.corpus, html_remove_boilerplate=not args.keep_html_boilerplate,
                               strict=args.strict)
@@ -54,3 +72,4 @@ def run(args: argparse.Namespace) -> int:
     n_docs = sum(not e.is_span for item in evalset for e in item.evidence)
     print(f"resolved {len(evalset)} items: {n_spans} span and {n_docs} whole-document evidence", file=sys.stderr)
     return 0
+
