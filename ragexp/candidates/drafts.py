@@ -35,6 +35,7 @@ from ragexp.errors import RagexpInputError
 CATEGORIES = ("paraphrase", "synonym", "boundary", "multi-chunk")
 SECTION_CHUNKING = {"name": "markdown", "max_size": 1024}
 SEAM_CHARS = 400  # characters each side of a section boundary shown for a boundary question
+MIN_SECTION_CHARS = 80  # shorter chunks (a heading, a stray line) are not sampled for a single-section question
 PROMPT_VERSION = "draft-v1"
 
 _INSTRUCTIONS = {
@@ -138,7 +139,7 @@ class _Task:
 
 def _tasks(chunks_by_doc: dict[str, list], texts: dict[str, str], per_category: int, rng: random.Random) -> list[_Task]:
     """``per_category`` sampled sections (or pairs of sections) for every category."""
-    singles = [chunk for chunks in chunks_by_doc.values() for chunk in chunks if len(chunk.text.strip()) >= 200]
+    singles = [chunk for chunks in chunks_by_doc.values() for chunk in chunks if len(chunk.text.strip()) >= MIN_SECTION_CHARS]
     seams = [(a, b) for chunks in chunks_by_doc.values() for a, b in itertools.pairwise(chunks)]
     multi = [doc for doc, chunks in chunks_by_doc.items() if len(chunks) >= 2]
     tasks = []

@@ -304,6 +304,39 @@ def _compare_without_a_store(c: Case) -> list[str]:
     return ["compare", "--tracking-uri", f"sqlite:///{c.dir / 'missing.db'}"]
 
 
+# --- query logs (ragexp evalset queries) -------------------------------------------------------------
+
+
+def _queries(c: Case, log: Path, *options: str) -> list[str]:
+    return ["evalset", "queries", str(log), "--sample", "5", "--out", str(c.dir / "candidates.jsonl"), *options]
+
+
+def _binary_log(c: Case) -> list[str]:
+    log = c.inputs / "app.log"
+    log.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8)
+    return _queries(c, log)
+
+
+def _empty_log(c: Case) -> list[str]:
+    log = c.inputs / "queries.txt"
+    log.write_bytes(b"")
+    return _queries(c, log)
+
+
+def _log_without_the_field(c: Case) -> list[str]:
+    log = c.inputs / "search.jsonl"
+    log.write_text('{"ts": 1, "q": "How long are deliveries retried?"}\n', encoding="utf-8")
+    return _queries(c, log)
+
+
+def _truncated_gzip_log(c: Case) -> list[str]:
+    import gzip
+
+    log = c.inputs / "queries.txt.gz"
+    log.write_bytes(gzip.compress("".join(f"How long are deliveries retried, case {i}?\n" for i in range(5000)).encode())[:400])
+    return _queries(c, log)
+
+
 SIMULATED_ENOSPC = """
 import errno, os, sys
 cache, rename = os.environ["RAGEXP_FULL_DISK_UNDER"], os.rename
@@ -398,6 +431,14 @@ CASES = [
             ("field 'tracking.uri'", "(not shown)", "PGPASSWORD"), SECRET),
     CliCase("compare-missing-store", "`ragexp compare --tracking-uri sqlite:///missing.db`", _compare_without_a_store,
             ("ragexp compare: error: field 'tracking.uri': no MLflow store at <dir>/missing.db",)),
+    CliCase("log-binary", "`ragexp evalset queries` on a binary file", _binary_log,
+            ("ragexp evalset: error: <dir>/in/app.log: a binary file, not a text query log",)),
+    CliCase("log-empty", "`ragexp evalset queries` on an empty log", _empty_log,
+            ("ragexp evalset: error: <dir>/in/queries.txt: empty log",)),
+    CliCase("log-missing-field", "`ragexp evalset queries` on JSONL without the query field", _log_without_the_field,
+            ("<dir>/in/search.jsonl:1: field 'query': no such field in this line (its keys: ts, q)", "--field")),
+    CliCase("log-truncated-gzip", "`ragexp evalset queries` on a cut-off gzip log", _truncated_gzip_log,
+            ("<dir>/in/queries.txt.gz:", "not a readable gzip file")),
     CliCase("disk-full", "a full disk under `cache_dir` (ENOSPC)", _full_disk_under_cache_dir,
             ("field 'cache_dir'", "cannot write the stage cache under <dir>/cache", "errno 28")),
 ]
