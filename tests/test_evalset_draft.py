@@ -88,6 +88,13 @@ def test_bad_draft_arguments_fail_before_any_model_call(tmp_path):
     proc = ragexp(tmp_path, "evalset", "draft", "--corpus", str(corpus), "--per-category", "0", check=False)
     assert proc.returncode == 2 and "--per-category" in proc.stderr
     assert not (tmp_path / "drafts.jsonl").exists()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"query": "cut off\n', encoding="utf-8")
+    with FakeOpenAIServer() as server:
+        proc = ragexp(tmp_path, "evalset", "draft", "--corpus", str(corpus), "--per-category", "1", "--out", str(broken),
+                      "--generator", "openai", "--base-url", server.base_url, "--model", "fake-model", check=False)
+        assert server.hits == 0  # the queue is read before any model call
+    assert proc.returncode == 2 and "broken.jsonl:1: malformed JSON" in proc.stderr
 
 
 @pytest.mark.slow

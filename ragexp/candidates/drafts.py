@@ -204,25 +204,31 @@ def draft_questions(corpus, model, per_category: int, *, seed: int = 0, max_toke
     return kept, report
 
 
-def append_to_queue(path: Path, drafts: list[dict]) -> int:
-    """Append ``drafts`` to the JSONL queue at ``path`` (created if missing), leaving out those whose
-    question (compared as ``ragexp evalset lint`` compares queries) is already queued; the file is
-    rewritten through a temporary file renamed into place. Returns how many were appended."""
-    from ragexp.data.lint import normalise_query
+def read_queue(path: Path) -> list[dict]:
+    """The queue's lines (none when the file does not exist yet); read before any model call, so a
+    broken queue file fails at once (one line, exit 2) instead of after the drafting."""
     from ragexp.data.loaders.jsonl import iter_jsonl_objects
 
-    existing = [obj for _, obj in iter_jsonl_objects(path)] if path.exists() else []
-    queued = {normalise_query(str(obj.get("query", ""))) for obj in existing}
+    if not path.parent.is_dir():
+        raise RagexpInputError("the folder to write the queue into does not exist", file=path.parent, field="--out")
+    return [obj for _, obj in iter_jsonl_objects(path)] if path.exists() else []
+
+
+def append_to_queue(path: Path, queued: list[dict], drafts: list[dict]) -> int:
+    """Write ``queued`` (the queue as read) plus those ``drafts`` whose question, compared as
+    ``ragexp evalset lint`` compares queries, is not queued yet, through a temporary file renamed
+    into place. Returns how many drafts were appended."""
+    from ragexp.data.lint import normalise_query
+
+    keys = {normalise_query(str(obj.get("query", ""))) for obj in queued}
     new = []
     for draft in drafts:
         key = normalise_query(draft["query"])
-        if key not in queued:
-            queued.add(key)
+        if key not in keys:
+            keys.add(key)
             new.append(draft)
-    if not path.parent.is_dir():
-        raise RagexpInputError("the folder to write the queue into does not exist", file=path.parent, field="--out")
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as tmp:
-        for obj in [*existing, *new]:
+        for obj in [*queued, *new]:
             tmp.write(json.dumps(obj, ensure_ascii=False) + "\n")
     os.replace(tmp.name, path)
     return len(new)

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragexp.candidates.drafts import append_to_queue, draft_questions
+    from ragexp.candidates.drafts import append_to_queue, draft_questions, read_queue
     from ragexp.data.loaders.corpus import load_corpus
     from ragexp.llm.chat_models import build_chat_model
 
@@ -35,12 +35,13 @@ def run(args: argparse.Namespace) -> int:
     if args.generator == "openai" and not (args.base_url and args.model):
         raise RagexpInputError("--generator openai needs --base-url and --model", field="--base-url")
     corpus = load_corpus(args.corpus)
+    queued = read_queue(args.out)
     if args.generator == "openai":
         spec = {"backend": "openai", "base_url": args.base_url, "model": args.model, "api_key_env": args.api_key_env}
     else:
         spec = {"backend": "local", "model": args.model or "smollm2-135m"}
     drafts, report = draft_questions(corpus, build_chat_model(spec), args.per_category, seed=args.seed)
-    written = append_to_queue(args.out, drafts)
+    written = append_to_queue(args.out, queued, drafts)
     for line in report.lines_of_text():
         print(line)
     print(f"appended {written} drafts to {args.out} (source: draft; they enter an eval set only when a person accepts them)")
