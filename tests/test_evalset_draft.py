@@ -10,8 +10,8 @@ from datetime import datetime
 import pytest
 
 from ragexp.candidates.drafts import CATEGORIES, occurrences, parse_reply
-from ragexp.data.loaders.evalset import load_evalset
 from ragexp.data.loaders.corpus import load_corpus
+from ragexp.data.loaders.evalset import load_evalset
 from tests.helpers.cli import ragexp
 from tests.helpers.fake_openai_server import FakeOpenAIServer, ok
 
