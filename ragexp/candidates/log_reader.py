@@ -12,7 +12,7 @@ in pieces (a line at a time, never the whole file), so memory does not grow with
   (:attr:`LogStats.too_long`), read in pieces so it never sits in memory whole.
 
 Bad input raises :class:`RagexpInputError` naming the file (and line): a missing file, a binary file
-(a NUL byte), text that is not UTF-8, an unreadable gzip stream, malformed JSON, a missing field, a
+(a NUL byte, or more than 10 % control bytes in its first 8 KiB), text that is not UTF-8, an unreadable gzip stream, malformed JSON, a missing field, a
 field that is not a string, a file with no query at all.
 """
 
@@ -66,7 +66,10 @@ def _open_text(path: Path) -> io.TextIOBase:
         raise RagexpInputError("is a folder; give the log files themselves", file=path) from None
     except OSError as err:
         raise RagexpInputError(f"cannot read the log ({err.strerror})", file=path) from None
-    stream = gzip.GzipFile(fileobj=raw, mode="rb") if raw.peek(2)[:2] == _GZIP_MAGIC else raw
+    stream = raw
+    if raw.peek(2)[:2] == _GZIP_MAGIC:
+        raw.close()
+        stream = gzip.open(path, "rb")  # owns (and closes) its file
     try:
         head = stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES]
     except (gzip.BadGzipFile, EOFError, zlib.error) as err:
