@@ -31,10 +31,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
+from ragexp.runtime import progress
 
 CATEGORIES = ("paraphrase", "synonym", "boundary", "multi-chunk")
 SECTION_CHUNKING = {"name": "markdown", "max_size": 1024}
 SEAM_CHARS = 400  # characters each side of a section boundary shown for a boundary question
+BATCH = 8  # prompts per call of complete_all (a local model decodes them together), one progress step
 MIN_SECTION_CHARS = 80  # shorter chunks (a heading, a stray line) are not sampled for a single-section question
 PROMPT_VERSION = "draft-v1"
 
@@ -161,6 +163,7 @@ def _tasks(chunks_by_doc: dict[str, list], texts: dict[str, str], per_category: 
 def draft_questions(corpus, model, per_category: int, *, seed: int = 0, max_tokens: int = 200) -> tuple[list[dict], DraftReport]:
     """Ask ``model`` for drafts (see the module docstring); return the kept ones as queue lines and the counts."""
     from ragexp.chunking import make_chunker
+    from ragexp.data.lint import normalise_query
     from ragexp.llm.base import LLMCallError, complete_all
 
     chunker = make_chunker(SECTION_CHUNKING)
@@ -169,7 +172,10 @@ def draft_questions(corpus, model, per_category: int, *, seed: int = 0, max_toke
     tasks = _tasks(chunks_by_doc, texts, per_category, random.Random(seed))
     report = DraftReport(model=model.model_id)
     report.asked.update(task.category for task in tasks)
-    replies = complete_all(model, [_prompt(task.category, task.passages) for task in tasks], max_tokens=max_tokens)
+    prompts = [_prompt(task.category, task.passages) for task in tasks]
+    replies = []
+    for start in progress.bar(range(0, len(prompts), BATCH), desc="drafting", unit="batch", disable=len(prompts) <= BATCH):
+        replies += complete_all(model, prompts[start : start + BATCH], max_tokens=max_tokens)
     added = datetime.now(UTC).isoformat(timespec="seconds")
     kept: list[dict] = []
     seen: set[str] = set()
@@ -194,7 +200,7 @@ def draft_questions(corpus, model, per_category: int, *, seed: int = 0, max_toke
         if problem is not None:
             report.dropped[problem] += 1
             continue
-        key = " ".join(re.findall(r"\w+", question.casefold()))
+        key = normalise_query(question)
         if key in seen:
             report.dropped["same question twice"] += 1
             continue
