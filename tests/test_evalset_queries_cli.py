@@ -62,9 +62,9 @@ def test_candidates_from_a_log_with_duplicates_and_personal_data(tmp_path):
     assert not any(marker in text for marker in ("jane.doe", "415 555", "sk-proj"))
     counts = Counter(normalise_query(line) for line in lines if line not in PERSONAL)
     for candidate in candidates:
-        assert set(candidate) == {"query", "source", "line", "frequency", "cluster", "cluster_size", "cluster_frequency",
-                                  "variants", "n_variants"}
-        assert candidate["source"] == str(log)
+        assert set(candidate) == {"query", "source", "log", "line", "frequency", "cluster", "cluster_size",
+                                  "cluster_frequency", "variants", "n_variants"}
+        assert candidate["source"] == "log" and candidate["log"] == str(log)
         assert normalise_query(lines[candidate["line"] - 1]) == normalise_query(candidate["query"])  # first occurrence
         expected = counts[normalise_query(candidate["query"])]
         if candidate["query"] == TOPICS[0]:
@@ -82,8 +82,8 @@ def test_candidates_from_a_log_with_duplicates_and_personal_data(tmp_path):
         handle.writelines(json.dumps({"request": {"q": line}}) + "\n" for line in lines)
     again = tmp_path / "again.jsonl"
     ragexp(tmp_path, "evalset", "queries", str(jsonl), "--field", "request.q", "--sample", "10", "--out", str(again))
-    strip = [{k: v for k, v in json.loads(line).items() if k != "source"} for line in again.read_text(encoding="utf-8").splitlines()]
-    assert strip == [{k: v for k, v in c.items() if k != "source"} for c in candidates]
+    strip = [{k: v for k, v in json.loads(line).items() if k != "log"} for line in again.read_text(encoding="utf-8").splitlines()]
+    assert strip == [{k: v for k, v in c.items() if k != "log"} for c in candidates]
 
 
 def test_a_given_threshold_is_used_and_said(tmp_path):

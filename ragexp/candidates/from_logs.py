@@ -180,8 +180,9 @@ def import_queries(
 
 def _candidate(table: DistinctQueries, subset: np.ndarray, vectors: np.ndarray, k: int, merged: list[int],
                frequency: int, cluster: int, cluster_size: int, cluster_frequency: int) -> dict:
-    """One candidate line: the query's most frequent wording, where it was first logged, its
-    frequency (near duplicates included), its cluster, and the wordings merged into it."""
+    """One candidate line: the query's most frequent wording, ``source: "log"`` (the eval-set item
+    source it becomes), the log file and line where it was first seen, its frequency (near
+    duplicates included), its cluster, and the wordings merged into it."""
     entry = table.entries[subset[k]]
     query = entry.most_common_form()
     variants = [{"query": text, "count": count} for text, count in entry.form_counts().most_common() if text != query]
@@ -190,7 +191,7 @@ def _candidate(table: DistinctQueries, subset: np.ndarray, vectors: np.ndarray, 
         similarity = round(float(vectors[k] @ vectors[j]), 3)
         variants += [{"query": text, "count": count, "similarity": similarity} for text, count in other.form_counts().most_common()]
     variants.sort(key=lambda variant: -variant["count"])
-    return {"query": query, "source": table.sources[entry.source], "line": entry.line, "frequency": frequency,
+    return {"query": query, "source": "log", "log": table.sources[entry.source], "line": entry.line, "frequency": frequency,
             "cluster": cluster, "cluster_size": cluster_size, "cluster_frequency": cluster_frequency,
             "variants": variants[:MAX_LISTED_VARIANTS], "n_variants": len(variants)}
 
