@@ -112,3 +112,13 @@ def test_drafts_from_the_local_model(tmp_path):
     assert len(lines) <= kept
     for line in lines:
         assert all(texts[e["doc_id"]].count(e["quote"]) == 1 for e in line["evidence"])
+
+
+def test_no_kept_draft_creates_no_queue_file(tmp_path):
+    corpus = _corpus(tmp_path)
+    with FakeOpenAIServer() as server:
+        server.script(*[ok("no idea")] * 4)
+        proc = ragexp(tmp_path, "evalset", "draft", "--corpus", str(corpus), "--per-category", "1", "--out", str(tmp_path / "q.jsonl"),
+                      "--generator", "openai", "--base-url", server.base_url, "--model", "fake-model")
+    assert "dropped 4: 4 reply not in the asked form" in proc.stdout and "appended 0 drafts" in proc.stdout
+    assert not (tmp_path / "q.jsonl").exists()

@@ -188,3 +188,24 @@ def test_a_new_wording_with_a_secret_is_left_out_even_when_its_words_match_a_kep
 
 def test_tidy_keeps_case_and_removes_invisible_characters():
     assert tidy("  Ｗhat\u200b is   it?\t") == "What is it?"
+
+
+def test_the_candidates_file_is_written_whole_with_the_users_permissions(tmp_path):
+    import os
+
+    from ragexp.candidates.jsonl_file import write_jsonl
+
+    path = tmp_path / "c.jsonl"
+    write_jsonl(path, [{"query": "é?"}, {"query": "b"}])
+    assert path.read_text(encoding="utf-8") == '{"query": "é?"}\n{"query": "b"}\n'
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+    def rows():
+        yield {"query": "new"}
+        raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        write_jsonl(path, rows())
+    assert path.read_text(encoding="utf-8").startswith('{"query": "é?"}') and list(tmp_path.iterdir()) == [path]

@@ -20,16 +20,14 @@ failed is dropped and counted by reason (:class:`DraftReport`). Kept drafts carr
 from __future__ import annotations
 
 import itertools
-import json
-import os
 import random
 import re
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ragexp.candidates.jsonl_file import write_jsonl
 from ragexp.errors import RagexpInputError
 from ragexp.runtime import progress
 
@@ -222,8 +220,8 @@ def read_queue(path: Path) -> list[dict]:
 
 def append_to_queue(path: Path, queued: list[dict], drafts: list[dict]) -> int:
     """Write ``queued`` (the queue as read) plus those ``drafts`` whose question, compared as
-    ``ragexp evalset lint`` compares queries, is not queued yet, through a temporary file renamed
-    into place. Returns how many drafts were appended."""
+    ``ragexp evalset lint`` compares queries, is not queued yet, whole or not at all; nothing is
+    written when no draft is new. Returns how many drafts were appended."""
     from ragexp.data.lint import normalise_query
 
     keys = {normalise_query(str(obj.get("query", ""))) for obj in queued}
@@ -233,8 +231,7 @@ def append_to_queue(path: Path, queued: list[dict], drafts: list[dict]) -> int:
         if key not in keys:
             keys.add(key)
             new.append(draft)
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as tmp:
-        for obj in [*queued, *new]:
-            tmp.write(json.dumps(obj, ensure_ascii=False) + "\n")
-    os.replace(tmp.name, path)
+    if not new:
+        return 0  # nothing to add: the queue stays as it was (or absent)
+    write_jsonl(path, [*queued, *new])
     return len(new)

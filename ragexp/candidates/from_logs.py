@@ -9,17 +9,14 @@
 3. Merge near duplicates at a cosine threshold chosen on labelled pairs shipped with ragexp, never
    on the log (:mod:`~ragexp.candidates.near_duplicates`), or given by the user.
 4. Draw N candidates stratified over k-means topic clusters (:mod:`~ragexp.candidates.stratify`).
-5. Write them as JSONL, one candidate per line (docs/evalset-format.md, "Candidates"), through a
-   temporary file renamed into place: a failed import leaves no partial file.
+5. Write them as JSONL, one candidate per line (docs/evalset-format.md, "Candidates and drafts"),
+   whole or not at all (:func:`~ragexp.candidates.jsonl_file.write_jsonl`).
 
 Every step's count is in the returned :class:`ImportReport`; nothing is dropped without a count.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -29,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ragexp.candidates.distinct import DistinctQueries
+from ragexp.candidates.jsonl_file import write_jsonl
 from ragexp.candidates.log_reader import MAX_LINE_CHARS, LogStats, read_log
 from ragexp.candidates.near_duplicates import Threshold, fit_threshold, merge_near_duplicates
 from ragexp.candidates.stratify import stratified_sample
@@ -174,7 +172,7 @@ def import_queries(
         cluster = int(sample.cluster[position])
         candidates.append(_candidate(table, subset, vectors, k, members.get(k, []), int(frequency[position]),
                                      cluster, int(sizes[cluster]), int(traffic[cluster])))
-    _write_jsonl(out, candidates)
+    write_jsonl(out, candidates)
     return report
 
 
@@ -195,13 +193,3 @@ def _candidate(table: DistinctQueries, subset: np.ndarray, vectors: np.ndarray, 
             "cluster": cluster, "cluster_size": cluster_size, "cluster_frequency": cluster_frequency,
             "variants": variants[:MAX_LISTED_VARIANTS], "n_variants": len(variants)}
 
-
-def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as tmp:
-        try:
-            for row in rows:
-                tmp.write(json.dumps(row, ensure_ascii=False) + "\n")
-        except BaseException:
-            os.unlink(tmp.name)
-            raise
-    os.replace(tmp.name, path)

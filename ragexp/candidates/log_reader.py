@@ -69,7 +69,7 @@ def _open_text(path: Path) -> io.TextIOBase:
     stream = raw
     if raw.peek(2)[:2] == _GZIP_MAGIC:
         raw.close()
-        stream = gzip.open(path, "rb")  # owns (and closes) its file
+        stream = gzip.open(path, "rb")  # noqa: SIM115 -- owns its file; the caller closes the text wrapper around it
     try:
         head = stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES]
     except (gzip.BadGzipFile, EOFError, zlib.error) as err:
