@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 
 class MlflowSweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # Hydra sets its global config only per job; the launching process needs it here so that
+        # ``${hydra:...}`` interpolations (``cache_dir``) resolve while the experiment is chosen.
+        HydraConfig.instance().set_config(config)
         client = store.connect(config.tracking.uri, config.tracking.connect_timeout_s)
         experiment_id = experiments.ensure_for_config(client, config)
         sweep_dir = Path(config.hydra.sweep.dir)

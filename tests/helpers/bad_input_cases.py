@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
 DOC_TEXT = "Failed deliveries are retried with exponential backoff for 24 hours.\n"
 GOOD_ITEM = {"id": "q1", "query": "How long are deliveries retried?", "evidence": [{"doc_id": "webhooks", "quote": "24 hours"}]}
