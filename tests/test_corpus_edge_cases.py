@@ -1,7 +1,7 @@
 """Corpora that used to shift numbers silently: a title-only document, a document with nothing
 to index, exact-duplicate documents (fusion order), and chunk rankings that collapse to fewer
-documents than the doc-level cutoff. Checked against independent computations: rank_bm25,
-sentence-transformers, RRF by hand, pytrec_eval on the exported doc-level run."""
+documents than the doc-level cutoff, a query whose only gold is a blank document. Checked against
+independent computations: rank_bm25, sentence-transformers, RRF by hand, pytrec_eval."""
 
 from __future__ import annotations
 
@@ -74,9 +74,9 @@ def test_title_only_documents_are_indexed_and_fusion_ties_follow_corpus_order(tm
     assert results.aggregates["n_chunks"] == 5 and results.aggregates["n_docs_not_indexed"] == 1
     assert results.meta["docs_not_indexed"] == ["blank"]
     assert rows["q-keys"]["ranking"][0][0] == "keys#chunk_0" and rows["q-keys"]["metrics"]["hit_rate_at_1"] == 1.0
-    # the item whose only gold cannot be indexed has no gold at chunk AND document level
-    assert rows["q-blank"]["relevant"] == {} and rows["q-blank"]["doc_relevant"] == {}
-    assert "hit_rate_at_1" not in rows["q-blank"]["metrics"] and "doc_hit_rate_at_1" not in rows["q-blank"]["metrics"]
+    # the item whose only gold cannot be indexed keeps it as gold and scores as a miss
+    assert rows["q-blank"]["relevant"] == {"blank": 1} and rows["q-blank"]["doc_relevant"] == {"blank": 1}
+    assert rows["q-blank"]["metrics"]["hit_rate_at_1"] == 0.0 and rows["q-blank"]["metrics"]["doc_hit_rate_at_1"] == 0.0
 
     # fusion: an independent RRF over rank_bm25 and sentence-transformers, ties in corpus order
     indexed = [(i, f"{t} {x}" if t else x) for i, t, x in DOCS if (t or x).strip()]
@@ -100,10 +100,44 @@ def test_title_only_documents_are_indexed_and_fusion_ties_follow_corpus_order(tm
     assert retry.index("m-retries#chunk_0") < retry.index("z-retries-copy#chunk_0")  # the earlier copy wins the tie
 
 
-def test_doc_level_cutoffs_count_distinct_documents_and_export_reproduces_them(tmp_path: Path) -> None:
-    """Small chunks, a shallow retrieval depth: 10 chunks hold only 2-3 documents, so the run
-    retrieves deeper until each query has 6 documents; pytrec_eval on the exported doc-level run
-    gives the run's own doc metrics."""
+def _trec_file(path: Path, columns: tuple[int, int, int], cast) -> dict[str, dict]:
+    table: dict[str, dict] = {}
+    for line in path.read_text().splitlines():
+        fields = line.split()
+        table.setdefault(fields[columns[0]], {})[fields[columns[1]]] = cast(fields[columns[2]])
+    return table
+
+
+def test_blank_gold_query_counts_as_a_failure_like_trec_eval(tmp_path: Path) -> None:
+    """q-blank's only gold is a document with neither text nor title: trec_eval over the eval
+    set's own qrels scores it 0, so the run's means are over all 3 queries, the exported qrels
+    hold it, and the run's warnings name it."""
+    from ragexp.cli import main
+
+    cfg = compose_config(tmp_path, "retrieval=bm25", "retrieval/tokenizer=plain", "eval.retrieve_k=5")
+    results = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to_store=False).output.results
+    qrels = {item["id"]: {e["doc_id"]: 1 for e in item["evidence"]} for item in ITEMS}  # chunking=none: unit = doc#chunk_0
+    run = {row["query_id"]: {cid.split("#")[0]: score for cid, score in row["ranking"]} for row in results.per_query}
+    truth = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "ndcg_cut.3", "recall.1"}).evaluate(run)
+    assert len(truth) == 3 and truth["q-blank"]["recip_rank"] == 0.0
+    for ours, theirs in (("mrr", "recip_rank"), ("ndcg_at_3", "ndcg_cut_3"), ("recall_at_1", "recall_1")):
+        expected = sum(q[theirs] for q in truth.values()) / 3
+        assert results.aggregates[ours] == pytest.approx(expected, abs=1e-12)
+        assert results.aggregates[f"doc_{ours}"] == pytest.approx(expected, abs=1e-12)
+    assert results.aggregates["n_queries"] == 3 and results.aggregates["n_queries_no_gold"] == 0
+    assert any("q-blank (blank)" in warning and "retrieval failure" in warning for warning in results.meta["warnings"])
+
+    saved = results.save(tmp_path / "results.json")
+    for level in ("chunk", "doc"):
+        run_file, qrels_file = tmp_path / f"{level}.run", tmp_path / f"{level}.qrels"
+        assert main(["export", str(saved), "--run", str(run_file), "--qrels", str(qrels_file), "--level", level]) == 0
+        assert _trec_file(qrels_file, (0, 2, 3), int)["q-blank"] == {"blank": 1}
+
+
+def test_doc_metrics_score_the_runs_own_ranking_collapsed_to_documents(tmp_path: Path) -> None:
+    """Small chunks, a shallow retrieval depth: 10 chunks hold only 2-3 documents. The doc-level
+    metrics are pytrec_eval's on that chunk ranking collapsed to documents (each document at its
+    first chunk), computed here by hand, and ``ragexp export --level doc`` writes that ranking."""
     from ragexp.cli import main
 
     root = tmp_path / "data"
@@ -122,28 +156,27 @@ def test_doc_level_cutoffs_count_distinct_documents_and_export_reproduces_them(t
             "chunking=fixed", "chunking.size=48", "chunking.overlap=0", "eval.ks=[1,6]", "eval.retrieve_k=10",
             "eval.context_k=1", f"cache_dir={tmp_path / 'cache'}", "progress=false",
         ])  # fmt: skip
-    output = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to_store=False).output
-    results = output.results
-    assert results.aggregates["doc_rankings_extended"] == len(items)
-    assert results.aggregates["doc_retrieval_depth_max"] > 10
+    results = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to_store=False).output.results
+    collapsed: dict[str, dict[str, float]] = {}
     for row in results.per_query:
-        assert len({doc for doc, _ in row["doc_ranking"]}) >= 6
-        assert len({cid.split("#")[0] for cid, _ in row["ranking"]}) < 6  # the chunk ranking alone had fewer
+        assert len(row["ranking"]) == 10 and "doc_ranking" not in row
+        documents: list[str] = []
+        for chunk_id, _score in row["ranking"]:  # already in trec order
+            if chunk_id.split("#")[0] not in documents:
+                documents.append(chunk_id.split("#")[0])
+        assert len(documents) < 6  # fewer documents than the cut-off: no deeper retrieval fills them up
+        collapsed[row["query_id"]] = {doc: float(len(documents) - rank) for rank, doc in enumerate(documents)}
+    qrels = {item["id"]: {item["evidence"][0]["doc_id"]: 1} for item in items}
+    truth = pytrec_eval.RelevanceEvaluator(qrels, {"recall.6", "ndcg_cut.6", "recip_rank", "P.1"}).evaluate(collapsed)
+    n = len(truth)
+    for ours, theirs in (("doc_recall_at_6", "recall_6"), ("doc_ndcg_at_6", "ndcg_cut_6"), ("doc_mrr", "recip_rank"),
+                         ("doc_context_precision_at_1", "P_1")):
+        assert results.aggregates[ours] == pytest.approx(sum(q[theirs] for q in truth.values()) / n, abs=1e-12)
+    assert "doc_rankings_extended" not in results.aggregates
 
     saved = results.save(tmp_path / "results.json")
     run_file, qrels_file = tmp_path / "run.trec", tmp_path / "qrels.trec"
     assert main(["export", str(saved), "--run", str(run_file), "--qrels", str(qrels_file), "--level", "doc"]) == 0
-    run: dict[str, dict[str, float]] = {}
-    for line in run_file.read_text().splitlines():
-        qid, _, doc, _, score, _ = line.split()
-        run.setdefault(qid, {})[doc] = float(score)
-    qrels: dict[str, dict[str, int]] = {}
-    for line in qrels_file.read_text().splitlines():
-        qid, _, doc, grade = line.split()
-        qrels.setdefault(qid, {})[doc] = int(grade)
-    scored = pytrec_eval.RelevanceEvaluator(qrels, {"recall.6", "ndcg_cut.6", "recip_rank"}).evaluate(run)
-    n = len(scored)
-    assert results.aggregates["doc_recall_at_6"] == pytest.approx(sum(q["recall_6"] for q in scored.values()) / n, abs=1e-12)
-    assert results.aggregates["doc_ndcg_at_6"] == pytest.approx(sum(q["ndcg_cut_6"] for q in scored.values()) / n, abs=1e-12)
-    assert results.aggregates["doc_mrr"] == pytest.approx(sum(q["recip_rank"] for q in scored.values()) / n, abs=1e-12)
-    assert RunResults.load(saved).per_query[0]["doc_ranking"] == results.per_query[0]["doc_ranking"]
+    exported = _trec_file(run_file, (0, 2, 4), float)
+    assert {qid: sorted(docs, key=docs.get, reverse=True) for qid, docs in exported.items()} == {
+        qid: sorted(docs, key=docs.get, reverse=True) for qid, docs in collapsed.items()}

@@ -29,9 +29,8 @@ def run(args: argparse.Namespace) -> int:
         qid = row["query_id"]
         ranking = [(cid, float(score)) for cid, score in row["ranking"]]
         relevant = row["relevant"]
-        if args.level == "doc":  # the run's own document ranking when it retrieved deeper for k documents
-            doc_ranking = row.get("doc_ranking")
-            ranking = [(doc, float(score)) for doc, score in doc_ranking] if doc_ranking else doc_level(ranking)
+        if args.level == "doc":  # the run's own chunk ranking collapsed to documents, as doc_* metrics are
+            ranking = doc_level(ranking)
             relevant = row.get("doc_relevant", {})
         for rank, (unit, score) in enumerate(ranking, start=1):
             run_lines.append(f"{qid} Q0 {unit} {rank} {score:.10g} ragexp")

@@ -33,7 +33,7 @@ class PreparedData:
     chunking_label: str
     chunking_config: dict
     not_indexed: list[str]  # documents without text and title: no chunk, never retrievable
-    corpus_warnings: list[str] = field(default_factory=list)  # files skipped, empty, noted; converter changes
+    corpus_warnings: list[str] = field(default_factory=list)  # files skipped, empty, noted; converter changes; blank gold
 
     @property
     def chunks_by_id(self) -> dict[str, Chunk]:
@@ -43,9 +43,10 @@ class PreparedData:
 def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> PreparedData:
     """Load the dataset, chunk it (cached) and derive chunk- and document-level qrels.
 
-    A document with neither text nor title gets no chunk; it is listed in ``not_indexed`` and,
-    like at chunk level, its evidence counts at document level neither (an item whose only gold
-    lies there has no gold and is left out of the retrieval means at both levels)."""
+    A document with neither text nor title gets no chunk; it is listed in ``not_indexed`` and its
+    evidence stays gold at both levels, under the document's own id (:func:`blank_gold`): no run
+    can retrieve it, so an item whose gold lies there scores 0, as trec_eval scores every query
+    with qrels, and is named in the run's warnings (:func:`blank_gold_warnings`)."""
     corpus, evalset = load_dataset(cfg.dataset, cache)
     persist_conversions(corpus, cache)  # only now: a refused eval set leaves no conversion behind
     corpus_warnings = corpus.conversion.warnings() if corpus.conversion is not None else []
@@ -67,21 +68,48 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> P
     if not_indexed:
         log.warning("%d documents have neither text nor title and are not indexed (e.g. %s)", len(not_indexed),
                     ", ".join(not_indexed[:5]))
-    indexed_doc_qrels = {
-        qid: {doc_id: grade for doc_id, grade in grades.items() if doc_id in by_doc}
-        for qid, grades in doc_qrels(evalset.items).items()
-    }
+    by_chunk = chunk_qrels(evalset.items, by_doc, rule)
+    by_document = doc_qrels(evalset.items)
+    blank = blank_gold(by_document, set(not_indexed))
+    for warning in blank_gold_warnings(blank):
+        log.warning("%s", warning)
+    for qid, grades in blank.items():
+        for doc_id, grade in grades.items():
+            if by_chunk[qid].get(doc_id, -1) < grade:
+                by_chunk[qid][doc_id] = grade
     return PreparedData(
         corpus=corpus,
         evalset=evalset,
         chunks=chunks,
-        chunk_qrels=chunk_qrels(evalset.items, by_doc, rule),
-        doc_qrels=indexed_doc_qrels,
+        chunk_qrels=by_chunk,
+        doc_qrels=by_document,
         chunking_label=chunker.describe(),
         chunking_config=chunker.config,
         not_indexed=not_indexed,
-        corpus_warnings=corpus_warnings,
+        corpus_warnings=[*corpus_warnings, *blank_gold_warnings(blank)],
     )
+
+
+def blank_gold(qrels: dict[str, dict[str, int]], not_indexed: set[str]) -> dict[str, dict[str, int]]:
+    """``{item id: {doc id: grade}}``: the relevant (grade >= 1) gold documents of each item that
+    have no chunk. They enter the chunk-level qrels under the document id, a unit no ranking can
+    hold, so recall, nDCG and MRR count them as missed, exactly as trec_eval on the exported qrels."""
+    found = {}
+    for qid, grades in qrels.items():
+        blank = {doc_id: grade for doc_id, grade in grades.items() if doc_id in not_indexed and grade >= 1}
+        if blank:
+            found[qid] = blank
+    return found
+
+
+def blank_gold_warnings(blank: dict[str, dict[str, int]], limit: int = 10) -> list[str]:
+    """One warning naming the items with gold in a document without text or title (at most ``limit``)."""
+    if not blank:
+        return []
+    named = ", ".join(f"{qid} ({', '.join(sorted(docs))})" for qid, docs in list(blank.items())[:limit])
+    more = f" and {len(blank) - limit} more" if len(blank) > limit else ""
+    return [f"{len(blank)} queries have gold in a document with neither text nor title, which no retriever can "
+            f"return; they count as retrieval failures: {named}{more}"]
 
 
 def sample_evalset(evalset: EvalSet, size: int, seed: int) -> EvalSet:

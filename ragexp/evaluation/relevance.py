@@ -88,8 +88,8 @@ def chunk_qrels(
 
     ``chunks_by_doc[doc_id]`` lists a document's chunks in the order a ragexp chunker returns them
     (starts and ends non-decreasing, see :mod:`ragexp.chunking.base`). Evidence in a document
-    without chunks (absent, or with neither text nor title) marks nothing here; a run drops it
-    from its :func:`doc_qrels` too (:func:`ragexp.evaluation.prepared.prepare_data`). Cost per
+    without chunks (absent, or with neither text nor title) marks no chunk here; a run adds such
+    gold under the document id (:func:`ragexp.evaluation.prepared.blank_gold`). Cost per
     span: two bisections plus one step per overlapping chunk.
     """
     qrels: Qrels = {}

@@ -4,13 +4,10 @@ rankings. Each stage goes through the stage cache, keyed by exactly what determi
 - Chunk rankings: retrieved once at the largest depth any consumer needs
   (:func:`retrieval_depth`: ``max(eval.ks, eval.retrieve_k)``, a reranker's ``top_n``, the
   generator's context), then reranked; every smaller k is a slice of the same list.
-- Document rankings: a document is scored by its best chunk. ``doc_*_at_k`` is computed over k
-  distinct documents: a query whose chunk ranking collapses to fewer than ``max(eval.ks)``
-  documents is retrieved again, doubling the depth, until it has that many documents or the
-  retriever has no more chunks to return (corpus exhausted). For exact retrievers the first
-  ``depth`` chunks of the deeper list are the chunk ranking itself; a fused (hybrid) list may
-  reorder as its component lists grow. How many queries were extended, and how deep, is
-  recorded with the run (``doc_rankings_extended``, ``doc_retrieval_depth_max``).
+- Document rankings: the run's own chunk ranking collapsed to documents
+  (:func:`~ragexp.metrics.ranking.doc_level`: each document at its first, best-scoring chunk), so
+  ``doc_*`` metrics describe the ranking the run returns. A chunk ranking that holds fewer than k
+  distinct documents scores ``doc_*_at_k`` over the documents it holds, as trec_eval does.
 - Warnings the retriever raises about its index (``retriever.warnings``, e.g. BM25 where no term
   has a positive weight) are cached with the rankings, so a cached run records them too.
 """
@@ -37,11 +34,9 @@ class Retrieved:
     """What retrieval produced for every eval item, in eval-set order."""
 
     rankings: list[Ranking]  # chunk rankings, ``depth`` deep, after the reranker
-    doc_rankings: list[Ranking]  # document rankings (see the module docstring)
+    doc_rankings: list[Ranking]  # the chunk rankings collapsed to documents
     depth: int
     from_cache: bool
-    doc_rankings_extended: int = 0
-    doc_retrieval_depth_max: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # the retriever's, e.g. a BM25 index where no term scores
 
@@ -103,10 +98,6 @@ def _pairs(rows: list) -> list[Ranking]:
     return [[(cid, score) for cid, score in ranking] for ranking in rows]
 
 
-def _documents(ranking: Ranking) -> int:
-    return len(doc_level(ranking))
-
-
 def retrieval_step(cfg: DictConfig, data: PreparedData, pipeline: Pipeline, cache: StageCache) -> Retrieved:
     """Chunk and document rankings of every eval item (see the module docstring)."""
     items = data.evalset.items
@@ -116,26 +107,11 @@ def retrieval_step(cfg: DictConfig, data: PreparedData, pipeline: Pipeline, cach
     rankings = search.rankings(items, depth)
     from_cache = not search.computed
     timings = {"retrieval_s": time.perf_counter() - started}
-
-    started = time.perf_counter()
-    want = max(cfg.eval.ks)
-    deep = list(rankings)
-    todo = [i for i, ranking in enumerate(rankings) if _documents(ranking) < want and len(ranking) >= depth]
-    deepest = depth
-    while todo and deepest < len(data.chunks):
-        deepest = min(2 * deepest, len(data.chunks))
-        for i, ranking in zip(todo, search.rankings([items[i] for i in todo], deepest)):
-            deep[i] = ranking
-        todo = [i for i in todo if _documents(deep[i]) < want and len(deep[i]) >= deepest]
-    extended = sum(deep[i] is not rankings[i] for i in range(len(items)))
-    timings["doc_retrieval_s"] = time.perf_counter() - started
     return Retrieved(
         rankings=rankings,
-        doc_rankings=[doc_level(ranking) for ranking in deep],
+        doc_rankings=[doc_level(ranking) for ranking in rankings],
         depth=depth,
         from_cache=from_cache,
-        doc_rankings_extended=extended,
-        doc_retrieval_depth_max=max([depth] + [len(deep[i]) for i in range(len(items)) if deep[i] is not rankings[i]]),
         timings=timings,
         warnings=search.warnings,
     )

@@ -28,7 +28,6 @@ from ragexp.evaluation.retrieval_step import retrieval_step
 from ragexp.judging.calibration.record import judge_run_record
 from ragexp.metrics.evaluate import evaluate_run
 from ragexp.metrics.per_tag import UNRECORDED_SOURCE, per_source_means, per_tag_means
-from ragexp.metrics.ranking import doc_level
 from ragexp.runtime.fingerprint import file_hash, stable_hash
 from ragexp.runtime.stage_cache import StageCache
 
@@ -110,8 +109,6 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     aggregates.update(per_source_means(chunk_eval.per_query, items))
     aggregates["n_chunks"] = float(len(data.chunks))
     aggregates["retrieval_depth"] = float(depth)
-    aggregates["doc_rankings_extended"] = float(retrieved.doc_rankings_extended)
-    aggregates["doc_retrieval_depth_max"] = float(retrieved.doc_retrieval_depth_max)
     aggregates["n_docs_not_indexed"] = float(len(data.not_indexed))
     conversion = data.corpus.conversion
     if conversion is not None:
@@ -122,7 +119,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
 
     pages = PageLabels(data) if any(doc.page_starts for doc in data.corpus.values()) else None
     per_query = []
-    for item, ranking, doc_ranking in zip(items, rankings, retrieved.doc_rankings):
+    for item, ranking in zip(items, rankings):
         metrics = {**chunk_eval.per_query.get(item.id, {}), **doc_eval.per_query.get(item.id, {})}
         row = {
             "query_id": item.id,
@@ -136,8 +133,6 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
             "first_relevant_rank": chunk_eval.first_relevant_rank.get(item.id),
             "metrics": metrics,
         }
-        if doc_ranking != doc_level(ranking):  # retrieved deeper for k distinct documents
-            row["doc_ranking"] = [[doc_id, score] for doc_id, score in doc_ranking]
         if pages is not None:
             row["pages"] = pages.of_chunks([cid for cid, _ in ranking[: max(ks)]])
             row["gold_pages"] = pages.of_evidence(item.evidence)

@@ -24,7 +24,7 @@ MLflow key                  results key
 ==========================  =====================================================================
 
 Constants of a run (:data:`CONSTANTS`: query, chunk and unindexed-document counts, retrieval and
-context depths, document-ranking extension) are MLflow params under their results key, not
+context depths) are MLflow params under their results key, not
 metrics: they describe the setup, not a result.
 :func:`to_mlflow` and :func:`from_mlflow` are inverse; :func:`results_view` rebuilds a run's
 results-style aggregates from what MLflow stores, which is how ``compare`` and ``reproduce`` read.
@@ -42,8 +42,7 @@ HEADLINE = (
 )
 #: Result keys logged as params: fixed by the setup, identical for every query of the run.
 CONSTANTS = ("n_queries", "n_queries_no_gold", "doc_n_queries", "doc_n_queries_no_gold", "n_chunks",
-             "n_docs_not_indexed", "n_files_skipped", "n_files_empty", "retrieval_depth", "context_k",
-             "doc_rankings_extended", "doc_retrieval_depth_max")
+             "n_docs_not_indexed", "n_files_skipped", "n_files_empty", "retrieval_depth", "context_k")
 
 HEADLINE_SECTION = "1_headline"
 RETRIEVAL_SECTION = "retrieval"
