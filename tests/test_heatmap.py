@@ -1,17 +1,21 @@
-"""The summary heatmap drawn with Pillow: colour scale, blank cells, best cell, panel layout."""
+"""The summary heatmap drawn with Pillow: colour scale and bar, blank cells, best and tied cells, CI
+half-widths, panel layout."""
 
 from __future__ import annotations
 
 import math
 
+import pytest
 from PIL import Image
 
 from ragexp.tracking.heatmap import (
     BLANK,
     CELL_H,
     CELL_W,
+    NOISE_SPAN,
     VIRIDIS,
     Panel,
+    anchored_scale,
     draw_heatmap,
     viridis,
 )
@@ -53,6 +57,34 @@ def test_one_panel_per_facet_and_constant_value_scale(tmp_path):
                          [Panel(f"reranker={r}\nk=5", [[0.1], [0.9]]) for r in "abc"], low=0.1, high=0.9, best=0.9)
     w1, _ = Image.open(one).size
     w3, _ = Image.open(three).size
-    assert w3 > 2.5 * w1
+    assert w3 - w1 > 2 * CELL_W  # two more panels; the colour bar is drawn once
     # a metric equal in every cell (high == low) draws every cell at the dark end, no division by zero
     assert _find_colour(Image.open(one).convert("RGB"), VIRIDIS[0]) > CELL_W * CELL_H
+
+
+def test_scale_is_anchored_to_the_noise_not_to_the_values():
+    # 0.621 vs 0.635 inside a noise of 0.07: the scale spans 4 x 0.07 about their centre
+    low, high = anchored_scale([0.621, 0.635], noise=0.07)
+    assert high - low == pytest.approx(NOISE_SPAN * 0.07) and (low + high) / 2 == pytest.approx(0.628)
+    assert (0.635 - 0.621) / (high - low) < 0.06  # a sliver of the colour bar, not dark vs bright
+    # values further apart than the noise keep their own range; the scale never leaves [0, 1]
+    assert anchored_scale([0.2, 0.9], noise=0.05) == pytest.approx((0.2, 0.9))
+    assert anchored_scale([0.97, 0.99], noise=0.1) == pytest.approx((0.6, 1.0))
+    assert anchored_scale([], noise=None) == (0.0, 1.0)
+
+
+def test_colour_bar_tied_cells_and_half_widths_are_drawn(tmp_path):
+    grid = [[0.5, 0.6], [0.7, 0.8]]
+    args = ("ndcg_at_5", ["a", "b"], ["x", "y"], "chunking", "retrieval")
+    plain = Image.open(draw_heatmap(tmp_path / "p.png", *args, [Panel("", grid)], low=0.0, high=1.0, best=0.8)).convert("RGB")
+    marked = Image.open(draw_heatmap(
+        tmp_path / "m.png", *args, [Panel("", grid, half_widths=[[0.05] * 2] * 2, tied=[[False, False], [True, False]])],
+        low=0.0, high=1.0, best=0.8, noise=0.07)).convert("RGB")
+    assert plain.size == marked.size
+    # the colour bar holds both ends of the scale
+    assert all(_find_colour(plain, colour) >= 1 for colour in (VIRIDIS[0], VIRIDIS[-1]))
+    # the tied cell (0.7, white text on the dark half) gets a dashed outline: white dashes on its colour
+    cell = viridis(0.7)
+    assert _find_colour(marked, cell) < _find_colour(plain, cell) - 2 * (CELL_W + CELL_H)
+    # the half-width line adds text to every cell
+    assert sum(a != b for a, b in zip(plain.getdata(), marked.getdata())) > 4 * 50

@@ -131,9 +131,21 @@ def test_sweep_runs_are_named_tagged_timed_and_summarised(tiny_dataset, tmp_path
     assert summary == {f"summary/heatmap_{m}.png" for m in present} | {"summary/compare.md", "summary/compare.html"}
     compare_md = Path(client.download_artifacts(parent.info.run_id, "summary/compare.md", str(tmp_path))).read_text()
     rows = [line for line in compare_md.splitlines()[2:] if line.startswith("|")]
-    hit_rates = [float(line.split("|")[4].strip("* ")) for line in rows]
+    hit_rates = [float(line.split("|")[4].strip("*≈ ")) for line in rows]
     assert len(rows) == 4 and hit_rates == sorted(hit_rates, reverse=True)
     assert "summary%2Fheatmap_hit_rate_at_5.png" in parent.data.tags[store.DESCRIPTION_TAG]
+    # every child's standing against the best; the best has no diff against itself, every other child one
+    children = [client.get_run(c.info.run_id) for c in children]
+    for metric in ("hit_rate_at_5", "mrr", "ndcg_at_5"):
+        status = {c.info.run_name: c.data.tags[f"ragexp.vs_best.{metric}"] for c in children}
+        assert sorted(status.values()).count("best") == 1 and set(status.values()) <= {"best", "tied", "worse"}
+        assert parent.data.tags[f"best.{metric}"].startswith(next(n for n, s in status.items() if s == "best") + " = ")
+    description = parent.data.tags[store.DESCRIPTION_TAG]
+    assert "at n=" in description and "is noise" in description and "Bonferroni" in description
+    for child in children:
+        diff = {a.path for a in client.list_artifacts(child.info.run_id, "vs_best")}
+        leader = child.data.tags["ragexp.vs_best.hit_rate_at_5"] == "best"
+        assert diff == (set() if leader else {"vs_best/per_query.html", "vs_best/per_query.json"})
     view = json.loads(json.loads(client.get_experiment(experiment.experiment_id).tags[experiments.VIEW_TAG])["state"])
     assert "params.`chunking`" in view["selectedColumns"] and view["orderByAsc"] is False
 

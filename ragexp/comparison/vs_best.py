@@ -17,7 +17,7 @@ gate's planning tolerance (:func:`ragexp.comparison.stats.recommended_tolerance`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,9 +103,3 @@ def describe_ties(metric_label: str, standing: Mapping[str, VsBest], names: Mapp
     if len(tied) == 1:
         return f"{shown} is best on {metric_label} at n={n}; every other config is worse (paired test, Bonferroni)"
     return f"{len(tied)} configs are indistinguishable on {metric_label} at n={n}: {shown}"
-
-
-def status_table(standings: Mapping[str, Mapping[str, VsBest]], runs: Sequence[str]) -> dict[str, dict[str, str]]:
-    """``{run: {metric: status}}`` from ``{metric: {run: VsBest}}``, for tagging."""
-    return {run: {metric: standing[run].status for metric, standing in standings.items() if run in standing}
-            for run in runs}

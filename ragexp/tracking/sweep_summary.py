@@ -2,16 +2,27 @@
 
 Written when the sweep ends, from its FINISHED child runs:
 
+- ties with the best (:mod:`ragexp.comparison.vs_best`): per headline metric with per-query
+  values, every child is paired with the best child on their common queries (sign-flip test,
+  Bonferroni over the K - 1 comparisons) and tagged ``ragexp.vs_best.<metric>`` = ``best`` |
+  ``tied`` | ``worse``; every child but the best on hit rate@5 gets ``vs_best/per_query.html``
+  and ``.json`` (:mod:`ragexp.comparison.per_query_diff`: the queries it wins and loses against
+  that best, at k=5);
 - ``summary/heatmap_<metric>.png`` per headline metric: the first sweep axis (rows) against the
   second (columns), one panel per value combination of the other axes (beyond
   :data:`MAX_PANELS` panels a cell shows the best over the other axes, and the title says so);
-  one colour scale per metric, every cell annotated, the best cell in bold and outlined;
+  every cell shows value ± its CI half-width, the best cell in bold and outlined, tied cells
+  dashed; the colour scale is anchored to the noise (:func:`~ragexp.tracking.heatmap.anchored_scale`)
+  and drawn as a colour bar;
 - ``summary/compare.md`` and ``summary/compare.html``: runs x axis values x headline metrics,
-  best hit rate@5 first, the best value of each metric in bold;
-- tags ``best.<metric>`` = ``<run name> = <value> (run <id[:8]>)`` per headline metric (marked
-  not comparable across chunkings when the gold is whole documents and the runs chunk differently);
+  best hit rate@5 first, the best value of each metric in bold, values tied with it marked ``≈``;
+- tags ``best.<metric>`` = ``<run name> = <value> (run <id[:8]>)`` per headline metric, ``, tied:
+  N more`` when other runs are indistinguishable from it (marked not comparable across chunkings
+  when the gold is whole documents and the runs chunk differently);
 - the run's description (``mlflow.note.content``, shown on its overview page): the best run per
-  headline metric with a link, the hit rate@5 heatmap, the compare table;
+  headline metric with a link and its tie set ("3 configs are indistinguishable on hit_rate_at_5
+  at n=131: ..."), the noise line per metric (:func:`ragexp.comparison.vs_best.noise_line`), the
+  hit rate@5 heatmap, the compare table;
 - the experiment's ragexp view (:mod:`~ragexp.tracking.experiments`) gets the sweep's axes as
   columns and parallel-coordinates axes.
 """
@@ -20,24 +31,34 @@ from __future__ import annotations
 
 import html
 import itertools
+import logging
 import math
 import tempfile
 import urllib.parse
 from collections.abc import Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
+from ragexp.comparison import vs_best
+from ragexp.comparison.per_query_diff import format_html, per_query_diff
+from ragexp.comparison.table import lower_is_better
+from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.tracking import experiments, store
-from ragexp.tracking.heatmap import Panel, draw_heatmap
+from ragexp.tracking.heatmap import Panel, anchored_scale, draw_heatmap
 from ragexp.tracking.labels import AXIS_TAG_PREFIX
 from ragexp.tracking.metric_names import HEADLINE, results_view
 
+log = logging.getLogger(__name__)
 MAX_PANELS = 6
 SUMMARY_DIR = "summary"
 BEST_TAG_PREFIX = "best."
+VS_BEST_TAG_PREFIX = "ragexp.vs_best."
+VS_BEST_DIR = "vs_best"
+DIFF_K = 5
 SORT_METRIC = "hit_rate_at_5"
 NOT_COMPARABLE_NOTE = ("Gold is whole documents and the runs chunk differently, so these chunk-level metrics do not "
                        "rank them (each chunking has its own number of relevant chunks); compare doc/ metrics")
@@ -50,6 +71,20 @@ class ChildRun:
     axis_values: dict[str, str]
     metrics: dict[str, float]  # headline results keys present on the run
     params: dict[str, str]
+    half_widths: dict[str, float] = dataclasses.field(default_factory=dict)  # CI half-width per metric
+
+
+@dataclasses.dataclass(frozen=True)
+class Ties:
+    """The sweep's standings per metric (``{metric: {run id: VsBest}}``) and each metric's noise
+    (:func:`ragexp.comparison.vs_best.minimum_detectable_difference` at the best's value)."""
+
+    standings: dict[str, dict[str, vs_best.VsBest]]
+    noise: dict[str, float]
+
+    def status(self, metric: str, run_id: str) -> str | None:
+        standing = self.standings.get(metric, {}).get(run_id)
+        return standing.status if standing else None
 
 
 def children_of(client: MlflowClient, parent_run_id: str) -> list[Run]:
@@ -71,6 +106,8 @@ def _child(run: Run, axes: Sequence[str]) -> ChildRun:
         axis_values={axis: run.data.tags.get(f"{AXIS_TAG_PREFIX}{axis}", "?") for axis in axes},
         metrics={key: values[key] for key in HEADLINE if key in values and not math.isnan(values[key])},
         params=dict(run.data.params),
+        half_widths={key: (values[f"{key}_ci_high"] - values[f"{key}_ci_low"]) / 2 for key in HEADLINE
+                     if f"{key}_ci_low" in values and f"{key}_ci_high" in values},
     )
 
 
@@ -80,18 +117,22 @@ def _axis_order(children: Sequence[ChildRun], axis: str) -> list[str]:
 
 
 def best_by_metric(children: Sequence[ChildRun], metrics: Sequence[str]) -> dict[str, ChildRun]:
-    """The child with the highest value of each metric (the first such child on ties)."""
+    """The child with the best value of each metric, the lowest for failure rates (the first such
+    child on equal values)."""
     best = {}
     for metric in metrics:
         scored = [child for child in children if metric in child.metrics]
+        sign = -1.0 if lower_is_better(metric) else 1.0
         if scored:
-            best[metric] = max(scored, key=lambda child: child.metrics[metric])
+            best[metric] = max(scored, key=lambda child: sign * child.metrics[metric])
     return best
 
 
-def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, path: Path) -> Path:
+def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, path: Path,
+                ties: Ties | None = None) -> Path:
     """``metric`` over the first axis x the second, one panel per value combination of the other
     axes (see the module docstring); drawn by :func:`~ragexp.tracking.heatmap.draw_heatmap`."""
+    ties = ties or Ties({}, {})
     row_axis, col_axis, rest = axes[0], (axes[1] if len(axes) > 1 else None), list(axes[2:])
     rows = _axis_order(children, row_axis)
     cols = _axis_order(children, col_axis) if col_axis else [""]
@@ -102,28 +143,40 @@ def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, 
     values = [child.metrics[metric] for child in children if metric in child.metrics]
     panels = []
     for facet in facets:
-        grid = [[math.nan] * len(cols) for _ in rows]
+        cell: list[list[ChildRun | None]] = [[None] * len(cols) for _ in rows]
         for child in children:
             if metric not in child.metrics or any(child.axis_values[a] != v for a, v in zip(rest, facet)):
                 continue
             i = rows.index(child.axis_values[row_axis])
             j = cols.index(child.axis_values[col_axis]) if col_axis else 0
-            grid[i][j] = child.metrics[metric] if math.isnan(grid[i][j]) else max(grid[i][j], child.metrics[metric])
+            if cell[i][j] is None or child.metrics[metric] > cell[i][j].metrics[metric]:
+                cell[i][j] = child
+        grid = [[math.nan if c is None else c.metrics[metric] for c in line] for line in cell]
+        half = [[math.nan if c is None else c.half_widths.get(metric, math.nan) for c in line] for line in cell]
+        tied = [[c is not None and ties.status(metric, c.run_id) == vs_best.TIED for c in line] for line in cell]
         facet_text = "\n".join(f"{a}={v}" for a, v in zip(rest, facet))  # one line per axis: never wider than the panel
-        panels.append(Panel(facet_text or ("best over " + ", ".join(rest) if collapsed else ""), grid))
-    low, high = (min(values), max(values)) if values else (0.0, 1.0)
+        panels.append(Panel(facet_text or ("best over " + ", ".join(rest) if collapsed else ""), grid, half, tied))
+    noise = ties.noise.get(metric)
+    low, high = anchored_scale(values, noise)
     return draw_heatmap(path, metric, rows, cols, row_axis, col_axis or "", panels, low, high,
-                        high if values else None)
+                        max(values) if values else None, noise=noise)
 
 
 def _table(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str]):
     ordered = sorted(children, key=lambda c: c.metrics.get(SORT_METRIC, -math.inf), reverse=True)
-    best = {m: max((c.metrics[m] for c in children if m in c.metrics), default=None) for m in metrics}
+    winners = best_by_metric(children, metrics)
+    best = {m: winners[m].metrics[m] if m in winners else None for m in metrics}
     return ordered, best
 
 
-def compare_markdown(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str], experiment_id: str) -> str:
-    """Runs x axis values x headline metrics as a markdown table, best values in bold."""
+def _tie_mark(ties: Ties | None, metric: str, child: ChildRun) -> str:
+    return f" {vs_best.TIE_MARK}" if ties is not None and ties.status(metric, child.run_id) == vs_best.TIED else ""
+
+
+def compare_markdown(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str], experiment_id: str,
+                     ties: Ties | None = None) -> str:
+    """Runs x axis values x headline metrics as a markdown table, best values in bold, values tied
+    with the best marked ``≈``."""
     ordered, best = _table(children, axes, metrics)
     lines = ["| run | " + " | ".join([*axes, *metrics]) + " |", "|---" * (1 + len(axes) + len(metrics)) + "|"]
     for child in ordered:
@@ -131,12 +184,13 @@ def compare_markdown(children: Sequence[ChildRun], axes: Sequence[str], metrics:
                  *(child.axis_values[a] for a in axes)]
         for metric in metrics:
             value = child.metrics.get(metric)
-            cells.append("–" if value is None else (f"**{value:.4f}**" if value == best[metric] else f"{value:.4f}"))
+            cells.append("–" if value is None else (f"**{value:.4f}**" if value == best[metric]
+                                                     else f"{value:.4f}{_tie_mark(ties, metric, child)}"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def compare_html(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str]) -> str:
+def compare_html(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str], ties: Ties | None = None) -> str:
     ordered, best = _table(children, axes, metrics)
     head = "".join(f"<th>{html.escape(h)}</th>" for h in ["run", *axes, *metrics])
     body = []
@@ -144,7 +198,8 @@ def compare_html(children: Sequence[ChildRun], axes: Sequence[str], metrics: Seq
         cells = [html.escape(child.name), *(html.escape(child.axis_values[a]) for a in axes)]
         for metric in metrics:
             value = child.metrics.get(metric)
-            cells.append("–" if value is None else (f"<b>{value:.4f}</b>" if value == best[metric] else f"{value:.4f}"))
+            cells.append("–" if value is None else (f"<b>{value:.4f}</b>" if value == best[metric]
+                                                     else f"{value:.4f}{_tie_mark(ties, metric, child)}"))
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return ("<!doctype html><meta charset='utf-8'><style>td,th{padding:2px 8px;font:13px sans-serif;text-align:right}"
             "td:first-child,th:first-child{text-align:left}</style>"
@@ -157,23 +212,88 @@ def artifact_url(run_id: str, path: str) -> str:
 
 
 def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str], best: Mapping[str, ChildRun],
-             parent_run_id: str, experiment_id: str, image: str | None, not_comparable: set[str] = frozenset()) -> str:
+             parent_run_id: str, experiment_id: str, image: str | None, not_comparable: set[str] = frozenset(),
+             ties: Ties | None = None) -> str:
+    ties = ties or Ties({}, {})
     sweep = " × ".join(axes) or "no swept axis"
+    names = {child.run_id: child.name for child in children}
     lines = [f"**Best of {len(children)} runs** (sweep over {sweep}):", ""]
     if not_comparable:
         lines = [*lines, f"{NOT_COMPARABLE_NOTE}: {', '.join(sorted(not_comparable))}.", ""]
     for metric in metrics:
         if metric in best:
             winner = best[metric]
-            tied = sum(child.metrics.get(metric) == winner.metrics[metric] for child in children) - 1
-            lines.append(f"- {metric} **{winner.metrics[metric]:.4f}**: "
-                         f"[{winner.name}]({experiments.run_link(experiment_id, winner.run_id)})"
-                         + (f" (tied with {tied} more)" if tied else ""))
+            half = winner.half_widths.get(metric)
+            line = (f"- {metric} **{winner.metrics[metric]:.4f}**" + (f" ± {half:.3f}" if half is not None else "")
+                    + f": [{winner.name}]({experiments.run_link(experiment_id, winner.run_id)})")
+            if metric in ties.standings:
+                line += (f". {vs_best.describe_ties(metric, ties.standings[metric], names)}"
+                         f" (noise ±{ties.noise[metric]:.3f})")
+            lines.append(line)
+    if ties.standings:
+        metric = SORT_METRIC if SORT_METRIC in ties.standings else next(iter(ties.standings))
+        standing = ties.standings[metric]
+        top = next(s for s in standing.values() if s.status == vs_best.BEST)
+        lines += ["", f"Tied ({vs_best.TIE_MARK}, dashed in the heatmaps): no paired sign-flip test against the best "
+                      f"rejects at 0.05 after Bonferroni over the {len(standing) - 1} comparisons; tag "
+                      f"`{VS_BEST_TAG_PREFIX}<metric>` on each run. Noise: "
+                      f"{vs_best.noise_line(top.n, top.mean, metric)}. Each run's `{VS_BEST_DIR}/per_query.html` "
+                      "lists the queries it wins and loses against the best on hit rate@5."]
     if image:
         lines += ["", f"![{SORT_METRIC} by {sweep}]({artifact_url(parent_run_id, image)})"]
-    lines += ["", compare_markdown(children, axes, metrics, experiment_id),
+    lines += ["", compare_markdown(children, axes, metrics, experiment_id, ties),
               f"Artifacts: `{SUMMARY_DIR}/` (heatmap per headline metric, compare.md, compare.html)."]
     return "\n".join(lines)
+
+
+def _load_results(client: MlflowClient, run_id: str, folder: Path) -> RunResults | None:
+    """A child's ``ragexp_results.json``, or ``None`` (reported) when it cannot be read."""
+    try:
+        return RunResults.load(Path(client.download_artifacts(run_id, ARTIFACT_NAME, str(folder))))
+    except Exception as err:  # noqa: BLE001 - the summary goes on without this run's per-query values
+        log.warning("sweep summary: could not read the results of run %s (%s); it is left out of the tie tests",
+                    run_id, str(err).splitlines()[0][:200] if str(err) else type(err).__name__)
+        return None
+
+
+def compute_ties(children: Sequence[ChildRun], metrics: Sequence[str], results: Mapping[str, RunResults]) -> Ties:
+    """Standings (:func:`ragexp.comparison.vs_best.classify`) of every metric with per-query values
+    in at least two runs, and each metric's noise at the best run's value and ``n``."""
+    standings, noise = {}, {}
+    for metric in metrics:
+        per_query = {}
+        for child in children:
+            if child.run_id in results:
+                values = {row["query_id"]: row["metrics"][metric] for row in results[child.run_id].per_query
+                          if metric in row.get("metrics", {})}
+                if values:
+                    per_query[child.run_id] = values
+        standing = vs_best.classify(per_query, lower_is_better=lower_is_better(metric)) if len(per_query) > 1 else {}
+        if standing:
+            standings[metric] = standing
+            top = next(s for s in standing.values() if s.status == vs_best.BEST)
+            noise[metric] = vs_best.minimum_detectable_difference(top.n, top.mean)
+    return Ties(standings, noise)
+
+
+def log_vs_best(client: MlflowClient, children: Sequence[ChildRun], ties: Ties, results: Mapping[str, RunResults]) -> None:
+    """Tag every child with its standing per metric; log each child's per-query diff against the
+    best on :data:`SORT_METRIC` (``vs_best/per_query.html`` and ``.json``)."""
+    leader = next((run_id for run_id, s in ties.standings.get(SORT_METRIC, {}).items() if s.status == vs_best.BEST), None)
+    names = {child.run_id: child.name for child in children}
+    for child in children:
+        tags = {f"{VS_BEST_TAG_PREFIX}{metric}": standing[child.run_id].status
+                for metric, standing in ties.standings.items() if child.run_id in standing}
+        if tags:
+            store.log_batched(client, child.run_id, tags=tags)
+        if leader is None or child.run_id == leader or child.run_id not in results:
+            continue
+        diff = per_query_diff(results[leader], results[child.run_id], DIFF_K,
+                              a_label=f"best: {names[leader]} ({leader[:8]})", b_label=f"{child.name} ({child.run_id[:8]})")
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "per_query.html").write_text(format_html(diff), encoding="utf-8")
+            (Path(tmp) / "per_query.json").write_text(diff.to_json(), encoding="utf-8")
+            client.log_artifacts(child.run_id, tmp, artifact_path=VS_BEST_DIR)
 
 
 def _axis_params(children: Sequence[ChildRun], axes: Sequence[str]) -> list[str]:
@@ -200,20 +320,28 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
     not_comparable = experiments.not_comparable_across_chunkings(finished, metrics)
     image = None
     with tempfile.TemporaryDirectory() as tmp:
+        loaded = {child.run_id: _load_results(client, child.run_id, Path(tmp) / child.run_id) for child in children}
+        results = {run_id: r for run_id, r in loaded.items() if r is not None}
+        ties = compute_ties(children, [m for m in metrics if m not in not_comparable], results)
+        log_vs_best(client, children, ties, results)
+        del results, loaded
         folder = Path(tmp) / SUMMARY_DIR
         folder.mkdir()
         if axes:
             for metric in metrics:
-                heatmap_png(children, axes, metric, folder / f"heatmap_{metric}.png")
+                heatmap_png(children, axes, metric, folder / f"heatmap_{metric}.png", ties)
             image = f"{SUMMARY_DIR}/heatmap_{metrics[0]}.png" if metrics else None
-        (folder / "compare.md").write_text(compare_markdown(children, axes, metrics, experiment_id), encoding="utf-8")
-        (folder / "compare.html").write_text(compare_html(children, axes, metrics), encoding="utf-8")
+        (folder / "compare.md").write_text(compare_markdown(children, axes, metrics, experiment_id, ties), encoding="utf-8")
+        (folder / "compare.html").write_text(compare_html(children, axes, metrics, ties), encoding="utf-8")
         client.log_artifacts(parent_run_id, str(folder), artifact_path=SUMMARY_DIR)
-    tags = {f"{BEST_TAG_PREFIX}{metric}": f"{run.name} = {run.metrics[metric]:.4f} (run {run.run_id[:8]})"
-            + (" (not comparable across chunkings)" if metric in not_comparable else "")
-            for metric, run in best.items()}
+    tags = {}
+    for metric, run in best.items():
+        tied = len(vs_best.tie_set(ties.standings.get(metric, {}))) - 1
+        tags[f"{BEST_TAG_PREFIX}{metric}"] = (f"{run.name} = {run.metrics[metric]:.4f} (run {run.run_id[:8]})"
+                                               + (f", tied: {tied} more" if tied > 0 else "")
+                                               + (" (not comparable across chunkings)" if metric in not_comparable else ""))
     tags[store.DESCRIPTION_TAG] = describe(children, axes, metrics, best, parent_run_id, experiment_id, image,
-                                           not_comparable)
+                                           not_comparable, ties)
     store.log_batched(client, parent_run_id, tags=tags)
     view_metrics = [m for m in (*experiments.RETRIEVAL_HEADLINE, *experiments.GENERATION_HEADLINE) if m in metrics]
     experiments.set_view(client, experiment_id, experiments.view_state(axes, _axis_params(children, axes), view_metrics))
