@@ -9,6 +9,13 @@ relevant chunks per chunking: their columns are marked ``†`` and get no best m
 ``doc_`` columns instead). A reproduction is labelled with the run it reproduces. ``--by-tag`` and
 ``--by-source`` show one metric per eval-set tag or per item source (``log``, ``hand``, ``draft``,
 ``failure``); the default table notes when the eval set mixes drafted and other questions.
+
+Beside the best ``*``, values indistinguishable from it are marked ``≈``
+(:mod:`ragexp.comparison.vs_best`: paired sign-flip test on each run's per-query values from its
+``ragexp_results.json``, Bonferroni over the other runs), and a noise line states the smallest
+hit-rate difference this eval set detects. ``--per-query`` with two runs lists the queries they
+split on (:mod:`ragexp.comparison.per_query_diff`) and logs the list to both runs as
+``per_query_diff/<other run id>.html`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -17,15 +24,21 @@ import argparse
 import difflib
 import re
 import sys
+import tempfile
 from collections import Counter
+from pathlib import Path
 
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
-from ragexp.comparison.table import format_table, headline_metrics
+from ragexp.comparison import stats, vs_best
+from ragexp.comparison.per_query_diff import format_html, format_text, per_query_diff
+from ragexp.comparison.table import format_table, headline_metrics, lower_is_better
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.tracking import experiments, store
 from ragexp.tracking.metric_names import results_view
 
 NOT_COMPARABLE_MARK = "†"
+PER_QUERY_DIR = "per_query_diff"
 CHUNKING_NOTE = (f"{NOT_COMPARABLE_MARK} not comparable across chunkings: the gold is whole documents, so each chunking has "
                  "its own number of relevant chunks (no best value marked); compare the doc_ metrics")
 
@@ -39,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sort", metavar="METRIC", help="sort runs by METRIC, best first")
     parser.add_argument("--force", action="store_true",
                         help="show runs of different eval sets together (no best value is marked then)")
+    parser.add_argument("--per-query", action="store_true",
+                        help="with two runs: the queries they split on (A hits/B misses, the reverse, rank moves), "
+                             "also logged to both runs as per_query_diff/<other run id>.html and .json")
     add_tracking_argument(parser)
 
 
@@ -96,8 +112,44 @@ def _known(name: str, option: str, available: set[str]) -> str:
     raise RagexpInputError(f"no metric {name!r} in these runs; {hint}", field=option)
 
 
+def _results(client, run) -> RunResults | None:
+    """A run's ``ragexp_results.json``, or ``None`` when it has none (a run logged by hand)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            return RunResults.load(Path(client.download_artifacts(run.info.run_id, ARTIFACT_NAME, tmp)))
+        except Exception:  # noqa: BLE001 - any store or file error: the run just gets no tie mark
+            return None
+
+
+def _per_query_values(results: RunResults, metric: str) -> dict[str, float]:
+    return {row["query_id"]: row["metrics"][metric] for row in results.per_query if metric in row.get("metrics", {})}
+
+
+def tie_marks(names: list[str], results: dict[str, RunResults], metrics: list[str], unranked: set[str]
+              ) -> tuple[dict[str, set[str]], str | None]:
+    """``({metric: runs tied with the best}, noise line)`` over the runs with results files; the
+    noise line is for the first hit-rate metric (``None`` without one)."""
+    tied: dict[str, set[str]] = {}
+    noise = None
+    for metric in metrics:
+        if metric in unranked:
+            continue
+        per_query = {name: values for name in names if name in results
+                     and (values := _per_query_values(results[name], metric))}
+        if len(per_query) < 2:
+            continue
+        standing = vs_best.classify(per_query, lower_is_better=lower_is_better(metric))
+        tied[metric] = {name for name, s in standing.items() if s.status == vs_best.TIED}
+        if noise is None and metric.startswith("hit_rate_at_") and standing:
+            top = next(s for s in standing.values() if s.status == vs_best.BEST)
+            noise = vs_best.noise_line(top.n, top.mean, metric.replace("_at_", "@").replace("_", " "))
+    return tied, noise
+
+
 def run(args: argparse.Namespace) -> int:
     client, _ = client_for(args)
+    if args.per_query:
+        return _per_query(client, args)
     runs = _job_runs(client, args)
     comparable = check_one_evalset(runs, args.force)
     names = []
@@ -121,9 +173,18 @@ def run(args: argparse.Namespace) -> int:
         names.sort(key=lambda n: rows[n].get(sort_key, float("-inf")), reverse=True)
     across_chunkings = experiments.not_comparable_across_chunkings(runs, metrics)
     unranked = set(metrics) if not comparable else across_chunkings
-    print(format_table(names, rows, metrics, unranked=unranked, flag=NOT_COMPARABLE_MARK if across_chunkings else ""))
+    by_label = dict(zip([run_label(r) for r in runs], runs))
+    results = {name: r for name in names if comparable and (r := _results(client, by_label[name])) is not None}
+    tied, noise = tie_marks(names, results, metrics, unranked)
+    print(format_table(names, rows, metrics, unranked=unranked, flag=NOT_COMPARABLE_MARK if across_chunkings else "",
+                       tied=tied))
     if across_chunkings:
         print(CHUNKING_NOTE)
+    if tied:
+        print(f"{vs_best.TIE_MARK} indistinguishable from the best * (paired sign-flip test on the same queries, "
+              f"Bonferroni over the other {len(results) - 1} runs, family-wise alpha {vs_best.DEFAULT_ALPHA})")
+    if noise:
+        print(noise)
     sources = _groups("source", metrics[0], rows) if metrics else []
     if "draft" in sources and len(sources) > 1:
         print(f"note: the eval set mixes drafted and other questions ({', '.join(sources)}); these means average them: "
@@ -149,3 +210,43 @@ def _print_by_group(prefix: str, metric: str, names: list[str], rows: dict[str, 
     print(format_table(names, table_rows, groups, unranked=unranked, flag=NOT_COMPARABLE_MARK if across_chunkings else ""))
     if across_chunkings:
         print(CHUNKING_NOTE)
+
+
+def _per_query(client, args) -> int:
+    """``--per-query``: the two runs' split queries, printed and logged to both runs."""
+    if len(args.run_ids) != 2:
+        raise RagexpInputError(f"--per-query compares exactly two runs, got {len(args.run_ids)} run ids", field="RUN_ID")
+    runs = [get_run(client, run_id) for run_id in args.run_ids]
+    check_one_evalset(runs, args.force)
+    loaded = [_results(client, r) for r in runs]
+    for r, results in zip(runs, loaded):
+        if results is None:
+            raise RagexpInputError(f"run {r.info.run_id} has no {ARTIFACT_NAME} to compare query by query", field="RUN_ID")
+    a, b = loaded
+    common = sorted(set(a.meta.get("ks", [])) & set(b.meta.get("ks", [])))
+    if not common:
+        raise RagexpInputError("the two runs share no cut-off k (eval.ks)", field="RUN_ID")
+    k = 5 if 5 in common else common[-1]
+    labels = [run_label(r) for r in runs]
+    diff = per_query_diff(a, b, k, a_label=labels[0], b_label=labels[1])
+    print(format_text(diff))
+    metric = f"hit_rate_at_{k}"
+    values = [_per_query_values(x, metric) for x in (a, b)]
+    queries = sorted(values[0].keys() & values[1].keys())
+    if queries:
+        base = [values[0][q] for q in queries]
+        cand = [values[1][q] for q in queries]
+        p = stats.sign_flip_p_value(base, cand)
+        delta = sum(cand) / len(cand) - sum(base) / len(base)
+        mdd = vs_best.minimum_detectable_difference(len(queries), max(sum(base), sum(cand)) / len(queries))
+        verdict = "within the noise" if abs(delta) <= mdd or p >= vs_best.DEFAULT_ALPHA else "beyond the noise"
+        print(f"\nhit rate@{k}: A {sum(base) / len(base):.4f}, B {sum(cand) / len(cand):.4f}, B - A {delta:+.4f}, "
+              f"paired sign-flip p = {p:.3g}: {verdict}")
+        print(vs_best.noise_line(len(queries), max(sum(base), sum(cand)) / len(queries), f"hit-rate@{k}"))
+    for run, other in ((runs[0], runs[1]), (runs[1], runs[0])):
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / f"{other.info.run_id}.html").write_text(format_html(diff), encoding="utf-8")
+            (Path(tmp) / f"{other.info.run_id}.json").write_text(diff.to_json(), encoding="utf-8")
+            client.log_artifacts(run.info.run_id, tmp, artifact_path=PER_QUERY_DIR)
+    print(f"\nlogged to both runs: {PER_QUERY_DIR}/<other run id>.html and .json")
+    return 0

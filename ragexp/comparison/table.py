@@ -14,9 +14,10 @@ def lower_is_better(metric: str) -> bool:
 
 
 def format_table(names: Sequence[str], rows: Mapping[str, Mapping[str, float | None]], metrics: Sequence[str],
-                 unranked: Collection[str] = (), flag: str = "") -> str:
+                 unranked: Collection[str] = (), flag: str = "", tied: Mapping[str, Collection[str]] = {}) -> str:
     """Runs as rows, metrics as columns; the best value per column marked with ``*``, except in
-    the ``unranked`` columns (values not comparable across these runs), whose header gets ``flag``."""
+    the ``unranked`` columns (values not comparable across these runs), whose header gets ``flag``;
+    ``tied[metric]`` names the runs indistinguishable from the best, marked ``≈``."""
     best: dict[str, float] = {}
     for metric in metrics:
         values = [rows[n].get(metric) for n in names if rows[n].get(metric) is not None]
@@ -31,7 +32,8 @@ def format_table(names: Sequence[str], rows: Mapping[str, Mapping[str, float | N
             if value is None:
                 cells.append("-")
             else:
-                mark = "*" if metric in best and value == best[metric] else " "
+                ranked = metric in best
+                mark = "*" if ranked and value == best[metric] else ("≈" if ranked and name in tied.get(metric, ()) else " ")
                 cells.append(f"{value:.4f}{mark}")
         body.append(cells)
     widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
