@@ -6,12 +6,13 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ragexp.commands.gate import render_json, render_markdown, render_text
-from ragexp.comparison.gate import GateSpec, first_relevant_rank, run_gate
+from ragexp.comparison.gate import GateSpec, first_relevant_rank, holm, run_gate
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 
@@ -65,19 +66,37 @@ def test_identical_candidate_passes_with_nothing_to_report():
     assert "context_precision_at_5: in neither run, skipped" in report.notes
 
 
-def test_losing_gold_for_five_percent_of_queries_fails_at_default_tolerance():
+def test_losing_gold_for_five_percent_of_queries_exceeds_the_tolerance_but_not_holms_family_wise_test():
+    """6 of 120 lost hits: beyond the auto tolerance and p = 2/64 for each of the 4 gated metrics
+    (the same 6 queries), but Holm over the 4 gives 4 * 2/64 = 0.125: not a regression by
+    default; a spec without the significance requirement calls it one."""
     baseline = make_run(ranks_with_losses(N, 0))
     candidate = make_run(ranks_with_losses(N, 6))
     report = run_gate(baseline, candidate)
     hit = next(m for m in report.metrics if m.metric == "hit_rate_at_5")
     assert hit.delta == pytest.approx(-0.05)
     assert hit.tolerance == pytest.approx(0.0392, abs=1e-4)
-    assert hit.verdict == "regression" and report.exit_code == 1
     assert hit.worse_queries == 6 and hit.better_queries == 0
-    assert hit.p_value == pytest.approx(2 / 64)
-    assert hit.ci_high < 0
+    assert hit.p_value == pytest.approx(2 / 64) and hit.ci_high < 0
+    assert len(report.metrics) == 4 and all(m.p_holm == pytest.approx(4 * 2 / 64) for m in report.metrics)
+    assert report.status == "pass"
     assert [r.query_id for r in report.regressions] == [f"q{i:03d}" for i in range(6)]
     assert all(r.gold_lost and r.baseline_rank == 1 and r.candidate_rank is None for r in report.regressions)
+    lenient = GateSpec.load().select([m.metric for m in report.metrics])
+    lenient = GateSpec(rules=tuple(replace(r, require_significance=False) for r in lenient.rules))
+    assert run_gate(baseline, candidate, lenient).status == "regression"
+
+
+def test_losing_gold_for_ten_of_120_queries_is_a_family_wise_significant_regression():
+    report = run_gate(make_run(ranks_with_losses(N, 0)), make_run(ranks_with_losses(N, 10)))
+    assert all(m.p_value == pytest.approx(2 / 1024) and m.p_holm == pytest.approx(4 * 2 / 1024) for m in report.metrics)
+    assert report.status == "regression" and report.exit_code == 1
+
+
+def test_holm_adjusted_p_values_by_hand():
+    # sorted 0.01, 0.03, 0.04, 0.2 -> 4*0.01, 3*0.03, max(2*0.04, 0.09), max(0.2, 0.09); input order kept
+    assert holm([0.01, 0.04, 0.03, 0.2]) == pytest.approx([0.04, 0.09, 0.09, 0.2])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0]) and holm([]) == []
 
 
 def test_one_query_flipping_each_way_passes():
@@ -92,7 +111,8 @@ def test_one_query_flipping_each_way_passes():
 @pytest.mark.parametrize(("lost", "status"), [(3, "pass"), (4, "regression")])
 def test_auto_tolerance_threshold_on_120_queries(lost, status):
     """With nothing else moving, ``k`` lost hits fail once ``k/n > 1.96 * sd/sqrt(n)``, i.e. ``k >= 4``."""
-    report = run_gate(make_run(ranks_with_losses(N, 0)), make_run(ranks_with_losses(N, lost)), metrics=["hit_rate_at_5"])
+    spec = spec_for("hit_rate_at_5")
+    report = run_gate(make_run(ranks_with_losses(N, 0)), make_run(ranks_with_losses(N, lost)), spec)
     assert report.status == status
 
 
@@ -115,7 +135,8 @@ def test_churn_widens_the_auto_tolerance():
 
 
 def spec_for(metric: str, **rule) -> GateSpec:
-    return GateSpec.from_mapping({"metrics": {metric: rule}, "defaults": {"min_n": 5}})
+    """One metric's rule; significance is not required unless the rule says so (these tests are about tolerances)."""
+    return GateSpec.from_mapping({"metrics": {metric: {"require_significance": False, **rule}}, "defaults": {"min_n": 5}})
 
 
 def test_absolute_and_relative_tolerances():
@@ -310,7 +331,7 @@ def results_files(tmp_path) -> dict[str, str]:
     runs = {
         "base": make_run(ranks_with_losses(N, 0)),
         "same": make_run(ranks_with_losses(N, 0)),
-        "worse": make_run(ranks_with_losses(N, 6)),
+        "worse": make_run(ranks_with_losses(N, 10)),
         "other_evalset": make_run(ranks_with_losses(N, 0), fingerprint="evalset-B"),
     }
     return {name: str(run.save(tmp_path / f"{name}.json")) for name, run in runs.items()}
@@ -360,7 +381,7 @@ def test_cli_reads_a_run_id_from_the_tracking_store(tmp_path):
     run_id = client.create_run(experiment_id="0", run_name="baseline").info.run_id
     client.log_dict(run_id, make_run(ranks_with_losses(N, 0)).to_dict(), ARTIFACT_NAME)
     client.set_terminated(run_id)
-    worse = make_run(ranks_with_losses(N, 6)).save(tmp_path / "worse.json")
+    worse = make_run(ranks_with_losses(N, 10)).save(tmp_path / "worse.json")
 
     gated = run_cli("--baseline", run_id, "--candidate", str(worse), "--tracking-uri", uri, cwd=tmp_path)
     assert gated.returncode == 1, gated.stderr

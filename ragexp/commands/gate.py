@@ -76,14 +76,15 @@ def _rank(rank: int | None) -> str:
     return "–" if rank is None else str(rank)
 
 
-METRIC_COLUMNS = ("metric", "baseline", "candidate", "delta", "tolerance", "CI of delta", "p", "n", "worse/better", "verdict")
+METRIC_COLUMNS = ("metric", "baseline", "candidate", "delta", "tolerance", "CI of delta", "p", "p Holm", "n", "worse/better",
+                  "verdict")
 
 
 def _metric_cells(verdict: MetricVerdict) -> list[str]:
     arrow = "↑" if verdict.direction == "higher" else "↓"
     return [
         f"{verdict.metric} {arrow}", _number(verdict.baseline), _number(verdict.candidate), _signed(verdict.delta),
-        _tolerance(verdict), _ci(verdict), _p_value(verdict.p_value), str(verdict.n),
+        _tolerance(verdict), _ci(verdict), _p_value(verdict.p_value), _p_value(verdict.p_holm), str(verdict.n),
         f"{verdict.worse_queries}/{verdict.better_queries}", verdict.verdict.upper(),
     ]
 

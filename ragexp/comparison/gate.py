@@ -9,8 +9,12 @@ For each metric of the :class:`GateSpec`, over the queries where both runs have 
 - ``tolerance``: absolute, relative (``r * |mean(baseline)|``) or auto
   (:func:`ragexp.comparison.stats.auto_tolerance` of the per-query differences).
 - CI of ``delta`` by paired bootstrap; p-value by the sign-flip test (exact for few changes).
-- verdict ``regression`` when ``worse > tolerance`` and, if the rule asks for significance,
-  ``p < alpha``; ``insufficient`` when fewer than ``min_n`` pairs; else ``pass``.
+- family-wise error over the gated metrics (:func:`holm`): the ``m`` metrics with a p-value are
+  one family; Holm's step-down adjusted p-value of the ``i``-th smallest raw p (1-based) is
+  ``p_holm(i) = max_{j <= i} min(1, (m - j + 1) p(j))``, so "some metric regressed" is a false
+  alarm with probability at most ``alpha`` however many metrics the spec names.
+- verdict ``regression`` when ``worse > tolerance`` and, if the rule asks for significance (the
+  default), ``p_holm < alpha``; ``insufficient`` when fewer than ``min_n`` pairs; else ``pass``.
 
 A metric absent from both runs is skipped with a note; present in only one run is an error.
 The per-query diff lists the queries that got worse, the list a developer reads first.
@@ -69,7 +73,7 @@ class MetricRule:
     direction: str = "higher"
     tolerance: Tolerance = Tolerance("auto")
     min_n: int = 20
-    require_significance: bool = False
+    require_significance: bool = True
     alpha: float = 0.05
 
 
@@ -242,6 +246,29 @@ class MetricVerdict:
     require_significance: bool
     alpha: float
     verdict: str
+    p_holm: float | None = None  # Holm-adjusted over the gated metrics (:func:`holm`)
+    dropped: bool = False  # worse by more than the tolerance
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order (see the module docstring)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for j, i in enumerate(order):
+        running = max(running, min(1.0, (m - j) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def apply_holm(verdicts: Sequence[MetricVerdict]) -> None:
+    """Set ``p_holm`` on every verdict with a p-value and decide it (module docstring)."""
+    tested = [v for v in verdicts if v.p_value is not None]
+    for verdict, adjusted in zip(tested, holm([v.p_value for v in tested])):
+        verdict.p_holm = adjusted
+        significant = adjusted < verdict.alpha or not verdict.require_significance
+        verdict.verdict = REGRESSION if verdict.dropped and significant else PASS
 
 
 @dataclass
@@ -363,9 +390,8 @@ def compare_metric(rule: MetricRule, base: np.ndarray, cand: np.ndarray, spec: G
         base, cand, n_resamples=spec.n_resamples, alpha=rule.alpha, seed=spec.seed
     )
     verdict.p_value = stats.sign_flip_p_value(base, cand, n_resamples=spec.n_resamples, seed=spec.seed)
-    dropped = -sign * verdict.delta > verdict.tolerance + _SLACK
-    significant = verdict.p_value < rule.alpha or not rule.require_significance
-    verdict.verdict = REGRESSION if dropped and significant else PASS
+    verdict.dropped = -sign * verdict.delta > verdict.tolerance + _SLACK
+    verdict.verdict = PASS  # decided with the other metrics' p-values: :func:`apply_holm`
     return verdict
 
 
@@ -449,6 +475,7 @@ def run_gate(
         compared_rules.append(rule)
     if not verdicts:
         raise RagexpInputError("none of the gated metrics is in either run", field="metrics")
+    apply_holm(verdicts)
 
     gold_ks = (_gold_k(baseline, spec), _gold_k(candidate, spec))
     return GateReport(
