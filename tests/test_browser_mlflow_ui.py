@@ -11,7 +11,9 @@ written to a sqlite store, a real ``mlflow server`` on 127.0.0.1 serves it, and 
 - one run's per-query table, in MLflow's evaluation view, filters down to exactly that run's
   retrieval failures (computed here from its ``ragexp_results.json``), and the same query shows
   side by side in two runs;
-- the sweep's parent run shows its summary heatmap.
+- the ragexp view shows each headline metric's CI bounds and its tie mark (``ragexp.vs_best.<m>``:
+  best / tied / worse) beside it, every header whole;
+- the sweep's parent run shows its summary: tie set, noise line, heatmap.
 
 Screenshots go to ``test-artifacts/``. ``RAGEXP_UPDATE_SCREENSHOT=1`` runs the sweep on the demo
 dataset instead of the tiny one and copies the screenshots to ``docs/images/`` (the README's).
@@ -179,6 +181,28 @@ def test_one_click_from_the_first_screen_shows_full_names_and_headline_columns(s
     first_row = page.locator('[role="row"][row-index="0"] [col-id="metrics.`1_headline/hit_rate_at_5`"]').first
     best = max(c.data.metrics[to_mlflow("hit_rate_at_5")] for c in sweep.children)
     assert float(first_row.inner_text()) == pytest.approx(best, rel=1e-9)  # sorted: best hit rate@5 first
+    # beside hit rate@5: its CI bounds and its standing against the best (the tie mark), headers whole
+    ci_low, ci_high, tie = ("metrics.`ci/hit_rate_at_5_low`", "metrics.`ci/hit_rate_at_5_high`",
+                            "tags.`ragexp.vs_best.hit_rate_at_5`")
+    for column in (f"metrics.`{to_mlflow('hit_rate_at_5')}`", ci_low, ci_high, tie):
+        header = page.locator(f'[role="columnheader"][col-id="{column}"]')
+        sync_api.expect(header).to_be_visible()
+        label = column.split("`")[1]
+        sync_api.expect(header).to_contain_text(label.rsplit("/", 1)[-1])
+        cut = header.evaluate("h => Array.from(h.querySelectorAll('*')).filter(e => e.children.length === 0 && "
+                              "e.textContent.trim()).some(e => e.scrollWidth > e.clientWidth + 1)")
+        assert not cut, f"column header {label!r} is cut off"
+    statuses = {}
+    for child in sweep.children:
+        row = page.locator(f'[role="row"][row-id="{child.info.run_id}"]')
+        low = float(row.locator(f'[col-id="{ci_low}"]').inner_text())
+        high = float(row.locator(f'[col-id="{ci_high}"]').inner_text())
+        value = child.data.metrics[to_mlflow("hit_rate_at_5")]
+        assert low <= value <= high
+        statuses[child.info.run_id] = row.locator(f'[col-id="{tie}"]').inner_text().strip()
+    tags = {c.info.run_id: sweep.client.get_run(c.info.run_id).data.tags["ragexp.vs_best.hit_rate_at_5"]
+            for c in sweep.children}
+    assert statuses == tags and list(tags.values()).count("best") == 1
     screenshot(page, "mlflow-runs-view.png")
 
 
@@ -277,4 +301,14 @@ def test_parent_run_shows_the_sweep_summary(sweep, page):
     best = max(sweep.children, key=lambda c: c.data.metrics[to_mlflow("hit_rate_at_5")])
     value = best.data.metrics[to_mlflow("hit_rate_at_5")]
     assert sweep.client.get_run(sweep.parent.info.run_id).data.tags["best.hit_rate_at_5"].split(" = ")[1].startswith(f"{value:.4f}")
+    # the tie set and the noise line, not one crowned winner
+    tied = [c for c in sweep.children
+            if sweep.client.get_run(c.info.run_id).data.tags["ragexp.vs_best.hit_rate_at_5"] == "tied"]
+    n = int(best.data.params["n_queries"])
+    claim = (f"{len(tied) + 1} configs are indistinguishable on hit_rate_at_5 at n={n}" if tied
+             else f"is best on hit_rate_at_5 at n={n}")
+    sync_api.expect(page.get_by_text(claim).first).to_be_visible()
+    sync_api.expect(page.get_by_text(re.compile(rf"at n={n} a hit_rate_at_5 difference below ~0\.\d+ is noise"))
+                    .first).to_be_visible()
+    image.scroll_into_view_if_needed()
     screenshot(page, "mlflow-sweep-summary.png")

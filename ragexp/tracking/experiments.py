@@ -9,9 +9,11 @@ of different eval sets against each other.
 A new experiment gets a description (tag ``mlflow.note.content``, shown above its runs table)
 saying which eval set it holds and how to read it, and a saved view named ``ragexp`` (tag
 ``mlflow.sharedViewState.ragexp``, listed under the page's "Views" button and linked from the
-description): headline metric columns, sorted by hit rate@5 best first, component labels as
-columns, every run shown in the charts, a parallel-coordinates chart of the components against
-the headline metrics. MLflow 3.17 has no per-experiment default view (a fresh browser opens on
+description): headline metric columns, each followed by its bootstrap 95% CI bounds
+(``ci/<m>_low``, ``ci/<m>_high``) and, after a sweep, its ``ragexp.vs_best.<m>`` tag (best / tied
+/ worse, :mod:`ragexp.tracking.sweep_summary`), sorted by hit rate@5 best first, component labels
+as columns, every run shown in the charts, a parallel-coordinates chart of the components against
+the headline metrics. Column widths follow the header text, so no header is cut off. MLflow 3.17 has no per-experiment default view (a fresh browser opens on
 its own defaults), so the view is one click away, and ``ragexp ui`` prints its URL.
 """
 
@@ -28,6 +30,8 @@ from ragexp.data import Corpus, EvalSet
 from ragexp.tracking import store
 from ragexp.tracking.labels import AXIS_TAG_PREFIX
 from ragexp.tracking.metric_names import HEADLINE_SECTION, RETRIEVAL_KEY, to_mlflow
+
+VS_BEST_TAG_PREFIX = "ragexp.vs_best."
 
 log = logging.getLogger(__name__)
 VIEW_ID = "ragexp"
@@ -100,12 +104,21 @@ def describe(corpus: Corpus, evalset: EvalSet, experiment_id: str) -> str:
     )
 
 
-def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headline: Iterable[str] = RETRIEVAL_HEADLINE
-               ) -> dict:
+def _header_width(label: str, least: int = 120) -> int:
+    """A column width (px) that shows ``label`` whole in the runs table's header font (about 8 px a
+    character, plus room for the sort and menu icons)."""
+    return max(least, 8 * len(label) + 48)
+
+
+def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headline: Iterable[str] = RETRIEVAL_HEADLINE,
+               tie_metrics: Iterable[str] = ()) -> dict:
     """The saved view's state: MLflow's search facets and runs-page UI state (column ids are
     ``metrics.`key```, ``params.`key```, ``tags.`key```). ``axis_params`` are the params behind
     the sweep's axes; the parallel-coordinates chart spans them (else the component labels) and
-    the first three headline metrics."""
+    the first three headline metrics. Each headline metric with a CI (the retrieval ones) is
+    followed by its CI bounds, each of ``tie_metrics`` by its ``ragexp.vs_best.<m>`` tag."""
+    headline = list(headline)
+    ties = set(tie_metrics)
     metrics = [to_mlflow(key) for key in headline]
     params = [*LABEL_PARAMS, *(p for p in axis_params if p not in LABEL_PARAMS)]
     axis_columns = [f"tags.`{AXIS_TAG_PREFIX}{axis}`" for axis in axes if axis not in LABEL_PARAMS]
@@ -117,10 +130,21 @@ def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headli
     charts += [{"uuid": f"{VIEW_ID}-bar-{i}", "type": "BAR", "metricSectionId": section, "isGenerated": True,
                 "deleted": False, "runsCountToCompare": 100, "metricKey": key, "displayName": key.rsplit("/", 1)[-1]}
                for i, key in enumerate(metrics)]
-    metric_columns = [f"metrics.`{key}`" for key in metrics]
+    widths: dict[str, int] = {RUN_NAME_COLUMN: 330}
+    metric_columns = []
+    for key in headline:
+        labels = [to_mlflow(key)]
+        if key in RETRIEVAL_HEADLINE:
+            labels += [to_mlflow(f"{key}_ci_low"), to_mlflow(f"{key}_ci_high")]
+        for label in labels:
+            metric_columns.append(f"metrics.`{label}`")
+            widths[metric_columns[-1]] = _header_width(label)
+        if key in ties:
+            metric_columns.append(f"tags.`{VS_BEST_TAG_PREFIX}{key}`")
+            widths[metric_columns[-1]] = _header_width(f"{VS_BEST_TAG_PREFIX}{key}")
     param_columns = [f"params.`{p}`" for p in params]
+    widths.update({c: _header_width(c.split("`")[1], least=135) for c in param_columns + axis_columns})
     columns = [*metric_columns, *param_columns, *axis_columns]
-    widths = {RUN_NAME_COLUMN: 330, **{c: 175 for c in metric_columns}, **{c: 135 for c in param_columns + axis_columns}}
     return {
         "orderByKey": f"metrics.`{to_mlflow(SORT_METRIC)}`",
         "orderByAsc": False,

@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 MAX_PANELS = 6
 SUMMARY_DIR = "summary"
 BEST_TAG_PREFIX = "best."
-VS_BEST_TAG_PREFIX = "ragexp.vs_best."
+VS_BEST_TAG_PREFIX = experiments.VS_BEST_TAG_PREFIX
 VS_BEST_DIR = "vs_best"
 DIFF_K = 5
 SORT_METRIC = "hit_rate_at_5"
@@ -344,4 +344,5 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
                                            not_comparable, ties)
     store.log_batched(client, parent_run_id, tags=tags)
     view_metrics = [m for m in (*experiments.RETRIEVAL_HEADLINE, *experiments.GENERATION_HEADLINE) if m in metrics]
-    experiments.set_view(client, experiment_id, experiments.view_state(axes, _axis_params(children, axes), view_metrics))
+    experiments.set_view(client, experiment_id, experiments.view_state(
+        axes, _axis_params(children, axes), view_metrics, tie_metrics=[m for m in view_metrics if m in ties.standings]))
