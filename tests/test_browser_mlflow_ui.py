@@ -134,6 +134,21 @@ def screenshot(page: sync_api.Page, name: str) -> None:
         shutil.copyfile(ARTIFACTS / name, DOCS_IMAGES / name)
 
 
+def scroll_to_column(page: sync_api.Page, col_id: str) -> None:
+    """Scroll the runs table sideways until column ``col_id`` is rendered (the grid renders only
+    the columns in view: each headline metric brings its CI bounds and tie mark, wider than a screen)."""
+    viewport = page.locator(".ag-body-horizontal-scroll-viewport").first
+    header = page.locator(f'[role="columnheader"][col-id="{col_id}"]')
+    viewport.evaluate("v => { v.scrollLeft = 0; }")
+    for _ in range(20):
+        if header.count() and header.first.is_visible():
+            header.first.scroll_into_view_if_needed()
+            return
+        viewport.evaluate("v => { v.scrollLeft += 300; }")
+        page.wait_for_timeout(200)
+    raise AssertionError(f"column {col_id} not found in the runs table")
+
+
 def results_of(sweep: Sweep, run) -> RunResults:
     local = sweep.client.download_artifacts(run.info.run_id, ARTIFACT_NAME, dst_path=str(ARTIFACTS))
     return RunResults.load(local)
@@ -173,11 +188,14 @@ def test_one_click_from_the_first_screen_shows_full_names_and_headline_columns(s
             assert not cut, f"run name {name!r} is cut off in the runs table"
             for metric in HEADLINE:
                 cell = page.locator(f'[role="row"][row-id="{child.info.run_id}"] [col-id="metrics.`{to_mlflow(metric)}`"]')
+                scroll_to_column(page, f"metrics.`{to_mlflow(metric)}`")
                 sync_api.expect(cell).to_have_text(re.compile(r"^\d"))
                 assert float(cell.inner_text()) == pytest.approx(child.data.metrics[to_mlflow(metric)], rel=1e-9)
     for metric in HEADLINE:
         header = page.locator(f'[role="columnheader"][col-id="metrics.`{to_mlflow(metric)}`"]')
+        scroll_to_column(page, f"metrics.`{to_mlflow(metric)}`")
         sync_api.expect(header).to_be_visible()
+    scroll_to_column(page, f"metrics.`{to_mlflow('hit_rate_at_5')}`")
     first_row = page.locator('[role="row"][row-index="0"] [col-id="metrics.`1_headline/hit_rate_at_5`"]').first
     best = max(c.data.metrics[to_mlflow("hit_rate_at_5")] for c in sweep.children)
     assert float(first_row.inner_text()) == pytest.approx(best, rel=1e-9)  # sorted: best hit rate@5 first

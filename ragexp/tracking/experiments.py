@@ -105,9 +105,9 @@ def describe(corpus: Corpus, evalset: EvalSet, experiment_id: str) -> str:
 
 
 def _header_width(label: str, least: int = 120) -> int:
-    """A column width (px) that shows ``label`` whole in the runs table's header font (about 8 px a
-    character, plus room for the sort and menu icons)."""
-    return max(least, 8 * len(label) + 48)
+    """A column width (px) that shows ``label`` whole in the runs table's header font (about 7 px a
+    character, plus room for the sort icon)."""
+    return max(least, 7 * len(label) + 40)
 
 
 def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headline: Iterable[str] = RETRIEVAL_HEADLINE,
