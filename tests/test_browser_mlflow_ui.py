@@ -221,6 +221,8 @@ def test_one_click_from_the_first_screen_shows_full_names_and_headline_columns(s
     tags = {c.info.run_id: sweep.client.get_run(c.info.run_id).data.tags["ragexp.vs_best.hit_rate_at_5"]
             for c in sweep.children}
     assert statuses == tags and list(tags.values()).count("best") == 1
+    page.locator(".ag-body-horizontal-scroll-viewport").first.evaluate("v => { v.scrollLeft = 0; }")
+    page.wait_for_timeout(300)
     screenshot(page, "mlflow-runs-view.png")
 
 

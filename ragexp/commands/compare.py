@@ -147,6 +147,8 @@ def tie_marks(names: list[str], results: dict[str, RunResults], metrics: list[st
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.per_query and len(args.run_ids) != 2:
+        raise RagexpInputError(f"--per-query compares exactly two runs, got {len(args.run_ids)} run ids", field="RUN_ID")
     client, _ = client_for(args)
     if args.per_query:
         return _per_query(client, args)
@@ -214,8 +216,6 @@ def _print_by_group(prefix: str, metric: str, names: list[str], rows: dict[str, 
 
 def _per_query(client, args) -> int:
     """``--per-query``: the two runs' split queries, printed and logged to both runs."""
-    if len(args.run_ids) != 2:
-        raise RagexpInputError(f"--per-query compares exactly two runs, got {len(args.run_ids)} run ids", field="RUN_ID")
     runs = [get_run(client, run_id) for run_id in args.run_ids]
     check_one_evalset(runs, args.force)
     loaded = [_results(client, r) for r in runs]

@@ -304,6 +304,10 @@ def _compare_without_a_store(c: Case) -> list[str]:
     return ["compare", "--tracking-uri", f"sqlite:///{c.dir / 'missing.db'}"]
 
 
+def _per_query_with_one_run(c: Case) -> list[str]:
+    return ["compare", "--per-query", "0" * 32, "--tracking-uri", f"sqlite:///{c.dir / 'missing.db'}"]
+
+
 # --- query logs (ragexp evalset queries) -------------------------------------------------------------
 
 
@@ -431,6 +435,8 @@ CASES = [
             ("field 'tracking.uri'", "(not shown)", "PGPASSWORD"), SECRET),
     CliCase("compare-missing-store", "`ragexp compare --tracking-uri sqlite:///missing.db`", _compare_without_a_store,
             ("ragexp compare: error: field 'tracking.uri': no MLflow store at <dir>/missing.db",)),
+    CliCase("compare-per-query-one-run", "`ragexp compare --per-query RUN_ID` (one run)", _per_query_with_one_run,
+            ("ragexp compare: error: field 'RUN_ID': --per-query compares exactly two runs, got 1 run ids",)),
     CliCase("log-binary", "`ragexp evalset queries` on a binary file", _binary_log,
             ("ragexp evalset: error: <dir>/in/app.log: a binary file, not a text query log",)),
     CliCase("log-empty", "`ragexp evalset queries` on an empty log", _empty_log,
