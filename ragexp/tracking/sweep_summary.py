@@ -36,8 +36,7 @@ import math
 import tempfile
 import urllib.parse
 from collections.abc import Mapping, Sequence
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlflow.entities import Run
@@ -71,10 +70,10 @@ class ChildRun:
     axis_values: dict[str, str]
     metrics: dict[str, float]  # headline results keys present on the run
     params: dict[str, str]
-    half_widths: dict[str, float] = dataclasses.field(default_factory=dict)  # CI half-width per metric
+    half_widths: dict[str, float] = field(default_factory=dict)  # CI half-width per metric
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class Ties:
     """The sweep's standings per metric (``{metric: {run id: VsBest}}``) and each metric's noise
     (:func:`ragexp.comparison.vs_best.minimum_detectable_difference` at the best's value)."""
@@ -141,6 +140,7 @@ def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, 
     if collapsed:
         facets = [()]
     values = [child.metrics[metric] for child in children if metric in child.metrics]
+    sign = -1.0 if lower_is_better(metric) else 1.0  # a cell shows its best run: the lowest failure rate
     panels = []
     for facet in facets:
         cell: list[list[ChildRun | None]] = [[None] * len(cols) for _ in rows]
@@ -149,7 +149,7 @@ def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, 
                 continue
             i = rows.index(child.axis_values[row_axis])
             j = cols.index(child.axis_values[col_axis]) if col_axis else 0
-            if cell[i][j] is None or child.metrics[metric] > cell[i][j].metrics[metric]:
+            if cell[i][j] is None or sign * child.metrics[metric] > sign * cell[i][j].metrics[metric]:
                 cell[i][j] = child
         grid = [[math.nan if c is None else c.metrics[metric] for c in line] for line in cell]
         half = [[math.nan if c is None else c.half_widths.get(metric, math.nan) for c in line] for line in cell]
@@ -159,7 +159,7 @@ def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, 
     noise = ties.noise.get(metric)
     low, high = anchored_scale(values, noise)
     return draw_heatmap(path, metric, rows, cols, row_axis, col_axis or "", panels, low, high,
-                        max(values) if values else None, noise=noise)
+                        (max(values) if sign > 0 else min(values)) if values else None, noise=noise)
 
 
 def _table(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str]):
