@@ -79,6 +79,12 @@ class Pooler:
             self._retrievers.append(retriever)
         self._built_for = corpus.fingerprint()
 
+    def warm(self, corpus: Corpus) -> None:
+        """Build the pipelines now (the CLI calls it in a background thread while the page loads)."""
+        with self.lock:
+            if self._built_for != corpus.fingerprint():
+                self._build(corpus)
+
     def pool(self, corpus: Corpus, query: str) -> list[dict]:
         """The shuffled union of every pipeline's top :attr:`depth` for ``query``."""
         with self.lock:

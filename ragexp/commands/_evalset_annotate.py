@@ -11,6 +11,7 @@ hallucinations. ``--queue-only`` writes the queue and exits without serving.
 from __future__ import annotations
 
 import argparse
+import threading
 from pathlib import Path
 
 from ragexp.annotation.pool import DEFAULT_DEPTH, DEFAULT_PIPELINES
@@ -43,6 +44,12 @@ def _check(args: argparse.Namespace) -> None:
         raise RagexpInputError("--depth takes an integer >= 1 and only goes with --from-run", field="--depth")
     if args.pool_depth < 1:
         raise RagexpInputError("must be >= 1", field="--pool-depth")
+    from ragexp.config.compose import CONFIG_DIR
+
+    for name in args.pipelines.split(","):
+        if name.strip() and not (CONFIG_DIR / "retrieval" / f"{name.strip()}.yaml").is_file():
+            known = ", ".join(sorted(p.stem for p in (CONFIG_DIR / "retrieval").glob("*.yaml")))
+            raise RagexpInputError(f"no retrieval config {name.strip()!r} (known: {known})", field="--pipelines")
     if args.queries is not None and not args.queries.is_file():
         raise RagexpInputError("no such file; pass the candidates or drafts file", file=args.queries, field="--queries")
 
@@ -93,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
             return 0
         progress.set_enabled(False)  # one bar per pooled question would bury the URL
         pipelines = [name.strip() for name in args.pipelines.split(",") if name.strip()]
-        annotation = Annotation(session, corpus, Pooler(pipelines, args.pool_depth, args.seed))
+        pooler = Pooler(pipelines, args.pool_depth, args.seed)
+        threading.Thread(target=pooler.warm, args=(corpus.current(),), daemon=True, name="pool-warm-up").start()
+        annotation = Annotation(session, corpus, pooler)
         app = create_app(routers(annotation), "annotate.html", title="ragexp annotate")
         return serve(app, sock, what=f"annotating {args.evalset} (saved at every change)")
     finally:
