@@ -216,7 +216,7 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
                     os.killpg(server.pid, signal.SIGKILL)
                     server.wait()
                 act.type(item["gold_answer"])
-                act.press("Ctrl+Enter")
+                act.press("Control+Enter")
                 if n == 2:
                     page.wait_for_function("() => document.getElementById('save-status').dataset.state === 'offline'")
                     page.screenshot(path=str(ARTIFACTS / "annotate-offline.png"))
@@ -240,7 +240,7 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
             saved(page)
             page.screenshot(path=str(ARTIFACTS / "annotate-search.png"))
             shots.append("annotate-search.png")
-            act.press("Ctrl+Enter")
+            act.press("Control+Enter")
 
             unanswerable = next(i for i in queued if not items[i].get("answerable", True))
             act.item = unanswerable
@@ -248,12 +248,12 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
             act.press("u")
             act.press("a")
             act.type(items[unanswerable]["gold_answer"])
-            act.press("Ctrl+Enter")
+            act.press("Control+Enter")
             saved(page)
 
             page.reload()  # what the files hold now, as a restarted page sees it
             page.wait_for_selector("#queue li")
-            page.screenshot(path=str(ARTIFACTS / "annotate-coverage.png"), full_page=True)
+            page.screenshot(path=str(ARTIFACTS / "annotate-coverage.png"))
             shots.append("annotate-coverage.png")
             browser.close()
     finally:

@@ -20,7 +20,7 @@ from ragexp.runtime.fingerprint import stable_hash
 
 DEFAULT_PIPELINES = ("bm25", "dense", "hybrid_rrf")
 DEFAULT_DEPTH = 5
-CONTEXT_CHARS = 300
+CONTEXT_CHARS = 200
 
 
 def default_chunker():
