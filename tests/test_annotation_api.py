@@ -145,3 +145,28 @@ def test_from_run_queues_exactly_the_unjudged_units(tmp_path):
     judged = chunk_qrels(load_evalset(evalset, corpus).items, by_doc)["a"]
     assert judged_at_k([tuple(r) for r in ranking], qrels, k) == 1 / k
     assert judged_at_k([tuple(r) for r in ranking], judged, k) == 1.0
+
+
+def test_busy_port_fails_at_once_before_loading_anything(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from tests.helpers.cli import ENV
+
+    corpus_dir, _ = write_tiny_dataset(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "ragexp.cli", "evalset", "annotate", str(tmp_path / "new.jsonl"),
+                               "--corpus", str(corpus_dir), "--port", str(port)], cwd=tmp_path, env=ENV,
+                              capture_output=True, text=True, timeout=120, check=False)
+        elapsed = time.monotonic() - started
+    assert proc.returncode == 2 and elapsed < 10, (proc.returncode, elapsed, proc.stderr)
+    assert proc.stderr.strip().splitlines() == [
+        f"ragexp evalset: error: field '--port': port {port} on 127.0.0.1 is already in use (Address already in use); "
+        f"stop what runs there or pick another port, e.g. --port {port + 1}"]
+    assert "http://" not in proc.stdout and not (tmp_path / "new.jsonl").exists()
+    assert not (tmp_path / "new.annotation.json").exists()
