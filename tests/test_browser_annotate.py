@@ -282,12 +282,29 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
     run = client.search_runs([client.get_experiment_by_name("annotated").experiment_id])[0]
     assert run.data.params["n_queries"] == "4" and "retrieval/judged_at_5" in run.data.metrics
 
-    per_item = {i: dict(act.counts.get(i, Counter())) for i in annotated}
+    per_item = {i: {**act.counts.get(i, Counter()), **by_hand(items[i], written[items[i]["query"]])} for i in annotated}
     (ARTIFACTS / "annotate-actions.json").write_text(json.dumps(per_item, indent=1))
     print("page actions per item:", json.dumps(per_item))
     if UPDATE_SCREENSHOTS:
         for name in shots:
             shutil.copy(ARTIFACTS / name, DOCS_IMAGES / name)
+
+
+def by_hand(item: dict, written: dict) -> dict:
+    """Writing the same item as a JSONL line by hand: the question and the quote copied (select,
+    Ctrl+C, Ctrl+V: 3 actions each), the gold answer typed as on the page, everything else typed
+    key by key (the quote form, so no offsets to count)."""
+    line = {"id": item["id"], "query": item["query"]}
+    positive = [e for e in written["evidence"] if e.get("grade", 1) >= 1]
+    if positive:
+        line["evidence"] = [{"doc_id": positive[0]["doc_id"], "quote": positive[0]["quote"]}]
+        pasted = [item["query"], positive[0]["quote"]]
+    else:
+        line |= {"answerable": False, "evidence": []}
+        pasted = [item["query"]]
+    line |= {"gold_answer": item["gold_answer"], "source": "log"}
+    keys = len(json.dumps(line, ensure_ascii=False)) - sum(map(len, pasted)) - len(item["gold_answer"])
+    return {"by_hand_keys": keys, "by_hand_copy_paste": 3 * len(pasted)}
 
 
 def with_suppress_kill(server: subprocess.Popen) -> None:
