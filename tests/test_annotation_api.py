@@ -170,3 +170,14 @@ def test_busy_port_fails_at_once_before_loading_anything(tmp_path):
         f"stop what runs there or pick another port, e.g. --port {port + 1}"]
     assert "http://" not in proc.stdout and not (tmp_path / "new.jsonl").exists()
     assert not (tmp_path / "new.annotation.json").exists()
+
+
+def test_a_malformed_save_is_refused_with_422_and_writes_nothing(page):
+    client, evalset, _ = page
+    state = client.get("/api/state").json()
+    item = state["entries"][0]["id"]
+    for changes in ({"evidence": [{"doc_id": "webhooks", "start": 5, "end": 2, "quote": "x"}]},
+                    {"evidence": [{"doc_id": "webhooks", "grade": -1}]}, {"tags": "synonym"}, {"id": "other"}):
+        reply = put(client, item, changes, state["etag"])
+        assert reply.status_code == 422, (changes, reply.text)
+    assert client.get("/api/state").json()["etag"] == state["etag"]

@@ -23,9 +23,9 @@ import threading
 from ragexp.annotation.coverage import coverage
 from ragexp.annotation.hints import ChunkMap, category_hints
 from ragexp.annotation.live_corpus import LiveCorpus, span_problem
-from ragexp.annotation.pool import Pooler, default_chunker, passage
+from ragexp.annotation.pool import Pooler, default_chunker, page_label, passage
 from ragexp.annotation.search import search
-from ragexp.annotation.session import Session, is_complete
+from ragexp.annotation.session import Session, check_changes, is_complete
 from ragexp.web.files import Conflict
 
 MAX_DOCUMENT_CHARS = 400_000
@@ -46,8 +46,8 @@ class Annotation:
                 self._chunk_map = (self.corpus.generation, ChunkMap(corpus, default_chunker().chunk_corpus(corpus)))
             return self._chunk_map[1]
 
-    def view(self, entry: dict) -> dict:
-        corpus = self.corpus.current()
+    def view(self, entry: dict, corpus=None) -> dict:
+        corpus = corpus if corpus is not None else self.corpus.current()
         evidence = entry.get("evidence", [])
         stale = {i: problem for i, e in enumerate(evidence) if (problem := span_problem(corpus, e)) is not None}
         fresh = [e for i, e in enumerate(evidence) if i not in stale]
@@ -58,8 +58,9 @@ class Annotation:
                 "hints": category_hints(entry["query"], fresh, self.chunk_map())}
 
     def state(self) -> dict:
+        corpus = self.corpus.current()
         with self.session.lock:
-            entries = [self.view(entry) for entry in self.session.entries]
+            entries = [self.view(entry, corpus) for entry in self.session.entries]
             return {"etag": self.session.etag(), "evalset": str(self.session.evalset),
                     "corpus_generation": self.corpus.generation, "entries": entries,
                     "coverage": coverage(self.session.items(), self.chunk_map())}
@@ -86,8 +87,6 @@ def passage_page(corpus, evidence: dict) -> str | None:
     document = corpus.get(evidence.get("doc_id"))
     if document is None or evidence.get("start") is None or not document.page_starts:
         return None
-    from ragexp.annotation.pool import page_label
-
     return page_label(document, evidence["start"], evidence["end"])
 
 
@@ -133,6 +132,7 @@ def routers(annotation: Annotation) -> list:
         changes, save_id = body.get("changes", {}), body.get("save_id")
         with annotation.session.lock:
             try:
+                check_changes(changes)
                 if "evidence" in changes:
                     annotation.check_evidence(item_id, changes["evidence"])
                 entry = annotation.session.update(item_id, changes, if_match=if_match, save_id=save_id)

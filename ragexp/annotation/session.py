@@ -37,7 +37,7 @@ SIDECAR_KEY = "ragexp_annotation"
 #: Entry fields the eval set stores (the rest lives in the sidecar only).
 ITEM_KEYS = ("id", "query", "evidence", "gold_answer", "answers", "key_facts", "tags", "answerable", "source", "added")
 #: Entry fields a page may set.
-EDITABLE = ("evidence", "gold_answer", "key_facts", "tags", "answerable", "skipped", "confirmed", "query")
+EDITABLE = ("evidence", "gold_answer", "key_facts", "tags", "answerable", "skipped", "confirmed", "reviewed")
 
 
 def sidecar_path(evalset: Path) -> Path:
@@ -84,6 +84,27 @@ def _evidence_line(evidence: dict) -> dict:
     if evidence.get("grade", 1) != 1:
         line["grade"] = evidence["grade"]
     return line
+
+
+def check_changes(changes: dict) -> None:
+    """``ValueError`` naming the field when a page sends something the eval set cannot hold."""
+    unknown = set(changes) - set(EDITABLE)
+    if unknown:
+        raise ValueError(f"fields that cannot be edited: {', '.join(sorted(unknown))}")
+    for i, e in enumerate(changes.get("evidence", [])):
+        ok = (isinstance(e, dict) and isinstance(e.get("doc_id"), str) and type(e.get("grade", 1)) is int
+              and e.get("grade", 1) >= 0 and (e.get("start") is None) == (e.get("end") is None)
+              and (e.get("start") is None or (type(e["start"]) is int and type(e["end"]) is int and 0 <= e["start"] < e["end"])))
+        if not ok:
+            raise ValueError(f"evidence[{i}]: needs doc_id, start < end (integers) and an integer grade >= 0")
+    for key in ("tags", "key_facts"):
+        if key in changes and not (isinstance(changes[key], list) and all(isinstance(v, str) for v in changes[key])):
+            raise ValueError(f"{key}: a list of strings")
+    for key in ("answerable", "skipped", "confirmed", "reviewed"):
+        if key in changes and not isinstance(changes[key], bool):
+            raise ValueError(f"{key}: true or false")
+    if "gold_answer" in changes and not isinstance(changes["gold_answer"], str):
+        raise ValueError("gold_answer: a string")
 
 
 class Session:
@@ -236,9 +257,7 @@ class Session:
                 raise KeyError(item_id)
             if not self.check(if_match, save_id):
                 return entry
-            unknown = set(changes) - set(EDITABLE) - {"reviewed"}
-            if unknown:
-                raise ValueError(f"fields that cannot be edited: {', '.join(sorted(unknown))}")
+            check_changes(changes)
             entry.update({key: changes[key] for key in changes})
             self.last_save = save_id
             self.save()
