@@ -4,9 +4,10 @@ Files (``EVALSET`` is a ``.jsonl`` eval set, created when absent):
 
 - ``EVALSET``: the ragexp eval-set format (docs/evalset-format.md). An entry reaches it once a
   person confirmed it and it is complete: answerable with at least one evidence span of grade >= 1,
-  or marked unanswerable. Spans are written as ``{"doc_id", "start", "end", "quote"}`` (the quote
-  is checked at load time: a stale span is reported, never moved); "not relevant" verdicts are
-  grade-0 spans, the judged negatives of the pool.
+  or marked unanswerable; ``added`` is then set to that moment (a draft keeps its own). Spans
+  are written as ``{"doc_id", "start", "end", "quote"}`` (the quote is checked at load time: a
+  stale span is reported, never moved); "not relevant" verdicts are grade-0 spans, the judged
+  negatives of the pool.
 - ``<stem>.annotation.json`` (the sidecar): every entry, finished or not (queued questions, skips,
   work in progress, where each came from), and the id of the last save applied.
 
@@ -225,7 +226,7 @@ class Session:
                 known.add(normalise_query(query))
                 source = row.get("source") if row.get("source") in ITEM_SOURCES else "hand"
                 entry = {"id": row.get("id") or entry_id(query), "query": query, "source": source,
-                         "added": row.get("added") or now(), "evidence": list(row.get("evidence", [])),
+                         "added": row.get("added"), "evidence": list(row.get("evidence", [])),
                          "tags": list(row.get("tags", [])), "key_facts": list(row.get("key_facts", [])),
                          "gold_answer": row.get("gold_answer") or "", "answerable": row.get("answerable", True),
                          "confirmed": False, "skipped": False,
@@ -259,6 +260,8 @@ class Session:
                 return entry
             check_changes(changes)
             entry.update({key: changes[key] for key in changes})
+            if entry.get("added") is None and is_complete(entry):
+                entry["added"] = now()  # when it joined the eval set
             self.last_save = save_id
             self.save()
             return entry
