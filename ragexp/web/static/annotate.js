@@ -54,12 +54,18 @@
   }
 
   async function open(id) {
+    flushFields();  // a pending answer belongs to the question it was typed for
+    const active = document.activeElement;
+    if (active && (active.id === "gold" || active.id === "facts" || active.id === "search")) active.blur();
     state.current = id;
     history.replaceState(null, "", "#" + encodeURIComponent(id));
     const e = entry();
     $("query").textContent = e.query;
     $("entry-source").textContent = `${e.id} · source: ${e.source || "not recorded"}`;
     $("review-reason").textContent = e.review && !e.reviewed ? `Judge these units: ${e.review.reason}` : "";
+    state.searchHits = null;
+    state.document = null;
+    $("search").value = "";
     $("search-results").innerHTML = "";
     $("document-panel").hidden = true;
     renderQueue();
