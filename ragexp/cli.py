@@ -28,7 +28,9 @@ EXAMPLES = {
                 "ragexp evalset resolve my_evalset.jsonl --corpus my_docs/ -o resolved.jsonl",
                 "ragexp evalset queries logs/search.jsonl.gz --field q --sample 100 --out candidates.jsonl",
                 "ragexp evalset diff evalset_v1.jsonl evalset_v2.jsonl --corpus my_docs/",
-                "ragexp evalset draft --corpus my_docs/ --per-category 5 --out drafts.jsonl"],
+                "ragexp evalset draft --corpus my_docs/ --per-category 5 --out drafts.jsonl",
+                "ragexp evalset annotate my_evalset.jsonl --corpus my_docs/ --queries candidates.jsonl",
+                "ragexp evalset annotate my_evalset.jsonl --corpus my_docs/ --from-run RUN_ID --failures"],
     "reproduce": ["ragexp reproduce RUN_ID",
                   "ragexp reproduce RUN_ID --tracking-uri sqlite:////new/place/mlflow.db --artifacts /new/place/mlruns"],
     "compare": ["ragexp compare",
@@ -47,7 +49,7 @@ EXAMPLES = {
 }
 
 COMMANDS = {
-    "evalset": "build and inspect eval sets (lint, resolve, queries from logs, diff, draft)",
+    "evalset": "build and inspect eval sets (lint, resolve, queries from logs, diff, draft, annotate)",
     "reproduce": "re-run a logged run from its saved config and diff the metrics",
     "compare": "side-by-side metric table of runs",
     "export": "write a run's ranking and derived relevance in TREC format",

@@ -17,6 +17,9 @@
 ``ragexp evalset draft --corpus PATH --per-category N [--out QUEUE]``
     Draft questions with evidence from a language model (:mod:`ragexp.candidates.drafts`), appended
     to a queue file for review, never to an eval set.
+``ragexp evalset annotate EVALSET --corpus PATH [--queries FILE] [--port P] [--from-run RUN_ID [--failures]]``
+    The annotation page on 127.0.0.1 (:mod:`ragexp.annotation`): pooled candidates, evidence spans
+    selected with the mouse, judged negatives, coverage; every change saved at once.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ import json
 import sys
 from pathlib import Path
 
-from ragexp.commands import _evalset_diff, _evalset_draft, _evalset_queries
+from ragexp.commands import _evalset_annotate, _evalset_diff, _evalset_draft, _evalset_queries
 from ragexp.data.lint import lint_evalset
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import evalset_to_jsonl, load_evalset
 
 #: Sub-actions that live in their own modules (``add_arguments(parser)``, ``run(args)``, ``HELP``).
-EVALSET_TOOLS = {"queries": _evalset_queries, "diff": _evalset_diff, "draft": _evalset_draft}
+EVALSET_TOOLS = {"queries": _evalset_queries, "diff": _evalset_diff, "draft": _evalset_draft,
+                 "annotate": _evalset_annotate}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -27,6 +27,7 @@ from ragexp.evaluation.results import RunResults
 from ragexp.evaluation.retrieval_step import retrieval_step
 from ragexp.judging.calibration.record import judge_run_record
 from ragexp.metrics.evaluate import evaluate_run
+from ragexp.metrics.judged import judged_metrics
 from ragexp.metrics.per_tag import UNRECORDED_SOURCE, per_source_means, per_tag_means
 from ragexp.runtime.fingerprint import file_hash, stable_hash
 from ragexp.runtime.stage_cache import StageCache
@@ -103,8 +104,9 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     chunk_eval = evaluate_run(run, data.chunk_qrels, sorted({*ks, depth_k}))
     add_context_metrics(chunk_eval.per_query, chunk_eval.aggregate, depth_k)
     doc_eval = evaluate_run(dict(zip(qids, retrieved.doc_rankings)), data.doc_qrels, ks, prefix="doc_")
+    judged_per_query, judged_aggregate = judged_metrics(run, data.chunk_qrels, ks)  # pool coverage, grade 0 counts
     tags_by_query = {item.id: item.tags for item in items}
-    aggregates: dict[str, float] = {**chunk_eval.aggregate, **doc_eval.aggregate}
+    aggregates: dict[str, float] = {**chunk_eval.aggregate, **doc_eval.aggregate, **judged_aggregate}
     aggregates.update(per_tag_means(chunk_eval.per_query, tags_by_query))
     aggregates.update(per_source_means(chunk_eval.per_query, items))
     aggregates["n_chunks"] = float(len(data.chunks))
@@ -120,7 +122,8 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     pages = PageLabels(data) if any(doc.page_starts for doc in data.corpus.values()) else None
     per_query = []
     for item, ranking in zip(items, rankings):
-        metrics = {**chunk_eval.per_query.get(item.id, {}), **doc_eval.per_query.get(item.id, {})}
+        metrics = {**chunk_eval.per_query.get(item.id, {}), **doc_eval.per_query.get(item.id, {}),
+                   **judged_per_query.get(item.id, {})}
         row = {
             "query_id": item.id,
             "query": item.query,

@@ -12,7 +12,8 @@ under the name of what it is:
 MLflow key                  results key
 ==========================  =====================================================================
 ``1_headline/<m>``          the headline: :data:`HEADLINE` (retrieval at k=5, MRR, generation)
-``retrieval/<m>``           every other chunk-level retrieval metric (every k, ``context_*``)
+``retrieval/<m>``           every other chunk-level retrieval metric (every k, ``context_*``,
+                            ``judged_at_{k}``: pool coverage, :mod:`ragexp.metrics.judged`)
 ``doc/<m>``                 ``doc_<m>``: document-level (a document scored by its best chunk)
 ``generation/<m>``          what a generator and judge produce (scores, failure rates and counts)
 ``other/<m>``               any other aggregate (none today; a new key lands here until named)
@@ -55,7 +56,7 @@ TIME_SECTION = "time"
 OTHER_SECTION = "other"
 
 #: A chunk-level retrieval metric key (``doc_`` ones carry the prefix).
-RETRIEVAL_KEY = re.compile(r"(hit_rate|recall|mrr|context_precision|ndcg)(_at_\d+)?|context_(hit_rate|recall)")
+RETRIEVAL_KEY = re.compile(r"(hit_rate|recall|mrr|context_precision|ndcg)(_at_\d+)?|context_(hit_rate|recall)|judged_at_\d+")
 _GENERATION = re.compile(r"faithfulness|answer_relevance|exact_match|f1|key_fact_recall|refused|refusal_accuracy"
                          r"|judge_failures|generation_errors|.+_rate|n_.+|.+_judge_failures|gen\..+|judge\..+")
 _CI = re.compile(r"(?P<metric>.+)_ci_(?P<bound>low|high)")

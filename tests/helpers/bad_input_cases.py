@@ -341,6 +341,40 @@ def _truncated_gzip_log(c: Case) -> list[str]:
     return _queries(c, log)
 
 
+# --- the annotation page (ragexp evalset annotate) ------------------------------------------------------
+
+BUSY_PORT = 59123  # fixed, so the table reads the same on every run
+
+
+def _annotate(c: Case, evalset: Path, *options: str) -> list[str]:
+    return ["evalset", "annotate", str(evalset), "--corpus", str(c.corpus), *options]
+
+
+def _annotate_busy_port(c: Case) -> list[str]:
+    import socket
+
+    taken = c.stack.enter_context(socket.socket())
+    with contextlib.suppress(OSError):  # already taken by someone else: busy all the same
+        taken.bind(("127.0.0.1", BUSY_PORT))
+        taken.listen()
+    return _annotate(c, c.dir / "built.jsonl", "--port", str(BUSY_PORT))
+
+
+def _annotate_failures_without_run(c: Case) -> list[str]:
+    return _annotate(c, c.dir / "built.jsonl", "--failures", "--queue-only")
+
+
+def _annotate_yaml(c: Case) -> list[str]:
+    evalset = c.inputs / "evalset.yaml"
+    evalset.write_text("items: []\n", encoding="utf-8")
+    return _annotate(c, evalset, "--queue-only")
+
+
+def _annotate_broken_queue(c: Case) -> list[str]:
+    (c.inputs / "built.annotation.json").write_text('{"ragexp_annotation": 1, "entries": [', encoding="utf-8")
+    return _annotate(c, c.inputs / "built.jsonl", "--queue-only")
+
+
 SIMULATED_ENOSPC = """
 import errno, os, sys
 cache, rename = os.environ["RAGEXP_FULL_DISK_UNDER"], os.rename
@@ -445,6 +479,14 @@ CASES = [
             ("<dir>/in/search.jsonl:1: field 'query': no such field in this line (its keys: ts, q)", "--field")),
     CliCase("log-truncated-gzip", "`ragexp evalset queries` on a cut-off gzip log", _truncated_gzip_log,
             ("<dir>/in/queries.txt.gz:", "not a readable gzip file")),
+    CliCase("annotate-busy-port", "`ragexp evalset annotate --port P` while P is taken", _annotate_busy_port,
+            ("ragexp evalset: error: field '--port': port 59123 on 127.0.0.1 is already in use",)),
+    CliCase("annotate-failures-without-run", "`ragexp evalset annotate --failures` without `--from-run`",
+            _annotate_failures_without_run, ("field '--failures': --failures needs --from-run RUN_ID",)),
+    CliCase("annotate-yaml", "`ragexp evalset annotate` on a YAML eval set", _annotate_yaml,
+            ("<dir>/in/evalset.yaml: annotate writes the JSONL eval-set format",)),
+    CliCase("annotate-broken-queue", "`ragexp evalset annotate` with a cut-off `.annotation.json` queue", _annotate_broken_queue,
+            ("<dir>/in/built.annotation.json: cannot read the annotation queue",)),
     CliCase("disk-full", "a full disk under `cache_dir` (ENOSPC)", _full_disk_under_cache_dir,
             ("field 'cache_dir'", "cannot write the stage cache under <dir>/cache", "errno 28")),
 ]

@@ -8,12 +8,14 @@ Item
     ``{"id": str, "query": str, "evidence": [...], "gold_chunk_ids": [str]?, "gold_answer": str?,
     "answers": [str]?, "key_facts": [str]?, "tags": [str]?, "category": str?, "answerable": bool?}``;
     ``category`` is one more tag; ``answerable`` defaults to true, and an unanswerable item has no
-    evidence.
+    evidence but grade-0 judged negatives.
 Evidence, resolved at load time into chunking-independent :class:`~ragexp.data.Evidence`
     ``{"doc_id": X}`` the whole document; ``{"doc_id": X, "start": s, "end": e}`` the characters
     ``[s, e)``; ``{"doc_id": X, "quote": q}`` the span where ``q`` occurs in the document (it must
     occur exactly once, or ``"occurrence": n`` picks the n-th, 1-based, overlapping occurrences
-    counted); each may carry ``"grade": g`` (default 1; 0 = judged non-relevant).
+    counted); ``{"doc_id": X, "start": s, "end": e, "quote": q}`` the span ``[s, e)``, which must still
+    read ``q`` (a stale span is reported, never moved); each may carry ``"grade": g`` (default 1;
+    0 = judged non-relevant).
     ``gold_chunk_ids`` (the method article's ``"doc_112#chunk_4"``) become the span of that chunk
     under the header's ``chunking``, so the loaded item no longer depends on any chunking.
     Identical spans of one item are kept once.
@@ -296,11 +298,12 @@ class _ItemReader:
                 line,
                 "evidence",
             )
-        if not answerable and evidence:
+        if not answerable and (chunk_ids or any(entry.get("grade", 1) != 0 for entry in entries)):
             field = "evidence" if entries else "gold_chunk_ids"
             self.problem(
                 INCONSISTENT_ITEM,
-                'an item with "answerable": false cannot have gold evidence; remove the evidence or the flag',
+                'an item with "answerable": false cannot have gold evidence (grade-0 judged negatives are allowed); remove '
+                'the evidence or the flag',
                 line,
                 field,
             )
@@ -327,8 +330,8 @@ class _ItemReader:
         grade = 1 if grade is None else grade
         if (start is None) != (end is None):
             fields.fail("start" if start is None else "end", "a span needs both start and end (end exclusive)")
-        if quote is not None and start is not None:
-            fields.fail("quote", "give either a quote or a start/end span, not both")
+        if quote is not None and start is not None and occurrence is not None:
+            fields.fail("occurrence", "a span with its quote names its place already; drop the occurrence")
         if quote == "":
             fields.fail("quote", "must not be empty; copy the evidence text from the document")
         if occurrence is not None and (quote is None or occurrence < 1):
@@ -340,7 +343,11 @@ class _ItemReader:
         if document is None:
             self.problem(UNRESOLVED_GOLD, self._unknown_document(doc_id), line, f"{field}.doc_id")
             return None
-        if quote is not None:
+        if quote is not None and start is not None:
+            if not (0 <= start < end <= len(document.text) and document.text[start:end] == quote):
+                self.problem(UNRESOLVED_GOLD, self._stale_span(document.text, doc_id, start, end, quote), line, field)
+                return None
+        elif quote is not None:
             span = self._locate_quote(document.id, document.text, quote, occurrence, line, f"{field}.quote")
             if span is None:
                 return None
@@ -349,6 +356,16 @@ class _ItemReader:
             self.problem(UNRESOLVED_GOLD, self._bad_span(doc_id, start, end, len(document.text)), line, field)
             return None
         return Evidence(doc_id=doc_id, start=start, end=end, grade=grade)
+
+    @staticmethod
+    def _stale_span(text: str, doc_id: str, start: int, end: int, quote: str) -> str:
+        found = text[max(0, start):max(0, min(end, len(text)))]
+        elsewhere = list(_occurrences(text, quote))
+        where = (f"; the quote now occurs at offset{'s' if len(elsewhere) > 1 else ''} {_list_offsets(elsewhere)}"
+                 if elsewhere else "; the quote no longer occurs in it")
+        return (f"stale span: document {doc_id!r} no longer holds quote {_shorten(quote)} at [{start}, {end}) "
+                f"(it reads {_shorten(found)} there){where}; the document changed since the span was marked — "
+                "re-mark it (ragexp evalset annotate shows it) or fix start/end")
 
     def _locate_quote(
         self, doc_id: str, text: str, quote: str, occurrence: int | None, line: int, field: str

@@ -1,0 +1,160 @@
+"""The annotation page's HTTP API (FastAPI routers on :func:`ragexp.web.app.create_app`).
+
+==========================================  ==================================================
+``GET /api/state``                          entries (with hints and stale spans), coverage, etag
+``GET /api/entries/{id}/candidates``        the pool for the question, or the run's units to judge
+``GET /api/search?q=``                      full-text search over the corpus
+``GET /api/documents/{doc_id}``             a whole document
+``PUT /api/entries/{id}``                   change one entry (``If-Match``: the page's etag)
+``POST /api/entries``                       add a question typed on the page
+==========================================  ==================================================
+
+Every write re-reads the corpus if a file under it changed, and checks each evidence span the page
+sends against it: a span that does not read its quote any more is *stale*. A stale span the eval
+set already held is kept as it is (and shown as stale: lint reports it too); a new stale span
+means the page shows an outdated document, so the save is refused with 409 and nothing is written.
+A save carrying an old etag is refused with 409 as well (another page or process wrote the files).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ragexp.annotation.coverage import coverage
+from ragexp.annotation.hints import ChunkMap, category_hints
+from ragexp.annotation.live_corpus import LiveCorpus, span_problem
+from ragexp.annotation.pool import Pooler, default_chunker, page_label, passage
+from ragexp.annotation.search import search
+from ragexp.annotation.session import Session, check_changes, is_complete
+from ragexp.web.files import Conflict
+
+MAX_DOCUMENT_CHARS = 400_000
+
+
+class Annotation:
+    """The state behind the page: one session, the live corpus, the pooler."""
+
+    def __init__(self, session: Session, corpus: LiveCorpus, pooler: Pooler) -> None:
+        self.session, self.corpus, self.pooler = session, corpus, pooler
+        self.lock = threading.Lock()
+        self._chunk_map: tuple[int, ChunkMap] | None = None
+
+    def chunk_map(self) -> ChunkMap:
+        corpus = self.corpus.current()
+        with self.lock:
+            if self._chunk_map is None or self._chunk_map[0] != self.corpus.generation:
+                self._chunk_map = (self.corpus.generation, ChunkMap(corpus, default_chunker().chunk_corpus(corpus)))
+            return self._chunk_map[1]
+
+    def view(self, entry: dict, corpus=None) -> dict:
+        corpus = corpus if corpus is not None else self.corpus.current()
+        evidence = entry.get("evidence", [])
+        stale = {i: problem for i, e in enumerate(evidence) if (problem := span_problem(corpus, e)) is not None}
+        fresh = [e for i, e in enumerate(evidence) if i not in stale]
+        pages = [passage_page(corpus, e) for e in evidence]
+        status = ("skipped" if entry.get("skipped") else "done" if is_complete(entry)
+                  else "review" if entry.get("review") and not entry.get("reviewed") else "open")
+        return {**entry, "status": status, "stale": {str(i): p for i, p in stale.items()}, "pages": pages,
+                "hints": category_hints(entry["query"], fresh, self.chunk_map())}
+
+    def state(self) -> dict:
+        corpus = self.corpus.current()
+        with self.session.lock:
+            entries = [self.view(entry, corpus) for entry in self.session.entries]
+            return {"etag": self.session.etag(), "evalset": str(self.session.evalset),
+                    "corpus_generation": self.corpus.generation, "entries": entries,
+                    "coverage": coverage(self.session.items(), self.chunk_map())}
+
+    def check_evidence(self, item_id: str, evidence: list[dict]) -> None:
+        """Raise :class:`Conflict` when a span the entry does not hold yet is stale (see module docstring)."""
+        corpus = self.corpus.current()
+        stored = self.session.entry(item_id) or {}
+        known = [_span_key(e) for e in stored.get("evidence", [])]
+        for e in evidence:
+            problem = span_problem(corpus, e)
+            if problem is not None and _span_key(e) not in known:
+                conflict = Conflict(self.session.evalset, self.session.etag())
+                conflict.args = (f"the corpus changed under this page: {problem}; reload the page to see the current "
+                                 "documents (nothing was written)",)
+                raise conflict
+
+
+def _span_key(evidence: dict) -> tuple:
+    return tuple(evidence.get(k) for k in ("doc_id", "start", "end", "quote", "grade"))
+
+
+def passage_page(corpus, evidence: dict) -> str | None:
+    document = corpus.get(evidence.get("doc_id"))
+    if document is None or evidence.get("start") is None or not document.page_starts:
+        return None
+    return page_label(document, evidence["start"], evidence["end"])
+
+
+def routers(annotation: Annotation) -> list:
+    from fastapi import APIRouter, Body, Header, HTTPException
+
+    api = APIRouter(prefix="/api")
+
+    def conflict(err: Conflict) -> HTTPException:
+        return HTTPException(status_code=409, detail={"message": str(err.args[0]), "etag": err.current})
+
+    @api.get("/state")
+    def state() -> dict:
+        return annotation.state()
+
+    @api.get("/entries/{item_id}/candidates")
+    def candidates(item_id: str) -> dict:
+        entry = annotation.session.entry(item_id)
+        if entry is None:
+            raise HTTPException(404, f"no entry {item_id!r}")
+        corpus = annotation.corpus.current()
+        review = entry.get("review")
+        if review and not entry.get("reviewed"):
+            units = [passage(corpus, u["doc_id"], u["start"], u["end"], unit_id=u["unit_id"])
+                     for u in review["units"] if u["doc_id"] in corpus and u["end"] <= len(corpus[u["doc_id"]].text)]
+            return {"kind": "review", "reason": review.get("reason"), "candidates": units}
+        return {"kind": "pool", "candidates": annotation.pooler.pool(corpus, entry["query"])}
+
+    @api.get("/search")
+    def find(q: str = "") -> dict:
+        return {"hits": search(annotation.corpus.current(), q)}
+
+    @api.get("/documents/{doc_id:path}")
+    def document(doc_id: str) -> dict:
+        corpus = annotation.corpus.current()
+        if doc_id not in corpus:
+            raise HTTPException(404, f"no document {doc_id!r}")
+        text = corpus[doc_id].text
+        return passage(corpus, doc_id, 0, min(len(text), MAX_DOCUMENT_CHARS), context=0)
+
+    @api.put("/entries/{item_id}")
+    def update(item_id: str, body: dict = Body(...), if_match: str | None = Header(default=None)) -> dict:
+        changes, save_id = body.get("changes", {}), body.get("save_id")
+        with annotation.session.lock:
+            try:
+                check_changes(changes)
+                if "evidence" in changes:
+                    annotation.check_evidence(item_id, changes["evidence"])
+                entry = annotation.session.update(item_id, changes, if_match=if_match, save_id=save_id)
+            except Conflict as err:
+                raise conflict(err) from None
+            except KeyError:
+                raise HTTPException(404, f"no entry {item_id!r}") from None
+            except ValueError as err:
+                raise HTTPException(422, str(err)) from None
+            return {"etag": annotation.session.etag(), "entry": annotation.view(entry),
+                    "coverage": coverage(annotation.session.items(), annotation.chunk_map())}
+
+    @api.post("/entries")
+    def add(body: dict = Body(...), if_match: str | None = Header(default=None)) -> dict:
+        query = str(body.get("query", "")).strip()
+        if not query:
+            raise HTTPException(422, "the question is empty")
+        with annotation.session.lock:
+            try:
+                entry = annotation.session.add(query, if_match=if_match, save_id=body.get("save_id"))
+            except Conflict as err:
+                raise conflict(err) from None
+            return {"etag": annotation.session.etag(), "entry": annotation.view(entry)}
+
+    return [api]

@@ -1,0 +1,286 @@
+"""An annotation session: the eval set being built and its sidecar queue, saved at every change.
+
+Files (``EVALSET`` is a ``.jsonl`` eval set, created when absent):
+
+- ``EVALSET``: the ragexp eval-set format (docs/evalset-format.md). An entry reaches it once a
+  person confirmed it and it is complete: answerable with at least one evidence span of grade >= 1,
+  or marked unanswerable; ``added`` is then set to that moment (a draft keeps its own). Spans
+  are written as ``{"doc_id", "start", "end", "quote"}`` (the quote is checked at load time: a
+  stale span is reported, never moved); "not relevant" verdicts are grade-0 spans, the judged
+  negatives of the pool.
+- ``<stem>.annotation.json`` (the sidecar): every entry, finished or not (queued questions, skips,
+  work in progress, where each came from), and the id of the last save applied.
+
+Saving: both files are written whole through a temporary file renamed over them (eval set first);
+a killed server leaves each file old or new, never half. The page holds an etag (SHA-256 over both
+files' bytes); a save carrying another etag is a :class:`~ragexp.web.files.Conflict` (HTTP 409),
+unless it is the very save applied last (its reply was lost: the save is not applied twice).
+On start the eval set's items win over the sidecar's copy of them (an edit by hand is kept).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+from ragexp.data.lint import normalise_query
+from ragexp.data.loaders.evalset import FORMAT_VERSION, VERSION_KEY
+from ragexp.data.model import ITEM_SOURCES
+from ragexp.errors import RagexpInputError
+from ragexp.web.files import Conflict, atomic_write
+
+SIDECAR_VERSION = 1
+SIDECAR_KEY = "ragexp_annotation"
+#: Entry fields the eval set stores (the rest lives in the sidecar only).
+ITEM_KEYS = ("id", "query", "evidence", "gold_answer", "answers", "key_facts", "tags", "answerable", "source", "added")
+#: Entry fields a page may set.
+EDITABLE = ("evidence", "gold_answer", "key_facts", "tags", "answerable", "skipped", "confirmed", "reviewed")
+
+
+def sidecar_path(evalset: Path) -> Path:
+    return evalset.with_name(f"{evalset.stem}.annotation.json")
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def entry_id(query: str) -> str:
+    """A stable id from the question: ``q-`` and 8 hex digits of SHA-1 over its normalised text."""
+    return "q-" + hashlib.sha1(normalise_query(query).encode("utf-8")).hexdigest()[:8]
+
+
+def is_complete(entry: dict) -> bool:
+    """Whether the entry belongs in the eval set (see the module docstring)."""
+    if not entry.get("confirmed") or entry.get("skipped"):
+        return False
+    if entry.get("answerable", True) is False:
+        return True
+    return any(e.get("grade", 1) >= 1 for e in entry.get("evidence", []))
+
+
+def as_item(entry: dict) -> dict:
+    """The eval-set line of a complete entry: empty fields left out, ``answerable`` only when false."""
+    item = {"id": entry["id"], "query": entry["query"], "evidence": [_evidence_line(e) for e in entry.get("evidence", [])]}
+    for key in ("gold_answer",):
+        if entry.get(key):
+            item[key] = entry[key]
+    for key in ("answers", "key_facts", "tags"):
+        if entry.get(key):
+            item[key] = list(entry[key])
+    if entry.get("answerable", True) is False:
+        item["answerable"] = False
+    for key in ("source", "added"):
+        if entry.get(key):
+            item[key] = entry[key]
+    return item
+
+
+def _evidence_line(evidence: dict) -> dict:
+    line = {key: evidence[key] for key in ("doc_id", "start", "end", "quote", "occurrence") if evidence.get(key) is not None}
+    if evidence.get("grade", 1) != 1:
+        line["grade"] = evidence["grade"]
+    return line
+
+
+def check_changes(changes: dict) -> None:
+    """``ValueError`` naming the field when a page sends something the eval set cannot hold."""
+    unknown = set(changes) - set(EDITABLE)
+    if unknown:
+        raise ValueError(f"fields that cannot be edited: {', '.join(sorted(unknown))}")
+    for i, e in enumerate(changes.get("evidence", [])):
+        ok = (isinstance(e, dict) and isinstance(e.get("doc_id"), str) and type(e.get("grade", 1)) is int
+              and e.get("grade", 1) >= 0 and (e.get("start") is None) == (e.get("end") is None)
+              and (e.get("start") is None or (type(e["start"]) is int and type(e["end"]) is int and 0 <= e["start"] < e["end"])))
+        if not ok:
+            raise ValueError(f"evidence[{i}]: needs doc_id, start < end (integers) and an integer grade >= 0")
+    for key in ("tags", "key_facts"):
+        if key in changes and not (isinstance(changes[key], list) and all(isinstance(v, str) for v in changes[key])):
+            raise ValueError(f"{key}: a list of strings")
+    for key in ("answerable", "skipped", "confirmed", "reviewed"):
+        if key in changes and not isinstance(changes[key], bool):
+            raise ValueError(f"{key}: true or false")
+    if "gold_answer" in changes and not isinstance(changes["gold_answer"], str):
+        raise ValueError("gold_answer: a string")
+
+
+class Session:
+    """The entries of one eval set under annotation; every method that changes them saves both files."""
+
+    def __init__(self, evalset: Path) -> None:
+        self.evalset = Path(evalset)
+        if self.evalset.suffix.lower() != ".jsonl":
+            raise RagexpInputError("annotate writes the JSONL eval-set format; name a .jsonl file (an existing "
+                                   "YAML set: ragexp evalset resolve it to JSONL first)", file=self.evalset)
+        if not self.evalset.parent.is_dir():
+            raise RagexpInputError("the folder to write the eval set into does not exist", file=self.evalset.parent)
+        self.sidecar = sidecar_path(self.evalset)
+        self.lock = threading.RLock()
+        self.header: dict = {VERSION_KEY: FORMAT_VERSION, "name": self.evalset.stem}
+        self.entries: list[dict] = []
+        self.last_save: str | None = None
+        self._load()
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        side = self._read_sidecar()
+        by_id = {entry["id"]: entry for entry in side.get("entries", [])}
+        order = [entry["id"] for entry in side.get("entries", [])]
+        self.last_save = side.get("last_save")
+        for line_no, obj in self._read_evalset():
+            if VERSION_KEY in obj and "query" not in obj:
+                self.header = obj
+                continue
+            item_id = obj.get("id")
+            if not isinstance(item_id, str) or not isinstance(obj.get("query"), str):
+                raise RagexpInputError("an eval-set item needs a string id and query", file=self.evalset, line=line_no,
+                                       field="id")
+            entry = by_id.get(item_id, {"id": item_id, "origin": {"from": "evalset"}})
+            for key in ITEM_KEYS:
+                entry.pop(key, None)
+            entry.update({key: obj[key] for key in obj})  # the file wins, unknown keys kept as they are
+            entry.setdefault("evidence", [])
+            if "category" in entry:
+                entry["tags"] = [*entry.get("tags", []), entry.pop("category")]
+            entry["confirmed"], entry["skipped"] = True, False
+            if item_id not in by_id:
+                order.append(item_id)
+            by_id[item_id] = entry
+        self.entries = [by_id[i] for i in dict.fromkeys(order)]
+
+    def _read_sidecar(self) -> dict:
+        if not self.sidecar.exists():
+            return {}
+        try:
+            data = json.loads(self.sidecar.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise RagexpInputError(f"cannot read the annotation queue: {err}; move it away to start a new queue",
+                                   file=self.sidecar) from None
+        if not isinstance(data, dict) or data.get(SIDECAR_KEY) != SIDECAR_VERSION or not isinstance(data.get("entries"), list):
+            raise RagexpInputError(f"not a ragexp annotation queue (expected {SIDECAR_KEY}: {SIDECAR_VERSION})",
+                                   file=self.sidecar, field=SIDECAR_KEY)
+        return data
+
+    def _read_evalset(self) -> Iterable[tuple[int, dict]]:
+        if not self.evalset.exists():
+            return []
+        rows = []
+        try:
+            lines = self.evalset.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as err:
+            raise RagexpInputError(f"not UTF-8 text: {err}", file=self.evalset) from None
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise RagexpInputError(f"not JSON: {err.msg}", file=self.evalset, line=number) from None
+            if not isinstance(obj, dict):
+                raise RagexpInputError("each line must be a JSON object", file=self.evalset, line=number)
+            rows.append((number, obj))
+        return rows
+
+    # --- state ------------------------------------------------------------------------------
+
+    def etag(self) -> str:
+        digest = hashlib.sha256()
+        for path in (self.evalset, self.sidecar):
+            digest.update(path.read_bytes() if path.exists() else b"\0absent")
+            digest.update(b"\0")
+        return "sha256-" + digest.hexdigest()[:32]
+
+    def entry(self, item_id: str) -> dict | None:
+        return next((entry for entry in self.entries if entry["id"] == item_id), None)
+
+    def items(self) -> list[dict]:
+        return [as_item(entry) for entry in self.entries if is_complete(entry)]
+
+    # --- changing ---------------------------------------------------------------------------
+
+    def check(self, if_match: str | None, save_id: str | None) -> bool:
+        """``True`` when the save may go ahead, ``False`` when it is the save applied last
+        (a retry whose reply was lost); :class:`Conflict` otherwise."""
+        current = self.etag()
+        if if_match == current:
+            return True
+        if save_id is not None and save_id == self.last_save:
+            return False
+        raise Conflict(self.evalset, current)
+
+    def queue(self, rows: Iterable[dict], origin: str) -> int:
+        """Append rows (candidates, drafts, failures: ``query`` plus optional eval-set fields) whose
+        question is not an entry yet; returns how many were added. Saves when any was."""
+        with self.lock:
+            known = {normalise_query(entry["query"]) for entry in self.entries}
+            added = 0
+            for row in rows:
+                query = str(row.get("query", "")).strip()
+                if not query or normalise_query(query) in known:
+                    continue
+                known.add(normalise_query(query))
+                source = row.get("source") if row.get("source") in ITEM_SOURCES else "hand"
+                entry = {"id": row.get("id") or entry_id(query), "query": query, "source": source,
+                         "added": row.get("added"), "evidence": list(row.get("evidence", [])),
+                         "tags": list(row.get("tags", [])), "key_facts": list(row.get("key_facts", [])),
+                         "gold_answer": row.get("gold_answer") or "", "answerable": row.get("answerable", True),
+                         "confirmed": False, "skipped": False,
+                         "origin": {"from": origin, **{k: v for k, v in row.items() if k not in ITEM_KEYS}}}
+                while self.entry(entry["id"]) is not None:  # two questions with the same hash prefix
+                    entry["id"] += "x"
+                self.entries.append(entry)
+                added += 1
+            if added:
+                self.save()
+            return added
+
+    def attach_review(self, item_id: str, units: list[dict], reason: str) -> bool:
+        """Queue units of a run for judging on entry ``item_id`` (``units``: ``unit_id``, ``doc_id``,
+        ``start``, ``end``); reopens the entry. Returns whether the entry exists."""
+        with self.lock:
+            entry = self.entry(item_id)
+            if entry is None:
+                return False
+            entry["review"] = {"reason": reason, "units": units}
+            entry["reviewed"] = False
+            return True
+
+    def update(self, item_id: str, changes: dict, *, if_match: str | None, save_id: str | None) -> dict:
+        """Apply a page's changes to one entry and save (see :meth:`check`)."""
+        with self.lock:
+            entry = self.entry(item_id)
+            if entry is None:
+                raise KeyError(item_id)
+            if not self.check(if_match, save_id):
+                return entry
+            check_changes(changes)
+            entry.update({key: changes[key] for key in changes})
+            if entry.get("added") is None and is_complete(entry):
+                entry["added"] = now()  # when it joined the eval set
+            self.last_save = save_id
+            self.save()
+            return entry
+
+    def add(self, query: str, *, if_match: str | None, save_id: str | None) -> dict:
+        """A question typed on the page (``source: hand``)."""
+        with self.lock:
+            if not self.check(if_match, save_id):
+                return self.entries[-1]
+            self.last_save = save_id
+            if self.queue([{"query": query, "source": "hand"}], "page") == 0:
+                existing = next(e for e in self.entries if normalise_query(e["query"]) == normalise_query(query))
+                return existing
+            return self.entries[-1]
+
+    def save(self) -> None:
+        with self.lock:
+            lines = [json.dumps(self.header, ensure_ascii=False)] + [json.dumps(item, ensure_ascii=False) for item in self.items()]
+            atomic_write(self.evalset, "\n".join(lines) + "\n")
+            side = {SIDECAR_KEY: SIDECAR_VERSION, "evalset": self.evalset.name, "last_save": self.last_save,
+                    "entries": self.entries}
+            atomic_write(self.sidecar, json.dumps(side, ensure_ascii=False, indent=1) + "\n")

@@ -1,0 +1,391 @@
+/* The annotation page: one question at a time, every change saved at once (saving.js). */
+(function () {
+  "use strict";
+  const CATEGORIES = ["paraphrase", "synonym", "multi-chunk", "boundary"];
+  const $ = (id) => document.getElementById(id);
+  const state = {entries: [], current: null, candidates: [], focus: -1, coverage: null, generation: 0};
+  let saver = null;
+  let saveCounter = 0;
+
+  function esc(text) {
+    return String(text).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
+  }
+
+  function entry() { return state.entries.find((e) => e.id === state.current) || null; }
+
+  async function getJSON(url) {
+    const reply = await fetch(url);
+    if (!reply.ok) throw new Error(`${url}: ${reply.status}`);
+    return reply.json();
+  }
+
+  /* --- loading --- */
+
+  async function load() {
+    const data = await getJSON("/api/state");
+    state.entries = data.entries;
+    state.coverage = data.coverage;
+    state.generation = data.corpus_generation;
+    $("file").textContent = data.evalset;
+    if (!saver) {
+      saver = new RagexpSaver({etag: data.etag, status: $("save-status"), storageKey: data.evalset,
+                               onSaved: applyReply});
+      await saver.replayPending();
+    } else {
+      saver.etag = data.etag;
+    }
+    const wanted = decodeURIComponent(location.hash.slice(1));
+    const first = state.entries.find((e) => e.id === wanted) ||
+      state.entries.find((e) => e.status === "open" || e.status === "review") || state.entries[0];
+    renderQueue();
+    renderCoverage();
+    if (first) await open(first.id);
+  }
+
+  function applyReply(reply) {
+    if (reply.entry) {
+      const index = state.entries.findIndex((e) => e.id === reply.entry.id);
+      if (index >= 0) state.entries[index] = reply.entry; else state.entries.push(reply.entry);
+    }
+    if (reply.coverage) state.coverage = reply.coverage;
+    renderQueue();
+    renderCoverage();
+    if (reply.entry && reply.entry.id === state.current) { renderItem(); renderCandidates(); }
+  }
+
+  async function open(id) {
+    flushFields();  // a pending answer belongs to the question it was typed for
+    const active = document.activeElement;
+    if (active && (active.id === "gold" || active.id === "facts" || active.id === "search")) active.blur();
+    state.current = id;
+    history.replaceState(null, "", "#" + encodeURIComponent(id));
+    const e = entry();
+    $("query").textContent = e.query;
+    $("entry-source").textContent = `${e.id} · source: ${e.source || "not recorded"}`;
+    $("review-reason").textContent = e.review && !e.reviewed ? `Judge these units: ${e.review.reason}` : "";
+    state.searchHits = null;
+    state.document = null;
+    $("search").value = "";
+    $("search-results").innerHTML = "";
+    $("document-panel").hidden = true;
+    renderQueue();
+    renderItem();
+    $("candidates").innerHTML = '<p class="muted">pooling candidates…</p>';
+    const data = await getJSON(`/api/entries/${encodeURIComponent(id)}/candidates`);
+    if (state.current !== id) return;
+    state.candidates = data.candidates;
+    state.focus = state.candidates.length ? 0 : -1;
+    $("candidates-title").textContent = data.kind === "review" ? "Units of the run to judge" : "Candidate passages";
+    $("candidates-note").textContent = data.kind === "review" ? `(${data.candidates.length})`
+      : `(${data.candidates.length}, pooled from several pipelines, shuffled)`;
+    renderCandidates();
+  }
+
+  /* --- saving --- */
+
+  function save(changes) {
+    const e = entry();
+    Object.assign(e, changes);
+    saveCounter += 1;
+    const body = {changes, save_id: `${Date.now()}-${saveCounter}-${Math.random().toString(36).slice(2, 8)}`};
+    renderItem();
+    renderCandidates();
+    return saver.send("PUT", `/api/entries/${encodeURIComponent(e.id)}`, body);
+  }
+
+  function setEvidence(evidence) { return save({evidence, confirmed: true, skipped: false}); }
+
+  function sameSpan(a, b) { return a.doc_id === b.doc_id && a.start === b.start && a.end === b.end; }
+
+  function addSpan(span) {
+    const e = entry();
+    const evidence = e.evidence.filter((x) => !sameSpan(x, span));
+    evidence.push(span);
+    return setEvidence(evidence);
+  }
+
+  /* --- passages and selection --- */
+
+  function passageHTML(p, index, kind) {
+    const e = entry();
+    const textStart = p.context_start, textEnd = p.end + p.after.length;
+    const cuts = new Set([textStart, p.start, p.end, textEnd]);
+    const marks = (e ? e.evidence : []).filter((x) => x.doc_id === p.doc_id && x.start != null && (x.grade ?? 1) >= 1
+                                                && x.start < textEnd && x.end > textStart);
+    marks.forEach((m) => { cuts.add(Math.max(textStart, m.start)); cuts.add(Math.min(textEnd, m.end)); });
+    const points = [...cuts].sort((a, b) => a - b);
+    const full = p.before + p.text + p.after;
+    let html = "";
+    for (let i = 0; i + 1 < points.length; i++) {
+      const a = points[i], b = points[i + 1];
+      if (a >= b) continue;
+      let piece = esc(full.slice(a - textStart, b - textStart));
+      if (marks.some((m) => m.start <= a && m.end >= b)) piece = `<mark class="pos">${piece}</mark>`;
+      else if (kind === "hit" && a >= p.start && b <= p.end) piece = `<mark class="hit">${piece}</mark>`;
+      if (a < p.start || b > p.end) piece = `<span class="context">${piece}</span>`;
+      html += piece;
+    }
+    const negative = e && e.evidence.some((x) => (x.grade ?? 1) === 0 && sameSpan(x, p));
+    const positive = marks.length > 0;
+    const page = p.page ? ` · ${esc(p.page)}` : "";
+    return `<div class="passage${negative ? " negative" : ""}${positive ? " positive" : ""}" data-kind="${kind}" data-index="${index}">
+      <div class="passage-head"><span class="title">${esc(p.title || p.doc_id)}</span>
+        <span class="muted">${esc(p.doc_id)}${page}</span>
+        <span class="buttons"><button data-act="relevant" title="r">relevant</button>
+        <button data-act="negative" title="x">${negative ? "judged not relevant" : "not relevant"}</button>
+        <button data-act="document" title="o">document</button></span></div>
+      <div class="passage-text" data-doc="${esc(p.doc_id)}" data-base="${textStart}">${html}</div></div>`;
+  }
+
+  function renderCandidates() {
+    $("candidates").innerHTML = state.candidates.map((p, i) => passageHTML(p, i, "candidate")).join("")
+      || '<p class="muted">no candidate: search the corpus below</p>';
+    if (state.searchHits) $("search-results").innerHTML = state.searchHits.map((p, i) => passageHTML(p, i, "hit")).join("")
+      || '<p class="muted">not found</p>';
+    if (state.document) $("document").innerHTML = passageHTML(state.document, 0, "document");
+    focusCandidate(state.focus, false);
+  }
+
+  function passageOf(el) {
+    const box = el.closest(".passage");
+    if (!box) return null;
+    const index = Number(box.dataset.index);
+    const list = box.dataset.kind === "hit" ? state.searchHits : box.dataset.kind === "document" ? [state.document] : state.candidates;
+    return list[index];
+  }
+
+  function focusCandidate(index, scroll = true) {
+    document.querySelectorAll("#candidates .passage").forEach((el) => el.classList.remove("focused"));
+    if (index < 0 || index >= state.candidates.length) return;
+    state.focus = index;
+    const el = document.querySelector(`#candidates .passage[data-index="${index}"]`);
+    if (el) { el.classList.add("focused"); if (scroll) el.scrollIntoView({block: "nearest"}); }
+  }
+
+  function textOffset(container, node, offset) {
+    const range = document.createRange();
+    range.setStart(container, 0);
+    range.setEnd(node, offset);
+    return range.toString().length;
+  }
+
+  document.addEventListener("mouseup", () => {
+    const selection = window.getSelection();
+    if (!selection || selection.isCollapsed || !entry()) return;
+    const range = selection.getRangeAt(0);
+    const start = range.startContainer.parentElement && range.startContainer.parentElement.closest(".passage-text");
+    const end = range.endContainer.parentElement && range.endContainer.parentElement.closest(".passage-text");
+    if (!start || start !== end) return;
+    const p = passageOf(start);
+    const full = p.before + p.text + p.after;
+    let a = textOffset(start, range.startContainer, range.startOffset);
+    let b = textOffset(start, range.endContainer, range.endOffset);
+    while (a < b && /\s/.test(full[a])) a++;
+    while (b > a && /\s/.test(full[b - 1])) b--;
+    selection.removeAllRanges();
+    if (a >= b) return;
+    const base = Number(start.dataset.base);
+    addSpan({doc_id: start.dataset.doc, start: base + a, end: base + b, quote: full.slice(a, b), grade: 1});
+  });
+
+  function judgePassage(p, grade) {
+    if (!p) return;
+    const e = entry();
+    const span = {doc_id: p.doc_id, start: p.start, end: p.end, quote: p.text, grade};
+    const evidence = e.evidence.filter((x) => !sameSpan(x, span));
+    const already = e.evidence.some((x) => sameSpan(x, span) && (x.grade ?? 1) === grade);
+    if (!already) evidence.push(span);
+    return setEvidence(evidence);
+  }
+
+  async function openDocument(p) {
+    if (!p) return;
+    const doc = await getJSON(`/api/documents/${encodeURIComponent(p.doc_id)}`);
+    state.document = doc;
+    $("document-title").textContent = `${doc.title || doc.doc_id} (${doc.doc_id})`;
+    $("document-panel").hidden = false;
+    renderCandidates();
+    const mark = $("document").querySelector("mark");
+    if (mark) mark.scrollIntoView({block: "center"});
+  }
+
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-act]");
+    if (!button) return;
+    const p = passageOf(button);
+    const act = button.dataset.act;
+    if (act === "relevant") judgePassage(p, 1);
+    else if (act === "negative") judgePassage(p, 0);
+    else if (act === "document") openDocument(p);
+  });
+
+  $("close-document").onclick = () => { state.document = null; $("document-panel").hidden = true; };
+
+  $("search-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const q = $("search").value.trim();
+    if (!q) return;
+    const data = await getJSON(`/api/search?q=${encodeURIComponent(q)}`);
+    state.searchHits = data.hits;
+    renderCandidates();
+  });
+
+  /* --- the item --- */
+
+  function renderItem() {
+    const e = entry();
+    if (!e) return;
+    $("entry-status").textContent = `· ${e.status}`;
+    $("spans").innerHTML = e.evidence.map((x, i) => {
+      const stale = e.stale && e.stale[String(i)];
+      const page = e.pages && e.pages[i] ? ` ${esc(e.pages[i])}` : "";
+      const where = x.start != null ? `${esc(x.doc_id)}${page} [${x.start}, ${x.end})` : `${esc(x.doc_id)} (whole document)`;
+      const grade = x.grade ?? 1;
+      return `<li class="${grade === 0 ? "negative" : ""}">${grade === 0 ? "not relevant: " : ""}<span class="quote">${esc((x.quote || "").slice(0, 220))}</span>
+        <div class="muted">${where} · grade <select data-span="${i}">${[0, 1, 2, 3].map((g) => `<option${g === grade ? " selected" : ""}>${g}</option>`).join("")}</select>
+        <button data-remove="${i}" title="Delete removes the last">remove</button></div>
+        ${stale ? `<div class="stale">stale: ${esc(stale)}</div>` : ""}</li>`;
+    }).join("") || '<li class="muted">none yet</li>';
+    const hints = e.hints || [];
+    $("hints").innerHTML = hints.length ? "Hints: " + hints.map((h) => `<span class="tag hint" data-hint="${h}" title="add tag">${h}?</span>`).join(" ") + ' <span class="muted">(<kbd>t</kbd> adds them)</span>' : "";
+    $("tags").innerHTML = CATEGORIES.map((c, i) => `<span class="tag${(e.tags || []).includes(c) ? " on" : ""}" data-tag="${c}" title="Alt+${i + 1}">${c} <kbd>Alt+${i + 1}</kbd></span>`).join("");
+    $("unanswerable").checked = e.answerable === false;
+    if (document.activeElement !== $("gold")) $("gold").value = e.gold_answer || "";
+    if (document.activeElement !== $("facts")) $("facts").value = (e.key_facts || []).join("\n");
+  }
+
+  $("spans").addEventListener("change", (event) => {
+    const index = event.target.dataset.span;
+    if (index === undefined) return;
+    const evidence = entry().evidence.map((x, i) => (String(i) === index ? {...x, grade: Number(event.target.value)} : x));
+    setEvidence(evidence);
+  });
+  $("spans").addEventListener("click", (event) => {
+    const index = event.target.dataset.remove;
+    if (index === undefined) return;
+    setEvidence(entry().evidence.filter((_, i) => String(i) !== index));
+  });
+
+  function toggleTag(tag) {
+    const tags = new Set(entry().tags || []);
+    if (tags.has(tag)) tags.delete(tag); else tags.add(tag);
+    save({tags: [...tags], confirmed: true});
+  }
+  $("tags").addEventListener("click", (event) => { const t = event.target.closest("[data-tag]"); if (t) toggleTag(t.dataset.tag); });
+  $("hints").addEventListener("click", (event) => { const t = event.target.closest("[data-hint]"); if (t) toggleTag(t.dataset.hint); });
+
+  function acceptHints() {
+    const e = entry();
+    const tags = new Set([...(e.tags || []), ...(e.hints || [])]);
+    save({tags: [...tags], confirmed: true});
+  }
+
+  function setUnanswerable(value) { save({answerable: !value, confirmed: true, skipped: false}); }
+  $("unanswerable").addEventListener("change", (event) => setUnanswerable(event.target.checked));
+
+  const timers = {};
+  function textField(id, toChanges) {
+    const el = $(id);
+    const flush = () => { clearTimeout(timers[id]); timers[id] = null; save(toChanges(el.value)); };
+    el.addEventListener("input", () => { clearTimeout(timers[id]); timers[id] = setTimeout(flush, 400); });
+    el.addEventListener("blur", () => { if (timers[id]) flush(); });
+  }
+  textField("gold", (value) => ({gold_answer: value.trim()}));
+  textField("facts", (value) => ({key_facts: value.split("\n").map((s) => s.trim()).filter(Boolean)}));
+
+  function flushFields() { for (const id of ["gold", "facts"]) if (timers[id]) $(id).dispatchEvent(new Event("blur")); }
+
+  function next(step = 1, openOnly = true) {
+    const index = state.entries.findIndex((e) => e.id === state.current);
+    for (let i = 1; i <= state.entries.length; i++) {
+      const candidate = state.entries[(index + step * i + state.entries.length * 2) % state.entries.length];
+      if (!openOnly || candidate.status === "open" || candidate.status === "review") return open(candidate.id);
+    }
+  }
+
+  function done() {
+    flushFields();
+    const e = entry();
+    const changes = {confirmed: true, skipped: false};
+    if (e.review && !e.reviewed) changes.reviewed = true;
+    save(changes);
+    next();
+  }
+  function skip() { flushFields(); save({skipped: true}); next(); }
+  $("done").onclick = done;
+  $("skip").onclick = skip;
+
+  /* --- queue, coverage --- */
+
+  function renderQueue() {
+    const list = state.entries.map((e) => `<li data-id="${esc(e.id)}" class="${e.id === state.current ? "current" : ""}">
+      <span class="badge ${e.status}">${e.status}</span><span>${esc(e.query)}</span></li>`);
+    $("queue").innerHTML = list.join("");
+    const done = state.entries.filter((e) => e.status === "done").length;
+    $("queue-count").textContent = `${done} done of ${state.entries.length}`;
+  }
+  $("queue").addEventListener("click", (event) => { const li = event.target.closest("li[data-id]"); if (li) open(li.dataset.id); });
+
+  $("new-question").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const query = $("new-query").value.trim();
+    if (!query) return;
+    $("new-query").value = "";
+    saveCounter += 1;
+    const reply = await saver.send("POST", "/api/entries", {query, save_id: `${Date.now()}-${saveCounter}`});
+    if (reply && reply.entry) open(reply.entry.id);
+  });
+
+  function renderCoverage() {
+    const c = state.coverage;
+    if (!c) return;
+    const p = c.progress;
+    $("progress").textContent = `${p.items} items (advised ${p.advised_min}–${p.advised_max})`;
+    const rows = c.categories.map((x) => `<tr class="${x.ok ? "" : "low"}"><td>${x.name}</td><td>${x.items}</td><td class="muted">want ≥ ${x.wanted}</td></tr>`).join("");
+    const docs = c.documents, sections = c.sections;
+    $("coverage").innerHTML = `<div class="small">${p.items} of ${p.advised_min}–${p.advised_max} items
+      <progress max="${p.advised_min}" value="${Math.min(p.items, p.advised_min)}"></progress></div>
+      <table>${rows}</table>
+      <div class="small">Documents without a question: ${docs.without_question} of ${docs.total}</div>
+      <div class="small muted">${docs.first.slice(0, 8).map(esc).join(", ")}</div>
+      <div class="small">Sections without a question: ${sections.without_question} of ${sections.total}</div>
+      <div class="small muted">${sections.first.slice(0, 6).map((s) => esc(`${s.doc_id}: ${s.title || "(top)"}`)).join("; ")}</div>`;
+  }
+
+  /* --- keys --- */
+
+  const focusedPassage = () => state.candidates[state.focus];
+  RagexpKeys.bind([
+    {key: "j", help: "next candidate passage", run: () => focusCandidate(Math.min(state.focus + 1, state.candidates.length - 1))},
+    {key: "k", help: "previous candidate passage", run: () => focusCandidate(Math.max(state.focus - 1, 0))},
+    {key: "r", help: "the focused passage is relevant (grade 1)", run: () => judgePassage(focusedPassage(), 1)},
+    {key: "x", help: "the focused passage is not relevant (judged negative)", run: () => judgePassage(focusedPassage(), 0)},
+    {key: "o", help: "open the focused passage's whole document", run: () => openDocument(focusedPassage())},
+    {key: "1", help: "grade 1 for the last evidence", run: () => gradeLast(1)},
+    {key: "2", help: "grade 2 for the last evidence", run: () => gradeLast(2)},
+    {key: "3", help: "grade 3 for the last evidence", run: () => gradeLast(3)},
+    {key: "Delete", help: "remove the last evidence", run: () => setEvidence(entry().evidence.slice(0, -1))},
+    {key: "/", help: "search the corpus", run: () => $("search").focus()},
+    {key: "a", help: "write the gold answer", run: () => $("gold").focus()},
+    {key: "f", help: "write key facts", run: () => $("facts").focus()},
+    {key: "t", help: "add the hinted categories as tags", run: acceptHints},
+    ...CATEGORIES.map((c, i) => ({key: `Alt+${i + 1}`, help: `toggle tag ${c}`, run: () => toggleTag(c)})),
+    {key: "u", help: "unanswerable on/off", run: () => setUnanswerable(entry().answerable !== false)},
+    {key: "s", help: "skip this question", run: skip},
+    {key: "Ctrl+Enter", help: "done (accept), next open question", run: done},
+    {key: "n", help: "next open question", run: () => next(1)},
+    {key: "p", help: "previous question", run: () => next(-1, false)},
+    {key: "q", help: "add a question by hand", run: () => $("new-query").focus()},
+  ]);
+  $("help").onclick = () => RagexpKeys.toggleHelp();
+
+  function gradeLast(grade) {
+    const evidence = entry().evidence.slice();
+    for (let i = evidence.length - 1; i >= 0; i--) {
+      if ((evidence[i].grade ?? 1) >= 1) { evidence[i] = {...evidence[i], grade}; return setEvidence(evidence); }
+    }
+  }
+
+  window.ragexpAnnotate = {state};
+  load().catch((err) => { $("save-status").textContent = "could not load: " + err.message; $("save-status").dataset.state = "error"; });
+})();

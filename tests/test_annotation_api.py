@@ -1,0 +1,183 @@
+"""The annotation page's API without a browser: saves land in a valid eval set, a second page on
+the same file gets 409, a corpus changed under an open page writes nothing wrong, a lost reply is
+not applied twice, and --from-run queues exactly the unjudged units."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ragexp.annotation.from_run import queue_unjudged, unjudged_units
+from ragexp.annotation.live_corpus import LiveCorpus
+from ragexp.annotation.pool import Pooler
+from ragexp.annotation.server import Annotation, routers
+from ragexp.annotation.session import Session, sidecar_path
+from ragexp.chunking import make_chunker
+from ragexp.data.loaders.corpus import load_corpus
+from ragexp.data.loaders.evalset import load_evalset
+from ragexp.evaluation.relevance import chunk_qrels
+from ragexp.evaluation.results import RunResults
+from ragexp.metrics.judged import judged_at_k
+from ragexp.web.app import create_app
+from tests.helpers.tiny_dataset import TINY_DOCS, write_tiny_dataset
+
+
+@pytest.fixture
+def page(tmp_path):
+    corpus_dir, _ = write_tiny_dataset(tmp_path)
+    evalset = tmp_path / "built.jsonl"
+    session = Session(evalset)
+    session.queue([{"query": "How long are webhooks retried?", "source": "log"},
+                   {"query": "What is the CEO's favourite colour?", "source": "log"}], "test")
+    annotation = Annotation(session, LiveCorpus(corpus_dir), Pooler(["bm25"], depth=3))
+    client = TestClient(create_app(routers(annotation), "annotate.html"))
+    return client, evalset, corpus_dir
+
+
+def put(client, item_id, changes, etag, save_id=None):
+    return client.put(f"/api/entries/{item_id}", json={"changes": changes, "save_id": save_id or str(time.monotonic())},
+                      headers={"If-Match": etag})
+
+
+def span(doc_id: str, quote: str, grade: int = 1) -> dict:
+    start = TINY_DOCS[doc_id].index(quote)
+    return {"doc_id": doc_id, "start": start, "end": start + len(quote), "quote": quote, "grade": grade}
+
+
+def test_spans_negatives_and_unanswerable_reach_a_valid_eval_set(page):
+    client, evalset, corpus_dir = page
+    state = client.get("/api/state").json()
+    first, second = (e["id"] for e in state["entries"])
+    pool = client.get(f"/api/entries/{first}/candidates").json()
+    assert pool["kind"] == "pool" and pool["candidates"]
+    negative = client.get("/api/documents/refunds").json()  # a passage the pool did not show, judged by hand
+    evidence = [span("webhooks", "retried with exponential backoff for 24 hours"),
+                {"doc_id": negative["doc_id"], "start": negative["start"], "end": negative["end"], "quote": negative["text"], "grade": 0}]
+    reply = put(client, first, {"evidence": evidence, "confirmed": True, "gold_answer": "24 hours"}, state["etag"])
+    assert reply.status_code == 200, reply.text
+    reply = put(client, second, {"answerable": False, "confirmed": True}, reply.json()["etag"])
+    assert reply.status_code == 200 and reply.json()["coverage"]["progress"]["items"] == 2
+    loaded = load_evalset(evalset, load_corpus(corpus_dir))
+    by_id = {item.id: item for item in loaded}
+    assert [e.grade for e in by_id[first].evidence] == [1, 0] and by_id[first].source == "log"
+    assert by_id[second].answerable is False
+    assert json.loads(sidecar_path(evalset).read_text())["entries"][0]["gold_answer"] == "24 hours"
+
+
+def test_a_second_page_on_the_same_file_gets_409_and_overwrites_nothing(page):
+    client, evalset, _ = page
+    state = client.get("/api/state").json()
+    item = state["entries"][0]["id"]
+    first = put(client, item, {"evidence": [span("webhooks", "24 hours")], "confirmed": True}, state["etag"])
+    assert first.status_code == 200
+    before = evalset.read_bytes()
+    stale = put(client, item, {"gold_answer": "other page"}, state["etag"])  # the other page still holds the old etag
+    assert stale.status_code == 409 and stale.json()["detail"]["etag"] == first.json()["etag"]
+    assert evalset.read_bytes() == before
+
+
+def test_a_retried_save_whose_reply_was_lost_is_not_a_conflict(page):
+    client, _, _ = page
+    state = client.get("/api/state").json()
+    item = state["entries"][0]["id"]
+    changes = {"evidence": [span("webhooks", "24 hours")], "confirmed": True}
+    assert put(client, item, changes, state["etag"], save_id="s1").status_code == 200
+    again = put(client, item, changes, state["etag"], save_id="s1")  # same save, the page never saw the reply
+    assert again.status_code == 200
+
+
+def test_corpus_changed_under_an_open_page(page):
+    client, evalset, corpus_dir = page
+    state = client.get("/api/state").json()
+    item = state["entries"][0]["id"]
+    kept = span("webhooks", "24 hours")
+    etag = put(client, item, {"evidence": [kept], "confirmed": True}, state["etag"]).json()["etag"]
+    # Someone edits the document: text is inserted before the spans the page shows.
+    (corpus_dir / "webhooks.md").write_text("# Webhooks\n\nNEW INTRO.\n" + TINY_DOCS["webhooks"][len("# Webhooks\n"):])
+    before = evalset.read_bytes()
+    outdated = span("webhooks", "10 seconds")  # offsets of the document the page still shows
+    reply = put(client, item, {"evidence": [kept, outdated], "confirmed": True}, etag)
+    assert reply.status_code == 409 and "corpus changed" in reply.json()["detail"]["message"]
+    assert evalset.read_bytes() == before  # nothing written
+    view = next(e for e in client.get("/api/state").json()["entries"] if e["id"] == item)
+    assert "no longer reads the quote" in view["stale"]["0"]  # the span already saved is shown stale, not moved
+    assert json.loads(evalset.read_text().splitlines()[1])["evidence"][0]["start"] == kept["start"]
+
+
+def test_from_run_queues_exactly_the_unjudged_units(tmp_path):
+    corpus_dir, _ = write_tiny_dataset(tmp_path)
+    corpus = load_corpus(corpus_dir)
+    chunker = make_chunker({"name": "fixed", "size": 60, "overlap": 0})
+    chunks = chunker.chunk_corpus(corpus)
+    by_id = {c.id: c for c in chunks}
+    evalset = tmp_path / "set.jsonl"
+    session = Session(evalset)
+    session.queue([{"id": "a", "query": "How long are webhooks retried?", "source": "log",
+                    "evidence": [span("webhooks", "exponential backoff for 24 hours")]}], "test")
+    session.update("a", {"confirmed": True}, if_match=session.etag(), save_id="x")
+    by_doc = {}
+    for chunk in chunks:
+        by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    item = load_evalset(evalset, corpus).items[0]
+    qrels = chunk_qrels([item], by_doc)["a"]
+    ranking = [[cid, float(100 - i)] for i, cid in enumerate(by_id)][:8]
+    judged_first = next(iter(qrels))
+    ranking.insert(0, [judged_first, 1000.0])
+    ranking = list({cid: [cid, s] for cid, s in ranking}.values())
+    results = RunResults(meta={"run_id": "r1", "context_k": 5}, aggregates={},
+                         per_query=[{"query_id": "a", "query": item.query, "ranking": ranking, "relevant": qrels}])
+    k = 5
+    expected = [cid for cid, _ in sorted(ranking, key=lambda r: -r[1])[:k] if cid not in qrels]
+    assert unjudged_units(results, k) == {"a": expected} and len(expected) == k - 1
+    report = queue_unjudged(session, results, by_id, k)
+    assert (report.queries, report.units, report.new_items) == (1, k - 1, 0)
+    queued = Session(evalset).entry("a")["review"]["units"]
+    assert [u["unit_id"] for u in queued] == expected
+    # Judging every queued unit (here: not relevant) brings the run's judged@k to 1.
+    negatives = [{"doc_id": u["doc_id"], "start": u["start"], "end": u["end"],
+                  "quote": corpus[u["doc_id"]].text[u["start"]:u["end"]], "grade": 0} for u in queued]
+    fresh = Session(evalset)
+    evidence = fresh.entry("a")["evidence"] + negatives
+    fresh.update("a", {"evidence": evidence, "reviewed": True}, if_match=fresh.etag(), save_id="y")
+    judged = chunk_qrels(load_evalset(evalset, corpus).items, by_doc)["a"]
+    assert judged_at_k([tuple(r) for r in ranking], qrels, k) == 1 / k
+    assert judged_at_k([tuple(r) for r in ranking], judged, k) == 1.0
+
+
+def test_busy_port_fails_at_once_before_loading_anything(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from tests.helpers.cli import ENV
+
+    corpus_dir, _ = write_tiny_dataset(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "ragexp.cli", "evalset", "annotate", str(tmp_path / "new.jsonl"),
+                               "--corpus", str(corpus_dir), "--port", str(port)], cwd=tmp_path, env=ENV,
+                              capture_output=True, text=True, timeout=120, check=False)
+        elapsed = time.monotonic() - started
+    assert proc.returncode == 2 and elapsed < 10, (proc.returncode, elapsed, proc.stderr)
+    assert proc.stderr.strip().splitlines() == [
+        f"ragexp evalset: error: field '--port': port {port} on 127.0.0.1 is already in use (Address already in use); "
+        f"stop what runs there or pick another port, e.g. --port {port + 1}"]
+    assert "http://" not in proc.stdout and not (tmp_path / "new.jsonl").exists()
+    assert not (tmp_path / "new.annotation.json").exists()
+
+
+def test_a_malformed_save_is_refused_with_422_and_writes_nothing(page):
+    client, evalset, _ = page
+    state = client.get("/api/state").json()
+    item = state["entries"][0]["id"]
+    for changes in ({"evidence": [{"doc_id": "webhooks", "start": 5, "end": 2, "quote": "x"}]},
+                    {"evidence": [{"doc_id": "webhooks", "grade": -1}]}, {"tags": "synonym"}, {"id": "other"}):
+        reply = put(client, item, changes, state["etag"])
+        assert reply.status_code == 422, (changes, reply.text)
+    assert client.get("/api/state").json()["etag"] == state["etag"]
