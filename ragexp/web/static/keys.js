@@ -1,0 +1,57 @@
+/* Keyboard-first pages: one map from keys to actions, and a "?" overlay listing them.
+ *
+ * RagexpKeys.bind([{key: "j", help: "next item", run: fn}, {key: "Ctrl+Enter", ...}]);
+ *
+ * Plain keys are ignored while the focus is in a text field (typing stays typing); keys with
+ * Ctrl/Alt/Meta and Escape work everywhere. Escape also leaves a text field.
+ */
+(function () {
+  "use strict";
+  const bindings = [];
+
+  function name(event) {
+    const parts = [];
+    if (event.ctrlKey) parts.push("Ctrl");
+    if (event.altKey) parts.push("Alt");
+    if (event.metaKey) parts.push("Meta");
+    parts.push(event.key.length === 1 ? event.key.toLowerCase() : event.key);
+    return parts.join("+");
+  }
+
+  function typing(target) {
+    return target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+  }
+
+  function toggleHelp() {
+    let overlay = document.getElementById("keys-help");
+    if (overlay) { overlay.remove(); return; }
+    overlay = document.createElement("div");
+    overlay.id = "keys-help";
+    overlay.className = "keys-help";
+    const rows = bindings.map((b) => `<tr><td><kbd>${b.key}</kbd></td><td>${b.help}</td></tr>`).join("");
+    overlay.innerHTML = `<h2>Keys</h2><table>${rows}</table><p>? or Escape closes this.</p>`;
+    document.body.append(overlay);
+  }
+
+  document.addEventListener("keydown", (event) => {
+    const key = name(event);
+    const modified = event.ctrlKey || event.altKey || event.metaKey || event.key === "Escape";
+    if (typing(event.target) && !modified) return;
+    if (key === "?" || (key === "Escape" && document.getElementById("keys-help"))) {
+      if (key === "?" || document.getElementById("keys-help")) { toggleHelp(); event.preventDefault(); return; }
+    }
+    const binding = bindings.find((b) => b.key === key);
+    if (binding) {
+      event.preventDefault();
+      binding.run(event);
+    } else if (key === "Escape" && typing(event.target)) {
+      event.target.blur();
+    }
+  });
+
+  window.RagexpKeys = {
+    bind(list) { bindings.push(...list); },
+    bindings,
+    toggleHelp,
+  };
+})();
