@@ -20,7 +20,6 @@ fits nothing: it records the judge's measured agreement.
 from __future__ import annotations
 
 import argparse
-import random
 from collections import defaultdict
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from ragexp.judging.calibration.labels import (
     read_labels,
     write_labels,
 )
+from ragexp.judging.review.sample import draw, judged_claims
 from ragexp.judging.calibration.record import (
     calibrate_threshold,
     check_calibration_set,
@@ -68,6 +68,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sample.add_argument("--out", required=True, type=Path, help="CSV to write")
     sample.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     add_tracking_argument(sample)
+
+    review = sub.add_parser("review", help="label a run's sampled claims in the browser; agreement logged to the run")
+    review.add_argument("run", metavar="RUN_ID", help="MLflow run id of a run with a generator and a judge")
+    review.add_argument("-n", type=int, default=20, help="claims to draw (default 20)")
+    review.add_argument("--labels", type=Path, default=Path("judge_labels.csv"),
+                        help="labels CSV the verdicts are added to (default ./judge_labels.csv; created if missing)")
+    review.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    review.add_argument("--port", type=int, default=5002, help="port on 127.0.0.1 (default 5002); a taken port fails at once")
+    add_tracking_argument(review)
 
     agree = sub.add_parser("agreement", help="accuracy, Cohen's kappa and confusion of judge vs human labels")
     agree.add_argument("labels", type=Path, metavar="LABELS.csv")
@@ -107,29 +116,13 @@ def _add_judge_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.judge_command == "sample":
         return _sample(args)
+    if args.judge_command == "review":
+        from ragexp.commands._judge_review import review
+
+        return review(args)
     if args.judge_command == "calibrate":
         return _calibrate(args)
     return _agreement(args)
-
-
-def judged_claims(per_query: list[dict]) -> list[LabelledClaim]:
-    """Every judged claim of a run as an unlabelled row (id ``<query_id>#claim_<i>``)."""
-    rows = []
-    for record in per_query:
-        for index, verdict in enumerate(record.get("claims") or []):
-            score = verdict.get("score")
-            rows.append(
-                LabelledClaim(
-                    id=f"{record['query_id']}#claim_{index}",
-                    context=record.get("judge_context", ""),
-                    claim=verdict["claim"],
-                    note=verdict.get("error") or "",
-                    judge_label=label_of(verdict.get("supported")),
-                    judge_score="" if score is None else f"{score:.6g}",
-                    judge_raw=verdict.get("raw", ""),
-                )
-            )
-    return rows
 
 
 def _sample(args: argparse.Namespace) -> int:
@@ -139,7 +132,7 @@ def _sample(args: argparse.Namespace) -> int:
     claims = judged_claims(results.per_query)
     if not claims:
         raise RagexpInputError(f"run {args.run!r} has no judged claims (was it run with a generator and a judge?)", field="RUN_ID")
-    chosen = sorted(random.Random(args.seed).sample(claims, min(args.n, len(claims))), key=lambda row: row.id)
+    chosen = draw(claims, args.n, args.seed)
     write_labels(args.out, chosen)
     print(f"wrote {len(chosen)} of {len(claims)} judged claims to {args.out}")
     print(f"fill in human_label (supported | not_supported), then: ragexp judge agreement {args.out}")
