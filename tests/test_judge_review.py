@@ -88,6 +88,8 @@ def test_undefined_kappa_has_no_interval() -> None:
     assert kappa_interval([], []).kappa is None
     one_label = kappa_interval([S, S, S], [S, S, S])
     assert (one_label.kappa, one_label.low, one_label.high) == (None, None, None)
+    constant_judge = kappa_interval([S, N, S, N], [S, S, S, S])
+    assert (constant_judge.kappa, constant_judge.low, constant_judge.high) == (0.0, None, None)
     perfect = kappa_interval([S, N, S, N], [S, N, S, N])
     assert (perfect.kappa, perfect.low, perfect.high) == (1.0, 1.0, 1.0)
 

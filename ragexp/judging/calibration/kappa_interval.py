@@ -13,9 +13,11 @@ Over n items rated by two raters, with ``p_ij`` the share of items the first rat
     CI = kappa -/+ z * sqrt(var(kappa)),  z = Phi^-1(1 - (1 - confidence)/2),  clipped to [-1, 1]
 
 Kappa and its interval are undefined (``None``) for no items or when ``p_e == 1`` (both raters
-used one and the same class). The interval is asymptotic: with the 20 claims of a spot check it is
-wide, and at perfect agreement (``kappa == 1``) its width is 0, which says nothing about a
-larger sample; read it as "how sure 20 claims can make you", not as exact.
+used one and the same class). When only one rater used a single class, kappa is 0 by construction
+(``p_o == p_e``) and the formula's variance is 0 too: the interval is left undefined, since no
+sample size makes that 0 more certain. The interval is asymptotic: with the 20 claims of a spot
+check it is wide, and at perfect agreement (``kappa == 1``) its width is 0, which says nothing
+about a larger sample; read it as "how sure 20 claims can make you", not as exact.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ def kappa_interval(first: Sequence[str], second: Sequence[str], confidence: floa
     if p_e >= 1.0:
         return KappaInterval(n, None, None, None, None, confidence)
     kappa = (p_o - p_e) / (1.0 - p_e)
+    if len(rows) < 2 or len(cols) < 2:
+        return KappaInterval(n, kappa, None, None, None, confidence)
     diagonal = sum(p[(i, i)] * (1.0 - (row[i] + col[i]) * (1.0 - kappa)) ** 2 for i in labels)
     off = (1.0 - kappa) ** 2 * sum(p[(i, j)] * (col[i] + row[j]) ** 2 for i in labels for j in labels if i != j)
     variance = max(0.0, (diagonal + off - (kappa - p_e * (1.0 - kappa)) ** 2) / (n * (1.0 - p_e) ** 2))

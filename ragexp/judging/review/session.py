@@ -12,7 +12,7 @@ Agreement is computed over the sampled claims the person labelled (skips left ou
 accuracy and Cohen's kappa with its 95 % interval (:mod:`ragexp.judging.calibration.kappa_interval`).
 Once every sampled claim has a verdict or a skip, and after every later change, it is logged to the
 run: metrics ``judge_review/{n, accuracy, kappa, kappa_ci_low, kappa_ci_high, skipped, sampled}``
-(an undefined kappa is left out), the reviewed rows as the artifact ``judge_review/labels.csv`` and
+(an undefined kappa or interval is left out), the reviewed rows as the artifact ``judge_review/labels.csv`` and
 the printed report as ``judge_review/agreement.txt``, tags ``judge_review.seed`` and
 ``judge_review.labels_file`` (tags, not params: a later review may use another seed or file).
 """
@@ -56,12 +56,15 @@ class ReviewAgreement:
         if self.report.accuracy is not None:
             out["accuracy"] = self.report.accuracy
         if self.interval.kappa is not None:
-            out.update(kappa=self.interval.kappa, kappa_ci_low=self.interval.low, kappa_ci_high=self.interval.high)
+            out["kappa"] = self.interval.kappa
+        if self.interval.low is not None:
+            out.update(kappa_ci_low=self.interval.low, kappa_ci_high=self.interval.high)
         return {PREFIX + key: value for key, value in out.items()}
 
     def render(self) -> str:
         ci = self.interval
-        kappa = "undefined" if ci.kappa is None else f"{ci.kappa:.3f} (95% CI {ci.low:.3f} to {ci.high:.3f})"
+        kappa = ("undefined" if ci.kappa is None else f"{ci.kappa:.3f} (no interval: one side used a single label)"
+                 if ci.low is None else f"{ci.kappa:.3f} (95% CI {ci.low:.3f} to {ci.high:.3f})")
         return (f"sampled {self.sampled}, skipped {self.skipped}\n{self.report.render()}\n"
                 f"Cohen's kappa with its interval: {kappa}")
 
