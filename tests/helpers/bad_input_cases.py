@@ -370,34 +370,35 @@ def _full_disk_under_cache_dir(c: Case) -> list[str]:
 REVIEW_BUSY_PORT = 47391
 
 
-def _review(c: Case, run_id: str, *, port: int = 0) -> list[str]:
+def _review(c: Case, run_id: str, *, port: int = 0, store: Path | None = None) -> list[str]:
     return ["judge", "review", run_id, "-n", "5", "--labels", str(c.dir / "labels.csv"), "--port", str(port),
-            "--tracking-uri", f"sqlite:///{c.inputs / 'store.db'}"]
-
-
-def _review_store(c: Case):
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(f"sqlite:///{c.inputs / 'store.db'}")
-    client.search_experiments(max_results=1)  # creates and migrates the store
-    return client
+            "--tracking-uri", f"sqlite:///{store or c.inputs / 'store.db'}"]
 
 
 def _review_unknown_run(c: Case) -> list[str]:
-    _review_store(c)
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(f"sqlite:///{c.inputs / 'store.db'}").search_experiments(max_results=1)  # creates the store
     return _review(c, "0" * 32)
 
 
 def _review_run_without_claims(c: Case) -> list[str]:
-    """A logged retrieval-only run: its results file has per-query rows but no judged claims."""
+    """A logged retrieval-only run (per-query rows, no judged claims), in a store outside the
+    case folder (the suite checks that folder holds no results file and no run)."""
+    import tempfile
+
+    from mlflow.tracking import MlflowClient
+
     from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 
-    client = _review_store(c)
-    run = client.create_run("0", run_name="retrieval-only")
+    outside = Path(c.stack.enter_context(tempfile.TemporaryDirectory(prefix="ragexp-review-case-")))
+    client = MlflowClient(f"sqlite:///{outside / 'store.db'}")
+    experiment = client.create_experiment("retrieval", artifact_location=(outside / "artifacts").as_uri())
+    run = client.create_run(experiment, run_name="retrieval-only")
     results = RunResults(meta={}, aggregates={"mrr": 1.0}, per_query=[{"query_id": "q1", "query": GOOD_ITEM["query"]}])
-    client.log_artifact(run.info.run_id, str(results.save(c.inputs / ARTIFACT_NAME)))
+    client.log_artifact(run.info.run_id, str(results.save(outside / ARTIFACT_NAME)))
     client.set_terminated(run.info.run_id)
-    return _review(c, run.info.run_id)
+    return _review(c, run.info.run_id, store=outside / "store.db")
 
 
 def _review_busy_port(c: Case) -> list[str]:
