@@ -125,6 +125,9 @@ def per_query_rows() -> list[dict]:
         rows.append({"query_id": query_id, "query": f"question {query_id}", "answer": answer, "claims": verdicts,
                      "judge_context": CONTEXT})
     rows[1]["claims"][0]["evidence"] = None  # as an LLM judge stores it
+    nothing = judge.judge_claims(["The CEO likes blue."], "")  # nothing retrieved: not drawn
+    rows.append({"query_id": "q3", "query": "question q3", "answer": "The CEO likes blue.", "judge_context": "",
+                 "claims": [v.to_dict() for v in nothing]})
     return rows
 
 
@@ -222,3 +225,18 @@ def test_bad_labels_are_refused(tmp_path: Path) -> None:
     with pytest.raises(KeyError):
         review.label("RUN/q7#claim_0", S, etag)
     assert not (tmp_path / "labels.csv").exists()
+
+
+def test_a_failed_log_keeps_the_verdict_and_says_why(tmp_path: Path) -> None:
+    def unreachable(metrics, tags, artifacts) -> None:
+        raise ConnectionError("store at sqlite:///gone.db is unreachable")
+
+    review = session(tmp_path, Recorder())
+    review.log = unreachable
+    etag = review.state()["etag"]
+    for claim in review.claims:
+        reply = review.label(claim.row.id, S, etag)
+        etag = reply["etag"]
+    assert reply["done"] and reply["logged"] is None
+    assert reply["log_error"] == "ConnectionError: store at sqlite:///gone.db is unreachable"
+    assert len(read_labels(tmp_path / "labels.csv")) == len(review.claims)

@@ -20,7 +20,8 @@ EVIDENCE_BY_OVERLAP = "shared words"
 
 
 def judged_claims(per_query: list[dict], prefix: str = "") -> list[LabelledClaim]:
-    """Every judged claim of a run's per-query rows as an unlabelled row (id ``<prefix><query_id>#claim_<i>``)."""
+    """Every judged claim of a run's per-query rows as an unlabelled row (id ``<prefix><query_id>#claim_<i>``;
+    claims judged against an empty context left out, as in :func:`review_claims`)."""
     return [claim.row for claim in review_claims(per_query, prefix, with_evidence=False)]
 
 
@@ -44,9 +45,10 @@ class ReviewClaim:
 
 
 def review_claims(per_query: list[dict], prefix: str = "", *, with_evidence: bool = True) -> list[ReviewClaim]:
-    """Every judged claim of the rows, in order. A verdict without a stored ``evidence`` (an LLM
-    judge, or a run from before it was stored) gets the context sentence sharing most words with
-    the claim, marked ``evidence_by = "shared words"``."""
+    """Every judged claim of the rows, in order, except claims judged against an empty context
+    (nothing retrieved: unsupported by construction, and a labels row needs a context). A verdict
+    without a stored ``evidence`` (an LLM judge, or a run from before it was stored) gets the
+    context sentence sharing most words with the claim, marked ``evidence_by = "shared words"``."""
     tokens_of = None
     if with_evidence:
         from ragexp.judging.judges import LexicalJudge
@@ -55,6 +57,8 @@ def review_claims(per_query: list[dict], prefix: str = "", *, with_evidence: boo
     claims = []
     for record in per_query:
         context = record.get("judge_context", "")
+        if not context.strip():
+            continue
         sentences = None
         for index, verdict in enumerate(record.get("claims") or []):
             score = verdict.get("score")

@@ -12,9 +12,11 @@ Agreement is computed over the sampled claims the person labelled (skips left ou
 accuracy and Cohen's kappa with its 95 % interval (:mod:`ragexp.judging.calibration.kappa_interval`).
 Once every sampled claim has a verdict or a skip, and after every later change, it is logged to the
 run: metrics ``judge_review/{n, accuracy, kappa, kappa_ci_low, kappa_ci_high, skipped, sampled}``
-(an undefined kappa or interval is left out), the reviewed rows as the artifact ``judge_review/labels.csv`` and
-the printed report as ``judge_review/agreement.txt``, tags ``judge_review.seed`` and
-``judge_review.labels_file`` (tags, not params: a later review may use another seed or file).
+(an undefined kappa or interval is left out), the reviewed rows as the artifact
+``judge_review/labels.csv`` and the printed report as ``judge_review/agreement.txt``, tags
+``judge_review.seed`` and ``judge_review.labels_file`` (tags, not params: a later review may use
+another seed or file). A failed log leaves the verdict saved and is shown on the page; the next
+change retries it.
 """
 
 from __future__ import annotations
@@ -107,6 +109,7 @@ class ReviewSession:
         self.file = GuardedFile(Path(labels_path))
         self.log = log
         self.logged: dict | None = None
+        self.log_error: str | None = None  # why the last log to the run failed (the store unreachable ...)
         self._lock = threading.Lock()
         existing = {row.id: row for row in read_existing(self.file.path)}
         for claim in claims:
@@ -125,7 +128,7 @@ class ReviewSession:
 
     def _summary(self) -> dict:
         return {"agreement": review_agreement([c.row for c in self.claims]).to_json(), "logged": self.logged,
-                "done": all(self.decided(c) for c in self.claims)}
+                "log_error": self.log_error, "done": all(self.decided(c) for c in self.claims)}
 
     def label(self, claim_id: str, label: str, if_match: str | None) -> dict:
         """Record ``label`` (``supported``, ``not_supported`` or ``skip``) for one sampled claim;
@@ -148,7 +151,11 @@ class ReviewSession:
             etag = self.file.replace(if_match, labels_csv(rows))
             claim.row = row
             if all(self.decided(c) for c in self.claims):
-                self._log()
+                try:
+                    self._log()
+                    self.log_error = None
+                except Exception as err:  # noqa: BLE001 - the verdict is saved; the page says the log failed
+                    self.log_error = f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
             return {"etag": etag, **self._summary()}
 
     def _log(self) -> None:

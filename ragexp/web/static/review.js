@@ -88,7 +88,9 @@
       tr.insertCell().textContent = name;
       tr.insertCell().textContent = String(value);
     }
-    $("logged").textContent = summary.logged
+    $("logged").classList.toggle("error", Boolean(summary.log_error));
+    $("logged").textContent = summary.log_error ? `Not logged to the run: ${summary.log_error} (the next verdict retries).`
+      : summary.logged
       ? `Logged to run ${state.run.name} (judge_review/*) at ${summary.logged.at}.`
       : `Logged to the run in MLflow once all ${state.claims.length} claims are decided.`;
   }
