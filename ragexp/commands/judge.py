@@ -9,6 +9,11 @@ With ``--judge local|lexical|openai`` the agreement command first runs that judg
 any judge; ``--run RUN_ID`` logs the numbers to that MLflow run, and ``--calibration FILE``
 applies a threshold fitted elsewhere (e.g. fit on the demo set, measure on your own labels).
 
+``ragexp judge review RUN_ID -n 20 --labels LABELS.csv`` does the same in the browser: a person
+labels the sampled claims with the keyboard, the verdicts go to the labels CSV, and the agreement
+(accuracy, kappa with its 95 % interval) is logged to the run (:mod:`ragexp.commands._judge_review`,
+:mod:`ragexp.judging.review`).
+
 ``ragexp judge calibrate LABELS.csv --judge lexical|local [--method M] --out CALIB.json`` scores
 every row once with the judge's continuous score (cached in the stage cache), fits the verdict
 threshold on all labelled rows, reports the k-fold cross-validated agreement of that fitting
@@ -39,7 +44,6 @@ from ragexp.judging.calibration.labels import (
     read_labels,
     write_labels,
 )
-from ragexp.judging.review.sample import draw, judged_claims
 from ragexp.judging.calibration.record import (
     calibrate_threshold,
     check_calibration_set,
@@ -53,6 +57,7 @@ from ragexp.judging.judges import (
     LLMJudge,
     LocalLikelihoodJudge,
 )
+from ragexp.judging.review.sample import draw, judged_claims
 from ragexp.llm.base import LLMCallError
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.tracking import store

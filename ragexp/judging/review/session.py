@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
+from ragexp.judging.calibration.kappa_interval import KappaInterval, kappa_interval
 from ragexp.judging.calibration.labels import (
     LABELS,
     AgreementReport,
@@ -36,7 +37,6 @@ from ragexp.judging.calibration.labels import (
     labels_csv,
     read_labels,
 )
-from ragexp.judging.calibration.kappa_interval import KappaInterval, kappa_interval
 from ragexp.judging.review.sample import ReviewClaim
 from ragexp.web.files import GuardedFile
 
