@@ -240,3 +240,24 @@ def test_a_failed_log_keeps_the_verdict_and_says_why(tmp_path: Path) -> None:
     assert reply["done"] and reply["logged"] is None
     assert reply["log_error"] == "ConnectionError: store at sqlite:///gone.db is unreachable"
     assert len(read_labels(tmp_path / "labels.csv")) == len(review.claims)
+
+
+class WordCountEncoder:
+    """A stand-in sentence encoder: counts of a few words (cosine = shared-word similarity)."""
+
+    identity = {"model": {"name": "word-counts", "weights": "0" * 16}}
+    VOCABULARY = ("deliveries", "retried", "hours", "event", "failed", "search", "requests")
+
+    def _encode(self, texts):
+        return np.array([[text.lower().count(word) for word in self.VOCABULARY] for text in texts], dtype=float)
+
+    encode_queries = encode_passages = _encode
+
+
+def test_embedding_verdict_points_at_the_sentence_its_score_comes_from() -> None:
+    from ragexp.judging.judges import EmbeddingJudge
+
+    judge = EmbeddingJudge(WordCountEncoder())
+    [verdict] = judge.judge_claims(["The event has failed."], CONTEXT)
+    assert CONTEXT[slice(*verdict.evidence)] == "After that the event is marked failed."
+    assert verdict.score == pytest.approx(1.0)  # same word counts as that sentence
