@@ -261,3 +261,24 @@ def test_embedding_verdict_points_at_the_sentence_its_score_comes_from() -> None
     [verdict] = judge.judge_claims(["The event has failed."], CONTEXT)
     assert CONTEXT[slice(*verdict.evidence)] == "After that the event is marked failed."
     assert verdict.score == pytest.approx(1.0)  # same word counts as that sentence
+
+
+def test_the_page_api_answers_409_404_and_422(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from ragexp.judging.review.router import review_router
+    from ragexp.web.app import create_app
+
+    review = session(tmp_path, Recorder())
+    client = TestClient(create_app([review_router(review)], "review.html"))
+    state = client.get("/api/review").json()
+    first, second = (c["id"] for c in state["claims"][:2])
+    saved = client.put("/api/review/label", json={"id": first, "label": S}, headers={"If-Match": state["etag"]})
+    assert saved.status_code == 200 and saved.json()["etag"] != state["etag"]
+    stale = client.put("/api/review/label", json={"id": second, "label": N}, headers={"If-Match": state["etag"]})
+    assert stale.status_code == 409 and stale.json()["detail"]["etag"] == saved.json()["etag"]
+    current = {"If-Match": saved.json()["etag"]}
+    assert client.put("/api/review/label", json={"id": "RUN/q9#claim_0", "label": S}, headers=current).status_code == 404
+    assert client.put("/api/review/label", json={"id": second, "label": "maybe"}, headers=current).status_code == 422
+    assert [row.id for row in read_labels(tmp_path / "labels.csv")] == [first]
+    assert "review.js" in client.get("/").text
