@@ -43,7 +43,8 @@ EXAMPLES = {
     "ui": ["ragexp ui", "ragexp ui --port 5001 --tracking-uri sqlite:////path/to/mlflow.db"],
     "gate": ["ragexp gate --baseline RUN_A --candidate RUN_B",
              "ragexp gate --baseline base.json --candidate cand.json --format markdown"],
-    "judge": ["ragexp judge sample RUN_ID -n 20 --out verdicts.csv",
+    "judge": ["ragexp judge review RUN_ID -n 20 --labels judge_labels.csv",
+              "ragexp judge sample RUN_ID -n 20 --out verdicts.csv",
               "ragexp judge agreement verdicts.csv --judge lexical"],
     "upload": ["ragexp upload multirun/2026-12-02/10-00-00/3"],
 }
@@ -55,7 +56,7 @@ COMMANDS = {
     "export": "write a run's ranking and derived relevance in TREC format",
     "ui": "start the MLflow UI on the configured store (loopback only by default)",
     "gate": "regression gate: baseline vs candidate with a tolerance sized to the eval set",
-    "judge": "judge calibration: sample verdicts for review, measure agreement, fit a threshold with cross-validation",
+    "judge": "judge calibration: review sampled verdicts in the browser, measure agreement, fit a threshold with cross-validation",
     "upload": "log a run saved locally while the tracking store was unreachable",
 }
 

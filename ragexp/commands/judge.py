@@ -9,6 +9,11 @@ With ``--judge local|lexical|openai`` the agreement command first runs that judg
 any judge; ``--run RUN_ID`` logs the numbers to that MLflow run, and ``--calibration FILE``
 applies a threshold fitted elsewhere (e.g. fit on the demo set, measure on your own labels).
 
+``ragexp judge review RUN_ID -n 20 --labels LABELS.csv`` does the same in the browser: a person
+labels the sampled claims with the keyboard, the verdicts go to the labels CSV, and the agreement
+(accuracy, kappa with its 95 % interval) is logged to the run (:mod:`ragexp.commands._judge_review`,
+:mod:`ragexp.judging.review`).
+
 ``ragexp judge calibrate LABELS.csv --judge lexical|local [--method M] --out CALIB.json`` scores
 every row once with the judge's continuous score (cached in the stage cache), fits the verdict
 threshold on all labelled rows, reports the k-fold cross-validated agreement of that fitting
@@ -20,7 +25,6 @@ fits nothing: it records the judge's measured agreement.
 from __future__ import annotations
 
 import argparse
-import random
 from collections import defaultdict
 from pathlib import Path
 
@@ -53,6 +57,7 @@ from ragexp.judging.judges import (
     LLMJudge,
     LocalLikelihoodJudge,
 )
+from ragexp.judging.review.sample import draw, judged_claims
 from ragexp.llm.base import LLMCallError
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.tracking import store
@@ -68,6 +73,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sample.add_argument("--out", required=True, type=Path, help="CSV to write")
     sample.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     add_tracking_argument(sample)
+
+    review = sub.add_parser("review", help="label a run's sampled claims in the browser; agreement logged to the run")
+    review.add_argument("run", metavar="RUN_ID", help="MLflow run id of a run with a generator and a judge")
+    review.add_argument("-n", type=int, default=20, help="claims to draw (default 20)")
+    review.add_argument("--labels", type=Path, default=Path("judge_labels.csv"),
+                        help="labels CSV the verdicts are added to (default ./judge_labels.csv; created if missing)")
+    review.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    review.add_argument("--port", type=int, default=5002, help="port on 127.0.0.1 (default 5002); a taken port fails at once")
+    add_tracking_argument(review)
 
     agree = sub.add_parser("agreement", help="accuracy, Cohen's kappa and confusion of judge vs human labels")
     agree.add_argument("labels", type=Path, metavar="LABELS.csv")
@@ -107,29 +121,13 @@ def _add_judge_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.judge_command == "sample":
         return _sample(args)
+    if args.judge_command == "review":
+        from ragexp.commands._judge_review import review
+
+        return review(args)
     if args.judge_command == "calibrate":
         return _calibrate(args)
     return _agreement(args)
-
-
-def judged_claims(per_query: list[dict]) -> list[LabelledClaim]:
-    """Every judged claim of a run as an unlabelled row (id ``<query_id>#claim_<i>``)."""
-    rows = []
-    for record in per_query:
-        for index, verdict in enumerate(record.get("claims") or []):
-            score = verdict.get("score")
-            rows.append(
-                LabelledClaim(
-                    id=f"{record['query_id']}#claim_{index}",
-                    context=record.get("judge_context", ""),
-                    claim=verdict["claim"],
-                    note=verdict.get("error") or "",
-                    judge_label=label_of(verdict.get("supported")),
-                    judge_score="" if score is None else f"{score:.6g}",
-                    judge_raw=verdict.get("raw", ""),
-                )
-            )
-    return rows
 
 
 def _sample(args: argparse.Namespace) -> int:
@@ -139,7 +137,7 @@ def _sample(args: argparse.Namespace) -> int:
     claims = judged_claims(results.per_query)
     if not claims:
         raise RagexpInputError(f"run {args.run!r} has no judged claims (was it run with a generator and a judge?)", field="RUN_ID")
-    chosen = sorted(random.Random(args.seed).sample(claims, min(args.n, len(claims))), key=lambda row: row.id)
+    chosen = draw(claims, args.n, args.seed)
     write_labels(args.out, chosen)
     print(f"wrote {len(chosen)} of {len(claims)} judged claims to {args.out}")
     print(f"fill in human_label (supported | not_supported), then: ragexp judge agreement {args.out}")

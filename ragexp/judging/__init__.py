@@ -6,7 +6,10 @@ Modules: :mod:`~ragexp.judging.claims` (answer -> claims), :mod:`~ragexp.judging
 facts, refusals), :mod:`~ragexp.judging.judges` (LLM, local-likelihood, embedding and lexical
 judges), :mod:`~ragexp.judging.failure`, :mod:`~ragexp.judging.calibration.labels` (labels CSV,
 agreement), :mod:`~ragexp.judging.calibration.threshold` (threshold fit and grouped cross-validation),
-:mod:`~ragexp.judging.calibration.record` (the calibration file a judge and a run use).
+:mod:`~ragexp.judging.calibration.record` (the calibration file a judge and a run use),
+:mod:`~ragexp.judging.calibration.kappa_interval` (kappa's confidence interval),
+:mod:`~ragexp.judging.evidence` (the context sentence a verdict rests on), :mod:`~ragexp.judging.review`
+(``ragexp judge review``: a person spot-checks a run's judge in the browser).
 """
 
 from ragexp.judging.answer_relevance import (

@@ -48,22 +48,37 @@ class ClaimSplitter(Protocol):
         """The claims of ``answer``, in order; ``[]`` for an empty answer."""
 
 
-def split_sentences(answer: str) -> list[str]:
-    """Deterministic sentence/list-item split (see the module docstring for the rules)."""
-    claims: list[str] = []
-    for line in answer.splitlines():
-        line = _LIST_MARKER.sub("", line).strip()
-        if not line:
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` character offsets into ``text`` of each sentence or list item, by the
+    rules of :func:`split_sentences` (which returns ``text[start:end]`` of each)."""
+    spans: list[tuple[int, int]] = []
+    offset = 0
+    for raw_line, line in zip(text.splitlines(keepends=True), text.splitlines()):
+        line_start, offset = offset, offset + len(raw_line)
+        marker = _LIST_MARKER.match(line)
+        body_start = marker.end() if marker else 0
+        body = line[body_start:]
+        lead = len(body) - len(body.lstrip())
+        body = body.strip()
+        if not body:
             continue
+        base = line_start + body_start + lead
         start = 0
-        for match in _SENTENCE_END.finditer(line):
-            candidate = line[start : match.start()].rstrip()
+        for match in _SENTENCE_END.finditer(body):
+            candidate = body[start : match.start()].rstrip()
             if candidate.lower().endswith(_ABBREVIATIONS):
                 continue
-            claims.append(candidate)
+            spans.append((base + start, base + start + len(candidate)))
             start = match.end()
-        claims.append(line[start:].strip())
-    return [claim for claim in claims if _HAS_WORD.search(claim)]
+        rest = body[start:]
+        skipped = len(rest) - len(rest.lstrip())
+        spans.append((base + start + skipped, base + start + skipped + len(rest.strip())))
+    return [(s, e) for s, e in spans if _HAS_WORD.search(text[s:e])]
+
+
+def split_sentences(answer: str) -> list[str]:
+    """Deterministic sentence/list-item split (see the module docstring for the rules)."""
+    return [answer[start:end] for start, end in sentence_spans(answer)]
 
 
 class SentenceClaimSplitter:

@@ -41,13 +41,16 @@ Is this claim directly supported by the context above? Answer only "yes" or "no"
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """A judge's decision on one claim. ``supported is None`` means the judge failed
-    (``error`` says why); ``score`` is the judge's continuous support score where it has one."""
+    (``error`` says why); ``score`` is the judge's continuous support score where it has one;
+    ``evidence`` the ``[start, end]`` of the context sentence the verdict rests on, where the
+    judge has one (:mod:`ragexp.judging.evidence`)."""
 
     claim: str
     supported: bool | None
     score: float | None
     raw: str
     error: str | None = None
+    evidence: list[int] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

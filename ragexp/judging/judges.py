@@ -49,8 +49,9 @@ from ragexp.judging.claims import (
     ClaimSplitter,
     SentenceClaimSplitter,
     make_claim_splitter,
-    split_sentences,
+    sentence_spans,
 )
+from ragexp.judging.evidence import closest_sentence, sentence_token_sets
 from ragexp.judging.faithfulness import FAITHFULNESS_PROMPT, Verdict
 from ragexp.llm.base import (
     ChatModel,
@@ -173,6 +174,7 @@ class LexicalJudge:
     (``idempotency_conflict`` -> ``idempot``, ``conflict``) minus English stop words. Supported
     iff ``support >= threshold``. A claim with no content token (``"Yes."``) cannot be judged: a
     judge failure.
+    A verdict's ``evidence`` is the context sentence sharing the most content tokens with the claim.
 
     :data:`DEFAULT_THRESHOLD` is the fit (``ragexp judge calibrate``) on all 72 claims of
     ``ragexp/data/datasets/demo/calibration.csv``; docs/judging.md gives its cross-validated numbers
@@ -204,20 +206,21 @@ class LexicalJudge:
 
     def judge_claims(self, claims: Sequence[str], context: str) -> list[Verdict]:
         context_tokens = self.content_tokens(context)
-        return [self._judge(claim, context_tokens) for claim in claims]
+        sentences = sentence_token_sets(context, self.content_tokens)
+        return [self._judge(claim, context_tokens, sentences) for claim in claims]
 
     def scores(self, claims: Sequence[str], context: str) -> list[float | None]:
         """Each claim's support (``None`` for a claim without content tokens)."""
         return [verdict.score for verdict in self.judge_claims(claims, context)]
 
-    def _judge(self, claim: str, context_tokens: set[str]) -> Verdict:
+    def _judge(self, claim: str, context_tokens: set[str], sentences) -> Verdict:
         tokens = self.content_tokens(claim)
         if not tokens:
             return Verdict(claim, None, None, "", error="claim has no content token")
         missing = sorted(tokens - context_tokens)
         support = 1.0 - len(missing) / len(tokens)
         raw = f"support={support:.3f}" + (f" missing={' '.join(missing)}" if missing else "")
-        return Verdict(claim, support >= self.threshold, support, raw)
+        return Verdict(claim, support >= self.threshold, support, raw, evidence=closest_sentence(tokens, sentences))
 
     def generate_question(self, answer: str) -> None:
         return None
@@ -228,7 +231,7 @@ class EmbeddingJudge:
 
         s = max_j cos(encode_query(claim), encode_passage(sentence_j))
 
-    over the context's sentences (split like answers, :func:`~ragexp.judging.claims.split_sentences`)
+    over the context's sentences (split like answers, :func:`~ragexp.judging.claims.sentence_spans`)
     with the sentence encoder the config builds (``encoder: ${embedding}`` in ``conf/judge/embedding.yaml``:
     the run's embedding model). Supported iff ``s >= threshold``. Similar is
     not entailed: a claim that negates or changes a number of a context sentence stays close to it.
@@ -261,16 +264,21 @@ class EmbeddingJudge:
 
     def scores(self, claims: Sequence[str], context: str) -> list[float]:
         """Each claim's cosine to its most similar context sentence."""
+        return [score for score, _ in self._best_sentences(claims, context)]
+
+    def _best_sentences(self, claims: Sequence[str], context: str) -> list[tuple[float, list[int]]]:
+        """Each claim's best cosine and the ``[start, end]`` of that context sentence."""
         if not claims:
             return []
-        sentences = split_sentences(context) or [context]
+        spans = sentence_spans(context) or [(0, len(context))]
+        sentences = [context[start:end] for start, end in spans]
         similarity = _unit_rows(self.encoder.encode_queries(list(claims))) @ _unit_rows(self.encoder.encode_passages(sentences)).T
-        return [float(row.max()) for row in similarity]
+        return [(float(row.max()), list(spans[int(row.argmax())])) for row in similarity]
 
     def judge_claims(self, claims: Sequence[str], context: str) -> list[Verdict]:
         return [
-            Verdict(claim, score >= self.threshold, score, f"cosine={score:.4f} threshold={self.threshold:g}")
-            for claim, score in zip(claims, self.scores(claims, context))
+            Verdict(claim, score >= self.threshold, score, f"cosine={score:.4f} threshold={self.threshold:g}", evidence=span)
+            for claim, (score, span) in zip(claims, self._best_sentences(claims, context))
         ]
 
     def generate_question(self, answer: str) -> None:

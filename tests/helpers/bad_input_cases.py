@@ -402,6 +402,54 @@ def _full_disk_under_cache_dir(c: Case) -> list[str]:
     return c.run()
 
 
+# --- judge review (ragexp judge review) ---------------------------------------------------------------
+
+#: A fixed port, so the busy-port message is the same on every run (taken by the case itself).
+REVIEW_BUSY_PORT = 47391
+
+
+def _review(c: Case, run_id: str, *, port: int = 0, store: Path | None = None) -> list[str]:
+    return ["judge", "review", run_id, "-n", "5", "--labels", str(c.dir / "labels.csv"), "--port", str(port),
+            "--tracking-uri", f"sqlite:///{store or c.inputs / 'store.db'}"]
+
+
+def _review_unknown_run(c: Case) -> list[str]:
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(f"sqlite:///{c.inputs / 'store.db'}").search_experiments(max_results=1)  # creates the store
+    return _review(c, "0" * 32)
+
+
+def _review_run_without_claims(c: Case) -> list[str]:
+    """A logged retrieval-only run (per-query rows, no judged claims), in a store outside the
+    case folder (the suite checks that folder holds no results file and no run)."""
+    import tempfile
+
+    from mlflow.tracking import MlflowClient
+
+    from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+
+    outside = Path(c.stack.enter_context(tempfile.TemporaryDirectory(prefix="ragexp-review-case-")))
+    client = MlflowClient(f"sqlite:///{outside / 'store.db'}")
+    experiment = client.create_experiment("retrieval", artifact_location=(outside / "artifacts").as_uri())
+    run = client.create_run(experiment, run_name="retrieval-only")
+    results = RunResults(meta={}, aggregates={"mrr": 1.0}, per_query=[{"query_id": "q1", "query": GOOD_ITEM["query"]}])
+    client.log_artifact(run.info.run_id, str(results.save(outside / ARTIFACT_NAME)))
+    client.set_terminated(run.info.run_id)
+    return _review(c, run.info.run_id, store=outside / "store.db")
+
+
+def _review_busy_port(c: Case) -> list[str]:
+    import socket
+
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.stack.callback(holder.close)
+    with contextlib.suppress(OSError):  # already taken by another program: busy all the same
+        holder.bind(("127.0.0.1", REVIEW_BUSY_PORT))
+        holder.listen(1)
+    return _review(c, "0" * 32, port=REVIEW_BUSY_PORT)
+
+
 CASES = [
     CliCase("malformed-jsonl", "eval set: a JSONL line cut off", _malformed_jsonl, ("<dir>/in/evalset.jsonl:2: ", "malformed JSON")),
     CliCase("malformed-yaml", "eval set: malformed YAML", _malformed_yaml, ("<dir>/in/evalset.yaml:", "malformed YAML")),
@@ -489,6 +537,12 @@ CASES = [
             ("<dir>/in/built.annotation.json: cannot read the annotation queue",)),
     CliCase("disk-full", "a full disk under `cache_dir` (ENOSPC)", _full_disk_under_cache_dir,
             ("field 'cache_dir'", "cannot write the stage cache under <dir>/cache", "errno 28")),
+    CliCase("review-unknown-run", "`ragexp judge review` with a run id the store does not hold", _review_unknown_run,
+            ("ragexp judge: error: field 'RUN_ID': no run with id '00000000000000000000000000000000'",)),
+    CliCase("review-no-claims", "`ragexp judge review` on a run without generator and judge", _review_run_without_claims,
+            ("ragexp judge: error: field 'RUN_ID': the run has no judged claims", "judge=lexical")),
+    CliCase("review-busy-port", "`ragexp judge review --port P` with P taken", _review_busy_port,
+            (f"ragexp judge: error: field '--port': port {REVIEW_BUSY_PORT} on 127.0.0.1 is already in use",)),
 ]
 
 

@@ -20,6 +20,7 @@ The confusion matrix is ``confusion[human_label][judge_label] = count``.
 from __future__ import annotations
 
 import csv
+import io
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -87,14 +88,21 @@ def read_labels(path: str | Path) -> list[LabelledClaim]:
     return rows
 
 
+def labels_csv(rows: Iterable[LabelledClaim]) -> str:
+    """The CSV text of ``rows`` in :data:`COLUMNS` order (the format :func:`read_labels` reads)."""
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(asdict(row) for row in rows)
+    return out.getvalue()
+
+
 def write_labels(path: str | Path, rows: Iterable[LabelledClaim]) -> Path:
     """Write rows in :data:`COLUMNS` order (the format :func:`read_labels` reads)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(asdict(row) for row in rows)
+        handle.write(labels_csv(rows))
     return path
 
 

@@ -1,0 +1,52 @@
+"""``ragexp judge review RUN_ID -n 20 [--labels FILE] [--port P]``: the judge spot-check page.
+
+Order of checks, each bad input one line and exit 2 before anything is written: ``-n``, the run
+id's form, the port (bound at once, as ``ragexp ui``), an existing labels file that the labels
+reader refuses, the store and the run, and whether the run has judged claims. Only claims with a
+judge verdict are drawn (a judge failure has nothing to agree with); the sample is seeded
+(``--seed``, :func:`ragexp.judging.review.sample.draw`) so the same command shows the same claims.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ragexp.commands._runs import RUN_ID, client_for, get_run, load_results
+from ragexp.errors import RagexpInputError
+from ragexp.web.app import reserve_port
+
+
+def review(args: argparse.Namespace) -> int:
+    if args.n < 1:
+        raise RagexpInputError("must be at least 1", field="-n")
+    if not RUN_ID.fullmatch(args.run):
+        raise RagexpInputError(f"{args.run!r} is not an MLflow run id (32 hex digits)", field="RUN_ID")
+    sock = reserve_port(args.port)
+    try:
+        return _serve(args, sock)
+    finally:
+        sock.close()
+
+
+def _serve(args: argparse.Namespace, sock) -> int:
+    from ragexp.judging.review.router import review_router
+    from ragexp.judging.review.sample import draw, review_claims
+    from ragexp.judging.review.session import ReviewSession, mlflow_logger, read_existing
+    from ragexp.web.app import create_app, serve
+
+    read_existing(args.labels)
+    client, _ = client_for(args)
+    run = get_run(client, args.run)
+    results = load_results(args.run, args.tracking_uri)
+    judged = [claim for claim in review_claims(results.per_query, prefix=f"{args.run}/") if claim.row.judge_label]
+    if not judged:
+        raise RagexpInputError("the run has no judged claims (was it run with a generator and a judge, "
+                               "e.g. generator=extractive judge=lexical?)", field="RUN_ID")
+    chosen = draw(judged, args.n, args.seed, key=lambda claim: claim.row.id)
+    session = ReviewSession(run_id=args.run, run_name=run.info.run_name or args.run, claims=chosen,
+                            labels_path=args.labels, seed=args.seed, total_claims=len(judged),
+                            log=mlflow_logger(client, args.run))
+    app = create_app([review_router(session)], "review.html", title="ragexp judge review")
+    print(f"reviewing {len(chosen)} of {len(judged)} judged claims of run {session.run_name} (seed {args.seed}); "
+          f"verdicts go to {args.labels}", flush=True)
+    return serve(app, sock, what="judge review")

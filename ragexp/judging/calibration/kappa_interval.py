@@ -1,0 +1,66 @@
+"""Cohen's kappa with its large-sample confidence interval (Fleiss, Cohen & Everitt, 1969).
+
+Over n items rated by two raters, with ``p_ij`` the share of items the first rater put in class
+``i`` and the second in class ``j``, row and column shares ``p_i.`` and ``p_.j``::
+
+    p_o   = sum_i p_ii                      p_e = sum_i p_i. * p_.i
+    kappa = (p_o - p_e) / (1 - p_e)
+
+    var(kappa) = [ sum_i p_ii * (1 - (p_i. + p_.i) * (1 - kappa))^2
+                 + (1 - kappa)^2 * sum_{i != j} p_ij * (p_.i + p_j.)^2
+                 - (kappa - p_e * (1 - kappa))^2 ] / (n * (1 - p_e)^2)
+
+    CI = kappa -/+ z * sqrt(var(kappa)),  z = Phi^-1(1 - (1 - confidence)/2),  clipped to [-1, 1]
+
+Kappa and its interval are undefined (``None``) for no items or when ``p_e == 1`` (both raters
+used one and the same class). When only one rater used a single class, kappa is 0 by construction
+(``p_o == p_e``) and the formula's variance is 0 too: the interval is left undefined, since no
+sample size makes that 0 more certain. The interval is asymptotic: with the 20 claims of a spot
+check it is wide, and at perfect agreement (``kappa == 1``) its width is 0, which says nothing
+about a larger sample; read it as "how sure 20 claims can make you", not as exact.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+
+@dataclass(frozen=True)
+class KappaInterval:
+    n: int
+    kappa: float | None
+    se: float | None
+    low: float | None
+    high: float | None
+    confidence: float
+
+
+def kappa_interval(first: Sequence[str], second: Sequence[str], confidence: float = 0.95) -> KappaInterval:
+    """Kappa of two raters over the same items with its ``confidence`` interval (module docstring)."""
+    if len(first) != len(second):
+        raise ValueError("raters must label the same items")
+    n = len(first)
+    pairs = Counter(zip(first, second))
+    rows, cols = Counter(first), Counter(second)
+    labels = sorted(set(rows) | set(cols))
+    if n == 0:
+        return KappaInterval(0, None, None, None, None, confidence)
+    p = {(i, j): pairs[(i, j)] / n for i in labels for j in labels}
+    row = {i: rows[i] / n for i in labels}
+    col = {j: cols[j] / n for j in labels}
+    p_o = sum(p[(i, i)] for i in labels)
+    p_e = sum(row[i] * col[i] for i in labels)
+    if p_e >= 1.0:
+        return KappaInterval(n, None, None, None, None, confidence)
+    kappa = (p_o - p_e) / (1.0 - p_e)
+    if len(rows) < 2 or len(cols) < 2:
+        return KappaInterval(n, kappa, None, None, None, confidence)
+    diagonal = sum(p[(i, i)] * (1.0 - (row[i] + col[i]) * (1.0 - kappa)) ** 2 for i in labels)
+    off = (1.0 - kappa) ** 2 * sum(p[(i, j)] * (col[i] + row[j]) ** 2 for i in labels for j in labels if i != j)
+    variance = max(0.0, (diagonal + off - (kappa - p_e * (1.0 - kappa)) ** 2) / (n * (1.0 - p_e) ** 2))
+    se = variance**0.5
+    z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
+    return KappaInterval(n, kappa, se, max(-1.0, kappa - z * se), min(1.0, kappa + z * se), confidence)

@@ -1,0 +1,179 @@
+"""One review of a run's judge: the sampled claims, the person's verdicts, the agreement.
+
+Verdicts go to the labels CSV at once (:mod:`ragexp.judging.calibration.labels` format, the one
+``ragexp judge calibrate`` and ``ragexp judge agreement`` read): a claim's row is added, or
+replaced when the person changes their mind (one row per id); *skip* writes the row with an empty
+``human_label`` and ``note: skipped`` (an unreviewed row to the readers). Each write replaces the
+whole file atomically and only when the file is as the page last saw it (an etag, so two pages or
+an editor never silently overwrite each other: :class:`ragexp.web.files.GuardedFile`). Rows of other
+runs or files already in the CSV are kept; a claim already labelled there opens labelled.
+
+Agreement is computed over the sampled claims the person labelled (skips left out):
+accuracy and Cohen's kappa with its 95 % interval (:mod:`ragexp.judging.calibration.kappa_interval`).
+Once every sampled claim has a verdict or a skip, and after every later change, it is logged to the
+run: metrics ``judge_review/{n, accuracy, kappa, kappa_ci_low, kappa_ci_high, skipped, sampled}``
+(an undefined kappa or interval is left out), the reviewed rows as the artifact
+``judge_review/labels.csv`` and the printed report as ``judge_review/agreement.txt``, tags
+``judge_review.seed`` and ``judge_review.labels_file`` (tags, not params: a later review may use
+another seed or file). A failed log leaves the verdict saved and is shown on the page; the next
+change retries it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ragexp.errors import RagexpInputError
+from ragexp.judging.calibration.kappa_interval import KappaInterval, kappa_interval
+from ragexp.judging.calibration.labels import (
+    LABELS,
+    AgreementReport,
+    LabelledClaim,
+    agreement,
+    labels_csv,
+    read_labels,
+)
+from ragexp.judging.review.sample import ReviewClaim
+from ragexp.web.files import GuardedFile
+
+SKIP = "skip"
+SKIPPED_NOTE = "skipped"
+PREFIX = "judge_review/"
+
+
+@dataclass(frozen=True)
+class ReviewAgreement:
+    report: AgreementReport
+    interval: KappaInterval
+    sampled: int
+    skipped: int
+
+    def metrics(self) -> dict[str, float]:
+        """What is logged to the run (undefined values left out)."""
+        out = {"n": float(self.report.n), "sampled": float(self.sampled), "skipped": float(self.skipped)}
+        if self.report.accuracy is not None:
+            out["accuracy"] = self.report.accuracy
+        if self.interval.kappa is not None:
+            out["kappa"] = self.interval.kappa
+        if self.interval.low is not None:
+            out.update(kappa_ci_low=self.interval.low, kappa_ci_high=self.interval.high)
+        return {PREFIX + key: value for key, value in out.items()}
+
+    def render(self) -> str:
+        ci = self.interval
+        kappa = ("undefined" if ci.kappa is None else f"{ci.kappa:.3f} (no interval: one side used a single label)"
+                 if ci.low is None else f"{ci.kappa:.3f} (95% CI {ci.low:.3f} to {ci.high:.3f})")
+        return (f"sampled {self.sampled}, skipped {self.skipped}\n{self.report.render()}\n"
+                f"Cohen's kappa with its interval: {kappa}")
+
+    def to_json(self) -> dict:
+        return {"n": self.report.n, "accuracy": self.report.accuracy, "kappa": self.interval.kappa,
+                "kappa_ci_low": self.interval.low, "kappa_ci_high": self.interval.high,
+                "sampled": self.sampled, "skipped": self.skipped, "confusion": self.report.confusion}
+
+
+def review_agreement(rows: list[LabelledClaim]) -> ReviewAgreement:
+    """Agreement of the rows' ``human_label`` with their ``judge_label`` (module docstring)."""
+    report = agreement(rows)
+    compared = [row for row in rows if row.human_label and row.judge_label]
+    interval = kappa_interval([row.human_label for row in compared], [row.judge_label for row in compared])
+    skipped = sum(1 for row in rows if not row.human_label and row.note == SKIPPED_NOTE)
+    return ReviewAgreement(report, interval, len(rows), skipped)
+
+
+def read_existing(path: Path) -> list[LabelledClaim]:
+    """The labels file's rows (none when it does not exist yet); a malformed file is bad input."""
+    if not path.exists():
+        return []
+    try:
+        return read_labels(path)
+    except RagexpInputError as err:
+        raise RagexpInputError(err.message, file=err.file, line=err.line, field=err.field or "--labels") from None
+
+
+Logger = Callable[[dict[str, float], dict[str, str], dict[str, str]], None]
+"""``log(metrics, tags, artifacts)``: write to the run; ``artifacts`` maps path -> text."""
+
+
+class ReviewSession:
+    """The state behind the review page; every method is safe to call from several requests."""
+
+    def __init__(self, *, run_id: str, run_name: str, claims: list[ReviewClaim], labels_path: Path, seed: int,
+                 total_claims: int, log: Logger) -> None:
+        self.run_id, self.run_name, self.seed, self.total_claims = run_id, run_name, seed, total_claims
+        self.claims = claims
+        self.file = GuardedFile(Path(labels_path))
+        self.log = log
+        self.logged: dict | None = None
+        self.log_error: str | None = None  # why the last log to the run failed (the store unreachable ...)
+        self._lock = threading.Lock()
+        existing = {row.id: row for row in read_existing(self.file.path)}
+        for claim in claims:
+            if claim.row.id in existing:
+                claim.row = replace(claim.row, human_label=existing[claim.row.id].human_label,
+                                    note=existing[claim.row.id].note)
+
+    def decided(self, claim: ReviewClaim) -> bool:
+        return bool(claim.row.human_label) or claim.row.note == SKIPPED_NOTE
+
+    def state(self) -> dict:
+        """What the page loads: the run, the claims, the labels file and its etag, the agreement."""
+        return {"run": {"id": self.run_id, "name": self.run_name, "judged_claims": self.total_claims, "seed": self.seed},
+                "labels_file": str(self.file.path), "etag": self.file.etag(),
+                "claims": [claim.to_json() for claim in self.claims], **self._summary()}
+
+    def _summary(self) -> dict:
+        return {"agreement": review_agreement([c.row for c in self.claims]).to_json(), "logged": self.logged,
+                "log_error": self.log_error, "done": all(self.decided(c) for c in self.claims)}
+
+    def label(self, claim_id: str, label: str, if_match: str | None) -> dict:
+        """Record ``label`` (``supported``, ``not_supported`` or ``skip``) for one sampled claim;
+        returns the new etag, the agreement and what was logged. Raises
+        :class:`~ragexp.web.files.Conflict` when the file changed since ``if_match``."""
+        if label not in (*LABELS, SKIP):
+            raise ValueError(f"label must be one of {', '.join((*LABELS, SKIP))}, got {label!r}")
+        claim = next((c for c in self.claims if c.row.id == claim_id), None)
+        if claim is None:
+            raise KeyError(claim_id)
+        with self._lock, self.file.lock:
+            self.file.check(if_match)
+            row = replace(claim.row, human_label="" if label == SKIP else label, note=SKIPPED_NOTE if label == SKIP else "")
+            rows = read_existing(self.file.path)
+            at = next((i for i, existing in enumerate(rows) if existing.id == row.id), None)
+            if at is None:
+                rows.append(row)
+            else:
+                rows[at] = row
+            etag = self.file.replace(if_match, labels_csv(rows))
+            claim.row = row
+            if all(self.decided(c) for c in self.claims):
+                try:
+                    self._log()
+                    self.log_error = None
+                except Exception as err:  # noqa: BLE001 - the verdict is saved; the page says the log failed
+                    self.log_error = f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
+            return {"etag": etag, **self._summary()}
+
+    def _log(self) -> None:
+        rows = [c.row for c in self.claims]
+        result = review_agreement(rows)
+        metrics = result.metrics()
+        self.log(metrics, {"judge_review.seed": str(self.seed), "judge_review.labels_file": str(self.file.path)},
+                 {PREFIX + "labels.csv": labels_csv(rows), PREFIX + "agreement.txt": result.render() + "\n"})
+        self.logged = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "metrics": metrics}
+
+
+def mlflow_logger(client, run_id: str) -> Logger:
+    """A :data:`Logger` writing to ``run_id`` through ``client`` (each metric appended to its history)."""
+    from ragexp.tracking import store
+
+    def log(metrics: dict[str, float], tags: dict[str, str], artifacts: dict[str, str]) -> None:
+        store.log_batched(client, run_id, metrics=metrics, tags=tags)
+        for path, text in artifacts.items():
+            store.log_artifact_text(client, run_id, path, text)
+
+    return log

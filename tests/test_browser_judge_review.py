@@ -1,0 +1,151 @@
+"""``ragexp judge review`` in headless Chromium: a person labels a run's claims with the keyboard.
+
+A real ``ragexp run`` with the cheapest offline generator and judge (``generator=extractive
+judge=lexical``, the extractive generator's overlap floor lowered so most of the tiny eval set is
+answered) logs to a sqlite store; the real ``ragexp judge review`` server on 127.0.0.1 serves the
+page; Debian's Chromium (never a downloaded browser) labels every sampled claim with ``y`` / ``n``
+/ ``s``. Then the labels CSV holds exactly those verdicts in the labels format (read back by the
+labels reader and by ``ragexp judge agreement``), and the run in MLflow holds ``judge_review/*``
+metrics equal to a hand computation and scikit-learn's kappa, and the labels as an artifact.
+
+Screenshot: ``test-artifacts/judge-review.png``; ``RAGEXP_UPDATE_SCREENSHOT=1`` generates with the
+local model instead (``generator=local``, ~4 min: its answers are what a judge disagrees with a
+person about; the extractive generator copies context, so the lexical judge calls all of it
+supported) and copies the screenshot to ``docs/images/judge-review.png`` (docs/judging.md's).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+from sklearn.metrics import cohen_kappa_score
+
+from ragexp.judging.calibration.labels import read_labels
+from tests.helpers.cli import ENV, ragexp
+from tests.helpers.tiny_dataset import write_tiny_dataset
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+REPO = Path(__file__).resolve().parents[1]
+UPDATE_SCREENSHOTS = os.environ.get("RAGEXP_UPDATE_SCREENSHOT") == "1"
+TIMEOUT_MS = 60_000
+KEYS = {"y": "supported", "n": "not_supported", "s": "skip"}
+GENERATOR = ["generator=local"] if UPDATE_SCREENSHOTS else ["generator=extractive", "+generator.min_overlap=0.1"]
+PATTERN = "ynsyn"  # the verdicts typed, claim after claim (repeated if there are more claims)
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)"),
+]
+
+
+def start_review(cwd: Path, *args: str) -> tuple[subprocess.Popen, str]:
+    """``ragexp judge review ... --port 0`` in its own process group; returns it and its URL."""
+    server = subprocess.Popen([sys.executable, "-m", "ragexp.cli", "judge", "review", *args, "--port", "0"], cwd=cwd,
+                              env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 180
+    seen = []
+    while time.monotonic() < deadline:
+        line = server.stdout.readline()
+        if not line:
+            raise AssertionError(f"review server exited {server.wait()}: {''.join(seen)[-2000:]}")
+        seen.append(line)
+        match = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+        if match:
+            return server, match.group(1)
+    raise AssertionError(f"no URL within 180 s: {''.join(seen)[-2000:]}")
+
+
+def stop(server: subprocess.Popen) -> None:
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def test_a_person_labels_claims_with_the_keyboard_and_agreement_reaches_mlflow(tmp_path: Path) -> None:
+    corpus, evalset = write_tiny_dataset(tmp_path)
+    db = tmp_path / "mlflow.db"
+    ragexp(tmp_path, "run", "dataset=evalset", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}",
+           f"tracking.uri=sqlite:///{db}", "tracking.experiment=tiny", "progress=false", "retrieval=bm25",
+           *GENERATOR, "judge=lexical", f"cache_dir={tmp_path / 'cache'}")
+    client = MlflowClient(f"sqlite:///{db}")
+    [run] = client.search_runs([client.get_experiment_by_name("tiny").experiment_id])
+    run_id = run.info.run_id
+    labels = tmp_path / "labels.csv"
+
+    server, url = start_review(tmp_path, run_id, "-n", "20", "--labels", str(labels), "--tracking-uri", f"sqlite:///{db}")
+    try:
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 900})
+                page.set_default_timeout(TIMEOUT_MS)
+                sync_api.expect.set_options(timeout=TIMEOUT_MS)
+                page.goto(url)
+                page.wait_for_selector("body[data-ready=true]")
+                claims = page.evaluate("fetch('/api/review').then(r => r.json())")["claims"]
+                assert len(claims) >= 4, claims  # enough to disagree on
+                assert all(c["evidence_by"] == "judge" for c in claims if c["evidence"])
+                first = claims[0]
+                if first["evidence"]:
+                    sync_api.expect(page.locator("#context mark")).to_have_text(first["context"][slice(*first["evidence"])])
+                typed = {}
+                for index, claim in enumerate(claims):
+                    key = PATTERN[index % len(PATTERN)]
+                    sync_api.expect(page.locator("#claim")).to_have_text(claim["claim"])
+                    page.keyboard.press(key)
+                    typed[claim["id"]] = KEYS[key]
+                sync_api.expect(page.locator("#logged")).to_contain_text("Logged to run")
+                sync_api.expect(page.locator("#save-status")).to_have_text("saved")
+                shot = REPO / "test-artifacts" / "judge-review.png"
+                shot.parent.mkdir(exist_ok=True)
+                page.keyboard.press("k")  # back one: its verdict and the judge's are both shown
+                page.screenshot(path=str(shot))
+                if UPDATE_SCREENSHOTS:
+                    shutil.copyfile(shot, REPO / "docs" / "images" / "judge-review.png")
+            finally:
+                browser.close()
+    finally:
+        stop(server)
+
+    rows = {row.id: row for row in read_labels(labels)}
+    assert list(rows) == [c["id"] for c in claims]
+    for claim in claims:
+        row, verdict = rows[claim["id"]], typed[claim["id"]]
+        assert row.human_label == ("" if verdict == "skip" else verdict)
+        assert row.note == ("skipped" if verdict == "skip" else "")
+        assert (row.claim, row.context, row.judge_label) == (claim["claim"], claim["context"], claim["judge_label"])
+
+    compared = [rows[c["id"]] for c in claims if typed[c["id"]] != "skip"]
+    human, judge = [r.human_label for r in compared], [r.judge_label for r in compared]
+    metrics = client.get_run(run_id).data.metrics
+    assert metrics["judge_review/n"] == len(compared)
+    assert metrics["judge_review/skipped"] == len(claims) - len(compared)
+    assert metrics["judge_review/accuracy"] == pytest.approx(sum(h == j for h, j in zip(human, judge)) / len(compared))
+    assert metrics["judge_review/kappa"] == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
+    if len(set(judge)) > 1:  # the extractive generator copies context: the lexical judge may call all supported
+        assert metrics["judge_review/kappa_ci_low"] <= metrics["judge_review/kappa"] <= metrics["judge_review/kappa_ci_high"]
+    else:
+        assert "judge_review/kappa_ci_low" not in metrics  # kappa is 0 by construction: no interval
+    logged = Path(client.download_artifacts(run_id, "judge_review/labels.csv", str(tmp_path)))
+    assert [(r.id, r.human_label) for r in read_labels(logged)] == [(i, rows[i].human_label) for i in rows]
+
+    agreement = ragexp(tmp_path, "judge", "agreement", str(labels))
+    assert f"claims compared: {len(compared)}" in agreement.stdout

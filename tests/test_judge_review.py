@@ -1,0 +1,284 @@
+"""``ragexp judge review`` without a browser: kappa and its interval against independent truth,
+the span a verdict rests on, and the review session's labels file and agreement log.
+
+The page itself, the real server and MLflow are in ``tests/test_browser_judge_review.py``.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import cohen_kappa_score
+
+from ragexp.judging.calibration.kappa_interval import kappa_interval
+from ragexp.judging.calibration.labels import COLUMNS, NOT_SUPPORTED, SUPPORTED, read_labels
+from ragexp.judging.claims import sentence_spans, split_sentences
+from ragexp.judging.judges import LexicalJudge
+from ragexp.judging.review.sample import EVIDENCE_BY_JUDGE, EVIDENCE_BY_OVERLAP, draw, review_claims
+from ragexp.judging.review.session import SKIP, ReviewSession
+from ragexp.web.files import Conflict
+
+S, N = SUPPORTED, NOT_SUPPORTED
+
+
+def table_ratings(a: int, b: int, c: int, d: int) -> tuple[list[str], list[str]]:
+    """Two raters over a + b + c + d items: a (S,S), b (S,N), c (N,S), d (N,N)."""
+    first = [S] * (a + b) + [N] * (c + d)
+    second = [S] * a + [N] * b + [S] * c + [N] * d
+    return first, second
+
+
+def test_kappa_and_interval_by_hand() -> None:
+    """20 claims: 9 both supported, 2 human-only, 3 judge-only, 6 both not supported.
+
+    p_o = 15/20 = 0.75; human S 11/20, judge S 12/20; p_e = 0.55*0.6 + 0.45*0.4 = 0.51;
+    kappa = 0.24/0.49 = 24/49.
+    Fleiss-Cohen-Everitt variance, with 1 - kappa = 25/49:
+      diagonal  0.45*(1 - 1.15*25/49)^2 + 0.30*(1 - 0.85*25/49)^2
+      off       (25/49)^2 * [p_SN*(p_.S + p_N.)^2 + p_NS*(p_.N + p_S.)^2]
+                = (25/49)^2 * [0.10*(0.60 + 0.45)^2 + 0.15*(0.40 + 0.55)^2]
+      minus     (24/49 - 0.51*25/49)^2
+    over 20 * 0.49^2; the 95 % interval is kappa -/+ 1.959964 * sqrt(var).
+    """
+    human, judge = table_ratings(9, 2, 3, 6)
+    k = Fraction(24, 49)
+    one = 1 - k
+    diagonal = Fraction(45, 100) * (1 - Fraction(115, 100) * one) ** 2 + Fraction(30, 100) * (1 - Fraction(85, 100) * one) ** 2
+    off = one**2 * (Fraction(10, 100) * Fraction(105, 100) ** 2 + Fraction(15, 100) * Fraction(95, 100) ** 2)
+    variance = (diagonal + off - (k - Fraction(51, 100) * one) ** 2) / (20 * Fraction(49, 100) ** 2)
+    se = float(variance) ** 0.5
+
+    result = kappa_interval(human, judge)
+
+    assert result.kappa == pytest.approx(24 / 49, abs=1e-12)
+    assert result.kappa == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
+    assert result.se == pytest.approx(se, rel=1e-9)
+    assert (result.low, result.high) == pytest.approx((24 / 49 - 1.959964 * se, 24 / 49 + 1.959964 * se), abs=1e-5)
+
+
+@pytest.mark.parametrize("cells", [(5, 0, 0, 5), (1, 4, 4, 1), (12, 3, 1, 4), (0, 3, 2, 0), (7, 1, 0, 0)])
+def test_kappa_equals_sklearn(cells) -> None:
+    human, judge = table_ratings(*cells)
+    assert kappa_interval(human, judge).kappa == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
+
+
+def test_standard_error_matches_the_bootstrap() -> None:
+    """The analytic standard error is the spread of kappa over resamples of the claims (2000
+    bootstrap resamples of 400 claims, kappa by scikit-learn): within 7 %."""
+    rng = np.random.default_rng(7)
+    truth = rng.random(400) < 0.6
+    human = np.where(truth, S, N)
+    judge = np.where(np.where(rng.random(400) < 0.8, truth, ~truth), S, N)
+    boot = []
+    for _ in range(2000):
+        index = rng.integers(0, 400, 400)
+        boot.append(cohen_kappa_score(human[index], judge[index]))
+    result = kappa_interval(list(human), list(judge))
+    assert result.se == pytest.approx(float(np.std(boot, ddof=1)), rel=0.07)
+
+
+def test_undefined_kappa_has_no_interval() -> None:
+    assert kappa_interval([], []).kappa is None
+    one_label = kappa_interval([S, S, S], [S, S, S])
+    assert (one_label.kappa, one_label.low, one_label.high) == (None, None, None)
+    constant_judge = kappa_interval([S, N, S, N], [S, S, S, S])
+    assert (constant_judge.kappa, constant_judge.low, constant_judge.high) == (0.0, None, None)
+    perfect = kappa_interval([S, N, S, N], [S, N, S, N])
+    assert (perfect.kappa, perfect.low, perfect.high) == (1.0, 1.0, 1.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(list("ab .!?\n-*•1)\"'Ae.g.X\t")), max_size=80))
+def test_sentence_spans_point_at_the_split_sentences(text: str) -> None:
+    spans = sentence_spans(text)
+    assert [text[start:end] for start, end in spans] == split_sentences(text)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+    assert all(text[start:end] == text[start:end].strip() for start, end in spans)
+
+
+CONTEXT = ("[1] Webhooks\nFailed deliveries are retried with exponential backoff for 24 hours. "
+           "After that the event is marked failed.\n\n[2] Rate limits\nThe search endpoint allows 30 requests per minute.")
+
+
+def test_lexical_verdict_points_at_the_sentence_sharing_most_words() -> None:
+    [retry, failed, missing] = LexicalJudge().judge_claims(
+        ["Deliveries are retried for 24 hours.", "The event is marked failed.", "Refunds take a week."], CONTEXT)
+    assert CONTEXT[slice(*retry.evidence)] == "Failed deliveries are retried with exponential backoff for 24 hours."
+    assert CONTEXT[slice(*failed.evidence)] == "After that the event is marked failed."
+    assert missing.evidence is None and missing.supported is False
+
+
+def per_query_rows() -> list[dict]:
+    """Two queries, five claims: verdicts as a run stores them (one without a stored span)."""
+    judge = LexicalJudge()
+    rows = []
+    for query_id, answer in (("q1", "Deliveries are retried for 24 hours. The event is marked failed."),
+                             ("q2", "Search allows 30 requests per minute. Refunds take a week. Webhooks time out.")):
+        verdicts = [v.to_dict() for v in judge.judge_claims(judge.split_claims(answer), CONTEXT)]
+        rows.append({"query_id": query_id, "query": f"question {query_id}", "answer": answer, "claims": verdicts,
+                     "judge_context": CONTEXT})
+    rows[1]["claims"][0]["evidence"] = None  # as an LLM judge stores it
+    nothing = judge.judge_claims(["The CEO likes blue."], "")  # nothing retrieved: not drawn
+    rows.append({"query_id": "q3", "query": "question q3", "answer": "The CEO likes blue.", "judge_context": "",
+                 "claims": [v.to_dict() for v in nothing]})
+    return rows
+
+
+def test_review_claims_carry_the_judges_span_or_the_closest_sentence() -> None:
+    claims = review_claims(per_query_rows(), prefix="RUN/")
+    assert [c.row.id for c in claims] == ["RUN/q1#claim_0", "RUN/q1#claim_1", "RUN/q2#claim_0", "RUN/q2#claim_1",
+                                          "RUN/q2#claim_2"]
+    assert claims[0].evidence_by == EVIDENCE_BY_JUDGE
+    assert claims[2].evidence_by == EVIDENCE_BY_OVERLAP
+    assert CONTEXT[slice(*claims[2].evidence)] == "The search endpoint allows 30 requests per minute."
+    assert claims[3].evidence is None and claims[3].evidence_by is None  # "Refunds take a week": no shared word
+    assert claims[0].query == "question q1" and claims[0].answer.startswith("Deliveries")
+
+
+def test_draw_is_seeded_and_sorted() -> None:
+    claims = list(range(50))
+    first = draw(claims, 10, seed=3, key=lambda c: c)
+    assert first == draw(claims, 10, seed=3, key=lambda c: c) == sorted(random.Random(3).sample(claims, 10))
+    assert draw(claims, 80, seed=3, key=lambda c: c) == claims
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[dict, dict, dict]] = []
+
+    def __call__(self, metrics, tags, artifacts) -> None:
+        self.calls.append((metrics, tags, artifacts))
+
+
+def session(tmp_path: Path, recorder: Recorder, labels: Path | None = None) -> ReviewSession:
+    claims = [c for c in review_claims(per_query_rows(), prefix="RUN/") if c.row.judge_label]
+    return ReviewSession(run_id="RUN", run_name="bm25", claims=claims, labels_path=labels or tmp_path / "labels.csv",
+                         seed=0, total_claims=len(claims), log=recorder)
+
+
+def test_verdicts_go_to_the_labels_csv_and_agreement_is_logged_once_all_are_decided(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.csv"
+    other = ("OTHER/q9#claim_0", "", "some context", "some claim", S, "", N, "0.5", "")
+    with labels.open("w", encoding="utf-8", newline="") as handle:  # a row of an earlier review stays
+        writer = csv.writer(handle)
+        writer.writerow(COLUMNS)
+        writer.writerow(other)
+    recorder = Recorder()
+    review = session(tmp_path, recorder, labels)
+    ids = [c.row.id for c in review.claims]
+    judge = {c.row.id: c.row.judge_label for c in review.claims}
+    human = {ids[0]: S, ids[1]: N, ids[2]: S, ids[3]: N}
+    etag = review.state()["etag"]
+    etag = review.label(ids[0], N, etag)["etag"]  # a change of mind: replaced, not appended
+    for claim_id, label in human.items():
+        etag = review.label(claim_id, label, etag)["etag"]
+    assert recorder.calls == []  # one claim still open
+    reply = review.label(ids[4], SKIP, etag)
+
+    rows = {row.id: row for row in read_labels(labels)}
+    assert list(rows) == ["OTHER/q9#claim_0", *ids]
+    assert {i: rows[i].human_label for i in human} == human
+    assert rows[ids[4]].human_label == "" and rows[ids[4]].note == "skipped"
+    assert all(rows[i].judge_label == judge[i] and rows[i].context == CONTEXT for i in ids)
+
+    [(metrics, tags, artifacts)] = recorder.calls
+    h, j = [human[i] for i in human], [judge[i] for i in human]
+    assert metrics["judge_review/n"] == 4 and metrics["judge_review/skipped"] == 1 and metrics["judge_review/sampled"] == 5
+    assert metrics["judge_review/accuracy"] == pytest.approx(sum(a == b for a, b in zip(h, j)) / 4)
+    if len(set(h) | set(j)) > 1:
+        assert metrics["judge_review/kappa"] == pytest.approx(cohen_kappa_score(h, j))
+        assert metrics["judge_review/kappa_ci_low"] <= metrics["judge_review/kappa"] <= metrics["judge_review/kappa_ci_high"]
+    assert tags == {"judge_review.seed": "0", "judge_review.labels_file": str(labels)}
+    assert artifacts["judge_review/labels.csv"].count("RUN/") == 5
+    assert reply["done"] and reply["logged"]["metrics"] == metrics
+
+
+def test_a_stale_page_cannot_overwrite_the_labels_file(tmp_path: Path) -> None:
+    review = session(tmp_path, Recorder())
+    first = review.claims[0].row.id
+    stale = review.state()["etag"]
+    review.label(first, S, stale)
+    with pytest.raises(Conflict):
+        review.label(review.claims[1].row.id, N, stale)
+    assert [row.id for row in read_labels(tmp_path / "labels.csv")] == [first]
+
+
+def test_a_reopened_review_starts_from_the_saved_verdicts(tmp_path: Path) -> None:
+    review = session(tmp_path, Recorder())
+    review.label(review.claims[1].row.id, N, review.state()["etag"])
+    again = session(tmp_path, Recorder())
+    assert [c["human_label"] for c in again.state()["claims"]][:2] == ["", N]
+
+
+def test_bad_labels_are_refused(tmp_path: Path) -> None:
+    review = session(tmp_path, Recorder())
+    etag = review.state()["etag"]
+    with pytest.raises(ValueError, match="label must be one of"):
+        review.label(review.claims[0].row.id, "maybe", etag)
+    with pytest.raises(KeyError):
+        review.label("RUN/q7#claim_0", S, etag)
+    assert not (tmp_path / "labels.csv").exists()
+
+
+def test_a_failed_log_keeps_the_verdict_and_says_why(tmp_path: Path) -> None:
+    def unreachable(metrics, tags, artifacts) -> None:
+        raise ConnectionError("store at sqlite:///gone.db is unreachable")
+
+    review = session(tmp_path, Recorder())
+    review.log = unreachable
+    etag = review.state()["etag"]
+    for claim in review.claims:
+        reply = review.label(claim.row.id, S, etag)
+        etag = reply["etag"]
+    assert reply["done"] and reply["logged"] is None
+    assert reply["log_error"] == "ConnectionError: store at sqlite:///gone.db is unreachable"
+    assert len(read_labels(tmp_path / "labels.csv")) == len(review.claims)
+
+
+class WordCountEncoder:
+    """A stand-in sentence encoder: counts of a few words (cosine = shared-word similarity)."""
+
+    identity = {"model": {"name": "word-counts", "weights": "0" * 16}}
+    VOCABULARY = ("deliveries", "retried", "hours", "event", "failed", "search", "requests")
+
+    def _encode(self, texts):
+        return np.array([[text.lower().count(word) for word in self.VOCABULARY] for text in texts], dtype=float)
+
+    encode_queries = encode_passages = _encode
+
+
+def test_embedding_verdict_points_at_the_sentence_its_score_comes_from() -> None:
+    from ragexp.judging.judges import EmbeddingJudge
+
+    judge = EmbeddingJudge(WordCountEncoder())
+    [verdict] = judge.judge_claims(["The event has failed."], CONTEXT)
+    assert CONTEXT[slice(*verdict.evidence)] == "After that the event is marked failed."
+    assert verdict.score == pytest.approx(1.0)  # same word counts as that sentence
+
+
+def test_the_page_api_answers_409_404_and_422(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from ragexp.judging.review.router import review_router
+    from ragexp.web.app import create_app
+
+    review = session(tmp_path, Recorder())
+    client = TestClient(create_app([review_router(review)], "review.html"))
+    state = client.get("/api/review").json()
+    first, second = (c["id"] for c in state["claims"][:2])
+    saved = client.put("/api/review/label", json={"id": first, "label": S}, headers={"If-Match": state["etag"]})
+    assert saved.status_code == 200 and saved.json()["etag"] != state["etag"]
+    stale = client.put("/api/review/label", json={"id": second, "label": N}, headers={"If-Match": state["etag"]})
+    assert stale.status_code == 409 and stale.json()["detail"]["etag"] == saved.json()["etag"]
+    current = {"If-Match": saved.json()["etag"]}
+    assert client.put("/api/review/label", json={"id": "RUN/q9#claim_0", "label": S}, headers=current).status_code == 404
+    assert client.put("/api/review/label", json={"id": second, "label": "maybe"}, headers=current).status_code == 422
+    assert [row.id for row in read_labels(tmp_path / "labels.csv")] == [first]
+    assert "review.js" in client.get("/").text
