@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from ragexp.config import targets
-from ragexp.config.targets import check_targets
+from ragexp.config.targets import check_component
 from ragexp.errors import RagexpInputError
 from ragexp.tracking.metric_names import results_view
 from tests.helpers.cli import ENV, dataset_args, job_runs
@@ -116,52 +116,102 @@ def test_a_users_own_retriever_runs_once_allowed(tiny_dataset, tmp_path):
 
 
 def test_every_nested_target_is_checked_before_any_import(monkeypatch):
-    monkeypatch.delenv("RAGEXP_ALLOWED_TARGETS", raising=False)
     shipped = {"_target_": "reference_pipelines.hybrid.HybridRetriever",
                "retrievers": [{"_target_": "reference_pipelines.bm25.BM25Retriever"},
                               {"_target_": "reference_pipelines.dense.DenseRetriever",
                                "encoder": {"_target_": "reference_pipelines.encoders.make_encoder", "model": "minilm"}}]}
-    check_targets(shipped, "retrieval")  # the shipped configs pass
+    check_component(shipped, "retrieval")  # the shipped configs pass
     hostile = {**shipped, "retrievers": [*shipped["retrievers"], {"_target_": "os.system", "command": "true"}]}
-    with pytest.raises(RagexpInputError, match="'os.system' is not an allowed component") as caught:
-        check_targets(hostile, "retrieval")
+    with pytest.raises(RagexpInputError, match="'os.system' is not a registered component class") as caught:
+        check_component(hostile, "retrieval")
     assert caught.value.field == "retrieval.retrievers[2]._target_"
     imported = []
-    monkeypatch.setattr(targets, "get_object", lambda name: imported.append(name))
-    for name in ("reference_pipelines_evil.Retriever", "ragexp.cli.main", "ragexp.tracking.run_logger.save_local", "builtins.exec"):
-        with pytest.raises(RagexpInputError, match="not an allowed component"):
-            check_targets({"_target_": name}, "reranker")
-    assert imported == []  # refused by name: nothing outside the allow-list was imported
+    monkeypatch.setattr("hydra.utils.get_object", lambda name: imported.append(name))
+    for name in ("reference_pipelines_evil.Retriever", "ragexp.cli.main", "ragexp.tracking.run_logger.save_local",
+                 "builtins.exec", "reference_pipelines.dense.faiss_threads", "ragexp.judging.calibration.write_labels"):
+        with pytest.raises(RagexpInputError, match="not a registered component class"):
+            check_component({"_target_": name}, "reranker")
+    assert imported == []  # refused by name: nothing unregistered was imported
 
 
-def test_a_target_reaching_another_module_through_an_allowed_one_is_refused(monkeypatch):
-    monkeypatch.delenv("RAGEXP_ALLOWED_TARGETS", raising=False)
-    for name, defined_in in (("reference_pipelines.bm25.np.save", "numpy"), ("reference_pipelines.bm25.logging.FileHandler", "logging")):
-        with pytest.raises(RagexpInputError, match=rf"defined in '{defined_in}") as caught:
-            check_targets({"_target_": name}, "retrieval")
-        assert caught.value.field == "retrieval._target_"
+#: Issue #24 case 1 and its variants: functions, methods and classes inside the packages the old
+#: module-prefix allow-list let through, each in another shipped package.
+FUNCTIONS_IN_SHIPPED_PACKAGES = [
+    "ragexp.judging.calibration.labels.write_labels",  # overwrote a file with attacker text
+    "ragexp.judging.calibration.record.JudgeCalibration.save",  # a method
+    "ragexp.judging.calibration.labels.LabelledClaim",  # a class, but not a component
+    "ragexp.llm.chat_models.build_chat_model",  # a factory function in ragexp.llm
+    "ragexp.llm.call_cache.CallCache",
+    "reference_pipelines.dense.faiss_threads",  # a function in reference_pipelines
+    "reference_pipelines.bm25.np.save",  # reaching NumPy through a shipped module
+    "reference_pipelines.bm25.logging.FileHandler",
+    "ragexp.chunking.base.Chunker.from_options",  # a classmethod of a registered package
+    "ragexp.tracking.run_logger.save_local",
+]
 
 
-def test_user_allowed_prefixes_and_entry_points(monkeypatch):
-    monkeypatch.setenv("RAGEXP_ALLOWED_TARGETS", " json , collections.")
-    check_targets({"_target_": "json.JSONDecoder"}, "retrieval")
-    check_targets({"_target_": "collections.OrderedDict"}, "retrieval")
+@pytest.mark.parametrize("target", FUNCTIONS_IN_SHIPPED_PACKAGES)
+def test_functions_methods_and_other_classes_of_shipped_packages_are_refused(target):
+    with pytest.raises(RagexpInputError, match="is not a registered component class") as caught:
+        check_component({"name": "x", "_target_": target, "path": "/tmp/victim"}, "retrieval")
+    assert caught.value.field == "retrieval._target_"
+
+
+def test_a_registered_name_must_resolve_to_a_class_defined_under_it(monkeypatch):
+    monkeypatch.setattr(targets, "registered_entry_points", lambda: frozenset({"os.path.join", "json.decoder.JSONDecoder",
+                                                                               "json.JSONDecoder"}))
+    with pytest.raises(RagexpInputError, match="is not a class defined under that name"):
+        check_component({"_target_": "os.path.join"}, "retrieval")  # a function, even registered
+    with pytest.raises(RagexpInputError, match="is not a class defined under that name"):
+        check_component({"_target_": "json.JSONDecoder"}, "retrieval")  # re-exported: defined in json.decoder
+    check_component({"_target_": "json.decoder.JSONDecoder", "strict": False}, "retrieval")
+
+
+@pytest.mark.parametrize("key", ["_partial_", "_args_", "_recursive_", "_convert_"])
+def test_hydra_call_keys_are_refused_at_any_depth(key):
+    for node, field in (({"_target_": "reference_pipelines.bm25.BM25Retriever", key: True}, f"retrieval.{key}"),
+                        ({"_target_": "reference_pipelines.hybrid.HybridRetriever",
+                          "retrievers": [{"_target_": "reference_pipelines.bm25.BM25Retriever", key: ["x"]}]},
+                         f"retrieval.retrievers[0].{key}")):
+        with pytest.raises(RagexpInputError, match="not allowed in a config") as caught:
+            check_component(node, "retrieval")
+        assert caught.value.field == field
+
+
+def test_a_block_is_checked_against_its_class_schema():
+    with pytest.raises(RagexpInputError, match="unknown parameter of BM25Retriever; its parameters: variant, k1") as caught:
+        check_component({"_target_": "reference_pipelines.bm25.BM25Retriever", "path": "/tmp/x"}, "retrieval")
+    assert caught.value.field == "retrieval.path"
+    with pytest.raises(RagexpInputError, match="must be a number") as caught:
+        check_component({"_target_": "reference_pipelines.bm25.BM25Retriever", "k1": "1.2"}, "retrieval")
+    assert caught.value.field == "retrieval.k1"
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(RagexpInputError, match="must be a finite number") as caught:
+            check_component({"_target_": "reference_pipelines.bm25.BM25Retriever", "k1": bad}, "retrieval")
+        assert caught.value.field == "retrieval.k1"
+    with pytest.raises(RagexpInputError) as caught:
+        check_component({"_target_": "ragexp.judging.judges.LexicalJudge", "threshold": float("nan")}, "judge")
+    assert caught.value.field == "judge.threshold"
+
+
+def test_entry_points_register_exact_classes(monkeypatch):
     with pytest.raises(RagexpInputError):
-        check_targets({"_target_": "jsonschema_evil.X"}, "retrieval")  # prefixes match whole module names
-    monkeypatch.delenv("RAGEXP_ALLOWED_TARGETS")
-    with pytest.raises(RagexpInputError):
-        check_targets({"_target_": "fractions.Fraction"}, "retrieval")
+        check_component({"_target_": "fractions.Fraction"}, "retrieval")
     entry = EntryPoint(name="fraction", value="fractions:Fraction", group=targets.ENTRY_POINT_GROUP)
     monkeypatch.setattr(targets, "entry_points", lambda group: [entry] if group == targets.ENTRY_POINT_GROUP else [])
-    check_targets({"_target_": "fractions.Fraction"}, "retrieval")
-    with pytest.raises(RagexpInputError):
-        check_targets({"_target_": "fractions.Decimal"}, "retrieval")  # only the registered object
+    targets.registered_entry_points.cache_clear()
+    try:
+        check_component({"_target_": "fractions.Fraction"}, "retrieval")
+        with pytest.raises(RagexpInputError):
+            check_component({"_target_": "fractions.Decimal"}, "retrieval")  # only the registered class
+    finally:
+        targets.registered_entry_points.cache_clear()
 
 
-def test_the_shipped_configs_name_only_allowed_targets(monkeypatch):
-    monkeypatch.delenv("RAGEXP_ALLOWED_TARGETS", raising=False)
+def test_the_shipped_configs_name_only_registered_classes():
     conf = Path(__file__).resolve().parents[1] / "conf"
-    files = [file for file in conf.rglob("*.yaml") if file.name != "config.yaml"]  # config.yaml: Hydra's own callback
+    files = list(conf.rglob("*.yaml"))
     for file in files:
-        check_targets(yaml.safe_load(file.read_text(encoding="utf-8")) or {}, f"{file.parent.name}/{file.stem}")
-    assert sum("_target_:" in file.read_text(encoding="utf-8") for file in files) >= 14
+        node = {k: v for k, v in (yaml.safe_load(file.read_text(encoding="utf-8")) or {}).items() if k != "defaults"}
+        check_component(node.get("hydra", node), f"{file.parent.name}/{file.stem}")
+    assert sum("_target_:" in file.read_text(encoding="utf-8") for file in files) >= 24  # chunkers and loaders too

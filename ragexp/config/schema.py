@@ -23,9 +23,12 @@ from ragexp.errors import RagexpInputError
 class ChunkingConfig:
     """Every chunker's options in one typed node, so ``chunking=fixed,recursive chunking.size=256``
     sweeps compose whatever the primary option is; unset (``None``) options are not passed on and
-    an option the chosen chunker does not take is rejected by it, naming ``chunking.<option>``."""
+    an option the chosen chunker does not take is rejected by it, naming ``chunking.<option>``.
+    ``_target_`` names the chunker class (a registered component, :mod:`ragexp.config.targets`); a
+    user's chunker takes options of its own with ``+chunking.<option>=VALUE``."""
 
     name: str = "markdown"
+    _target_: Optional[str] = None
     unit: Optional[str] = None
     size: Optional[int] = None
     overlap: Optional[int] = None
@@ -121,9 +124,23 @@ def validate(cfg: DictConfig) -> None:
         raise RagexpInputError(f"must be one of {', '.join(RELEVANCE_MODES)}", field="eval.relevance.mode")
     if not 0.0 < cfg.eval.relevance.min_fraction <= 1.0:
         raise RagexpInputError("must be in (0, 1]", field="eval.relevance.min_fraction")
+    if cfg.eval.bootstrap_resamples < 1:
+        raise RagexpInputError("must be a positive integer (resamples of the confidence intervals)",
+                               field="eval.bootstrap_resamples")
     for group in ("dataset", "retrieval"):
         if cfg.get(group) is None:
             raise RagexpInputError(f"config group '{group}' is not set", field=group)
+    check_data_components(cfg)
+
+
+def check_data_components(cfg: DictConfig) -> None:
+    """Build the chunker and the dataset loader (checks only: nothing is read or chunked), so
+    their bad options fail before any work, also for a whole sweep before its first job."""
+    from ragexp.chunking import make_chunker
+    from ragexp.data.dataset import dataset_loader
+
+    dataset_loader(cfg.dataset)
+    make_chunker(chunker_options(cfg.chunking))
 
 
 def component_config(node: DictConfig | None) -> dict | None:
