@@ -8,7 +8,7 @@ mappings: their parameters are checked by the component's constructor at start-u
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from os import PathLike
 from typing import Any, Optional
 
@@ -161,6 +161,13 @@ def load_saved_config(path: str | PathLike[str]) -> DictConfig:
     into the new run's logs. Its ``_target_`` s are checked when the components are built.
     """
     loaded = OmegaConf.load(path)
+    known = {f.name for f in fields(RagexpConfig)}
+    for key in loaded.keys() if isinstance(loaded, DictConfig) else []:
+        if key == "hydra":
+            raise RagexpInputError("a saved config holds no hydra settings (callbacks, launcher, run dirs come from this "
+                                   "machine); this file was edited, refusing it", file=path, field="hydra")
+        if key not in known:
+            raise RagexpInputError(f"not a ragexp config key; known: {', '.join(sorted(known))}", file=path, field=str(key))
     for key_path, value in _leaves(OmegaConf.to_container(loaded, resolve=False)):
         if isinstance(value, str) and "${" in value:
             raise RagexpInputError("a saved config holds no interpolation (${...}); this file was edited, refusing it",

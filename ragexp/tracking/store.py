@@ -271,8 +271,8 @@ def log_artifact_text(client: MlflowClient, run_id: str, artifact_path: str, tex
 
 
 def download_artifact(run_id: str, artifact_path: str, tracking_uri: str | None = None,
-                      artifacts_root: str | Path | None = None) -> Path:
-    """Fetch one artifact of a run to a temporary folder.
+                      artifacts_root: str | Path | None = None, dst_dir: Path | None = None) -> Path:
+    """Fetch one artifact of a run to ``dst_dir`` (created; default: a new temporary folder).
 
     A sqlite store records absolute artifact paths, so a store copied or moved with its
     ``mlruns/`` folder points at the old place. When the file is not where the store says, it is
@@ -281,11 +281,13 @@ def download_artifact(run_id: str, artifact_path: str, tracking_uri: str | None 
     file; the error names the store and every place looked.
     """
     uri = tracking_uri or default_tracking_uri()
+    dst = Path(dst_dir) if dst_dir is not None else Path(tempfile.mkdtemp(prefix="ragexp-"))
+    dst.mkdir(parents=True, exist_ok=True)
     first_error = ""
     if artifacts_root is None:
         try:
             return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact_path,
-                                                            dst_path=tempfile.mkdtemp(prefix="ragexp-"), tracking_uri=uri))
+                                                            dst_path=str(dst), tracking_uri=uri))
         except (MlflowException, OSError) as err:
             first_error = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
     artifact_uri = MlflowClient(uri).get_run(run_id).info.artifact_uri
@@ -293,7 +295,7 @@ def download_artifact(run_id: str, artifact_path: str, tracking_uri: str | None 
     for candidate in relocated_artifact_paths(artifact_uri, run_id, artifact_path, uri, artifacts_root):
         looked.append(str(candidate))
         if candidate.is_file():
-            target = Path(tempfile.mkdtemp(prefix="ragexp-")) / candidate.name
+            target = dst / candidate.name
             shutil.copyfile(candidate, target)
             return target
     where = f"; also looked in {', '.join(looked)}" if looked else ""

@@ -27,7 +27,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from mlflow.entities import RunStatus
 from mlflow.tracking import MlflowClient
-from omegaconf import DictConfig, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from ragexp import __version__
 from ragexp.runtime import interrupt
@@ -44,6 +44,7 @@ class MlflowSweepCallback(Callback):
         # Hydra sets its global config only per job; the launching process needs it here so that
         # ``${hydra:...}`` interpolations (``cache_dir``) resolve while the experiment is chosen.
         HydraConfig.instance().set_config(config)
+        _validate_sweep(config)  # before the store, the experiment, the parent run and multirun.yaml
         client = store.connect(config.tracking.uri, config.tracking.connect_timeout_s)
         experiment_id = experiments.ensure_for_config(client, config)
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -70,6 +71,17 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         close_open_parent()
+
+
+def _validate_sweep(config: DictConfig) -> None:
+    """The job checks (:func:`ragexp.jobs.job.validate_job`) on the sweep's config before any
+    value is swept: bad input shared by every job (a secret in a config file, an overlap not below
+    the size, a missing eval set) stops the sweep before it writes anything."""
+    from ragexp.jobs.app import hand_given_config
+    from ragexp.jobs.job import validate_job
+
+    task = OmegaConf.masked_copy(config, [key for key in config.keys() if key != "hydra"])
+    validate_job(task, list(config.hydra.overrides.task), untrusted=hand_given_config())
 
 
 @dataclass(frozen=True)
