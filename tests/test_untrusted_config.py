@@ -259,6 +259,7 @@ SECRET_ARGS = {
 
 @pytest.mark.parametrize("case", SECRET_ARGS, ids=list(SECRET_ARGS))
 def test_a_secret_anywhere_that_would_be_written_is_refused_before_anything_is_written(tmp_path, case):
+    (tmp_path / "in").mkdir()
     dataset = write_tiny_dataset(tmp_path / "in")
     db = tmp_path / "mlflow.db"
     proc = ragexp(tmp_path, "run", *dataset_args(dataset, db), "retrieval=bm25", *SECRET_ARGS[case],
@@ -291,6 +292,7 @@ def test_reproduce_leaves_no_temporary_folder(store, tmp_path):
 
 
 def test_runs_started_together_in_one_folder_get_distinct_output_folders(tmp_path):
+    (tmp_path / "in").mkdir()
     dataset = write_tiny_dataset(tmp_path / "in")
     args = [sys.executable, "-m", "ragexp.cli", "run", *dataset_args(dataset, tmp_path / "mlflow.db"), "retrieval=bm25",
             "eval.bootstrap_resamples=20"]
@@ -304,6 +306,7 @@ def test_runs_started_together_in_one_folder_get_distinct_output_folders(tmp_pat
 
 
 def test_the_sweep_checks_leave_no_parent_experiment_or_multirun_folder(tmp_path):
+    (tmp_path / "in").mkdir()
     dataset = write_tiny_dataset(tmp_path / "in")
     db = tmp_path / "mlflow.db"
     conf = tmp_path / "conf" / "experiment"

@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from ragexp.config.secrets import screen_config
 from ragexp.errors import RagexpInputError
@@ -172,7 +173,15 @@ def load_saved_config(path: str | PathLike[str]) -> DictConfig:
         if isinstance(value, str) and "${" in value:
             raise RagexpInputError("a saved config holds no interpolation (${...}); this file was edited, refusing it",
                                    file=path, field=key_path)
-    return OmegaConf.merge(OmegaConf.structured(RagexpConfig), loaded)
+    try:
+        screen_config(OmegaConf.to_container(loaded, resolve=False))
+        return OmegaConf.merge(OmegaConf.structured(RagexpConfig), loaded)
+    except RagexpInputError as err:
+        raise RagexpInputError(err.message, file=path, field=err.field) from None
+    except OmegaConfBaseException as err:
+        from ragexp.config.hydra_errors import config_error_line
+
+        raise RagexpInputError(config_error_line(err), file=path) from None
 
 
 def _leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:

@@ -162,8 +162,13 @@ def run_app(argv: list[str]) -> int:
     interrupt.install(signal.SIGTERM)
     sys.argv = ["ragexp run", *argv]
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    from ragexp.tracking.sweep import SweepRefused
+
     try:
         _run_hydra()
+    except SweepRefused as refused:  # the whole sweep's bad input: nothing was opened or written
+        print(f"ragexp run: error: {refused.args[0]}", file=sys.stderr)
+        return USAGE_EXIT_CODE
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM via ragexp.runtime.interrupt
         from ragexp.tracking.sweep import close_open_parent, terminal_status
 

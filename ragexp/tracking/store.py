@@ -82,7 +82,8 @@ def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> Mlflow
     it once and all see the whole schema (without the lock, two migrations race: ``table
     experiments already exists``). ``create=False`` (commands that only read: compare, export,
     gate, reproduce, ui) refuses a sqlite file that does not exist instead of creating an empty
-    store. A URI this process has already connected to is not checked again (each job of a sweep
+    store; ``create=True`` (commands that log) refuses a store file it could not write to. A URI
+    this process has already connected to is not checked again (each job of a sweep
     connects; a store that goes away later fails the job's logging, which retries and then names
     the store).
     """
@@ -95,6 +96,8 @@ def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> Mlflow
             f"no MLflow store at {database} (from {uri}); check the path, or run `ragexp run` first to create one",
             field="tracking.uri",
         )
+    if database is not None and create and database.is_file():
+        _check_writable(database, uri)
     try:
         with _creation_lock(database):
             if database is not None and create and not database.exists():
@@ -153,6 +156,14 @@ def check_tracking_uri(uri: str) -> Path | None:
     database = Path(url.database)
     _check_creatable(database, uri)
     return database
+
+
+def _check_writable(database: Path, uri: str) -> None:
+    """A store a run will log to must be writable now, not only after the run's work."""
+    if not os.access(database, os.W_OK) or not os.access(database.absolute().parent, os.W_OK | os.X_OK):
+        raise RagexpInputError(f"the sqlite store {database} (from {uri}) is not writable (a read-only file or file "
+                               "system, or a read-only folder: sqlite writes its journal beside the file); nothing "
+                               "could be logged there", field="tracking.uri")
 
 
 def _check_creatable(database: Path, uri: str) -> None:

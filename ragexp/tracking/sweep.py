@@ -30,6 +30,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from ragexp import __version__
+from ragexp.errors import RagexpInputError
 from ragexp.runtime import interrupt
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.tracking import experiments, labels, store, sweep_summary
@@ -81,7 +82,15 @@ def _validate_sweep(config: DictConfig) -> None:
     from ragexp.jobs.job import validate_job
 
     task = OmegaConf.masked_copy(config, [key for key in config.keys() if key != "hydra"])
-    validate_job(task, list(config.hydra.overrides.task), untrusted=hand_given_config())
+    try:
+        validate_job(task, list(config.hydra.overrides.task), untrusted=hand_given_config())
+    except RagexpInputError as err:
+        raise SweepRefused(err) from None
+
+
+class SweepRefused(BaseException):
+    """Bad input found before a sweep starts (its ``args[0]`` is the :class:`RagexpInputError`).
+    A ``BaseException``: Hydra turns a callback's ``Exception`` into a warning and sweeps on."""
 
 
 @dataclass(frozen=True)
