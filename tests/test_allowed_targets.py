@@ -3,8 +3,8 @@
 The attack of issue #13: anyone who can write to a shared store edits a run's stored
 ``config/resolved.yaml`` to ``_target_: logging.FileHandler, filename: VICTIM, mode: w``, and every
 ``ragexp reproduce`` of that run truncated VICTIM. Now reproduce refuses it, naming the target and
-how to allow one, and VICTIM is untouched; a user's own retriever runs once allowed by
-``RAGEXP_ALLOWED_TARGETS``.
+how to allow one, and VICTIM is untouched; a user's own retriever runs once registered
+as a ``ragexp.components`` entry point.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def test_reproduce_refuses_a_stored_config_naming_another_target(tiny_dataset, t
     proc = ragexp(tmp_path, "reproduce", run.info.run_id, "--tracking-uri", f"sqlite:///{db}")
     line = one_error_line(proc)
     assert line.startswith("ragexp reproduce: error: field 'retrieval._target_': _target_ 'logging.FileHandler' is not "
-                           "an allowed component"), line
-    assert "RAGEXP_ALLOWED_TARGETS" in line and "ragexp.components" in line
+                           "a registered component class"), line
+    assert "ragexp.components" in line
     assert victim.read_text(encoding="utf-8") == VICTIM_TEXT
     assert len(job_runs(db)[2]) == 1  # no reproduction logged
 
@@ -67,7 +67,7 @@ def test_reproduce_refuses_a_stored_config_naming_another_target(tiny_dataset, t
                        "mode": "w"}):
         stored.write_text(yaml.safe_dump({**config, "retrieval": retrieval}), encoding="utf-8")
         line = one_error_line(ragexp(tmp_path, "reproduce", run.info.run_id, "--tracking-uri", f"sqlite:///{db}"))
-        assert "is not an allowed component" in line and "_target_" in line, line
+        assert "is not a registered component class" in line and "_target_" in line, line
         assert victim.read_text(encoding="utf-8") == VICTIM_TEXT
 
     stored.write_text(yaml.safe_dump({**config, "cache_dir": "${oc.env:HOME}"}), encoding="utf-8")
@@ -92,26 +92,65 @@ class KeywordRetriever:
 '''
 
 
-@pytest.mark.slow
-def test_a_users_own_retriever_runs_once_allowed(tiny_dataset, tmp_path):
-    package = tmp_path / "user_code"
+KEYWORD_CHUNKER = '''
+from dataclasses import dataclass
+
+from typing import ClassVar
+
+from ragexp.chunking.base import Chunker
+
+
+@dataclass(frozen=True)
+class ParagraphChunker(Chunker):
+    """Two chunks per document: its first and second half (by characters)."""
+
+    name: ClassVar[str] = "halves"
+
+    def candidate_spans(self, doc):
+        middle = len(doc.text) // 2
+        yield 0, middle, doc.title
+        yield middle, len(doc.text), doc.title
+
+    def describe(self):
+        return "halves"
+'''
+
+
+def install_user_package(root: Path) -> dict:
+    """``my_rag_search`` on ``PYTHONPATH`` with a ``ragexp.components`` entry point for its
+    retriever and chunker, as ``pip install`` of a package declaring them would leave it."""
+    package = root / "user_code"
     package.mkdir()
-    (package / "my_rag_search.py").write_text(KEYWORD_RETRIEVER, encoding="utf-8")
+    (package / "my_rag_search.py").write_text(KEYWORD_RETRIEVER + KEYWORD_CHUNKER, encoding="utf-8")
+    info = package / "my_rag_search-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-rag-search\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[ragexp.components]\nkeyword = my_rag_search:KeywordRetriever\n"
+                                           "paragraph = my_rag_search:ParagraphChunker\n", encoding="utf-8")
+    return {**ENV, "PYTHONPATH": os.pathsep.join([str(package), ENV.get("PYTHONPATH", "")])}
+
+
+@pytest.mark.slow
+def test_a_users_own_retriever_and_chunker_run_once_registered(tiny_dataset, tmp_path):
     conf = tmp_path / "user_conf" / "retrieval"
     conf.mkdir(parents=True)
     (conf / "keyword.yaml").write_text("name: keyword\n_target_: my_rag_search.KeywordRetriever\nmin_overlap: 1\n", "utf-8")
     db = tmp_path / "mlflow.db"
-    args = ["run", "--config-dir", str(tmp_path / "user_conf"), *dataset_args(tiny_dataset, db), "retrieval=keyword"]
-    env = {**ENV, "PYTHONPATH": os.pathsep.join([str(package), ENV.get("PYTHONPATH", "")])}
+    args = ["run", "--config-dir", str(tmp_path / "user_conf"), *dataset_args(tiny_dataset, db), "retrieval=keyword",
+            "chunking=none", "chunking._target_=my_rag_search.ParagraphChunker"]
+    (tmp_path / "unregistered").mkdir()
+    (tmp_path / "unregistered" / "my_rag_search.py").write_text(KEYWORD_RETRIEVER, encoding="utf-8")
+    unregistered = {**ENV, "PYTHONPATH": str(tmp_path / "unregistered")}
 
-    refused = one_error_line(ragexp(tmp_path, *args, env=env))
-    assert "field 'retrieval._target_': _target_ 'my_rag_search.KeywordRetriever' is not an allowed component" in refused
+    refused = one_error_line(ragexp(tmp_path, *args, env=unregistered))
+    assert "_target_ 'my_rag_search.ParagraphChunker' is not a registered component class" in refused, refused
     assert not db.exists() or not job_runs(db)[2]
 
-    allowed = ragexp(tmp_path, *args, env={**env, "RAGEXP_ALLOWED_TARGETS": "my_rag_search"})
-    assert allowed.returncode == 0, allowed.stderr[-3000:]
+    registered = ragexp(tmp_path, *args, env=install_user_package(tmp_path))
+    assert registered.returncode == 0, registered.stderr[-3000:]
     _, _, (run,) = job_runs(db)
     assert run.info.status == "FINISHED" and run.data.params["retrieval._target_"] == "my_rag_search.KeywordRetriever"
+    assert run.data.params["chunking._target_"] == "my_rag_search.ParagraphChunker"
     assert results_view(run.data.metrics, run.data.params)["hit_rate_at_10"] > 0  # it really retrieved
 
 
