@@ -30,7 +30,8 @@ EXAMPLES = {
                 "ragexp evalset diff evalset_v1.jsonl evalset_v2.jsonl --corpus my_docs/",
                 "ragexp evalset draft --corpus my_docs/ --per-category 5 --out drafts.jsonl"],
     "reproduce": ["ragexp reproduce RUN_ID",
-                  "ragexp reproduce RUN_ID --tracking-uri sqlite:////new/place/mlflow.db --artifacts /new/place/mlruns"],
+                  "ragexp reproduce RUN_ID --tracking-uri sqlite:////new/place/mlflow.db --artifacts /new/place/mlruns",
+                  "ragexp reproduce RUN_ID --allow-endpoint http://localhost:11434/v1=OLLAMA_KEY"],
     "compare": ["ragexp compare",
                 "ragexp compare --sort hit_rate_at_5 --metrics hit_rate_at_5,mrr,ndcg_at_5,doc_ndcg_at_10",
                 "ragexp compare --by-tag hit_rate_at_5",
@@ -43,7 +44,7 @@ EXAMPLES = {
              "ragexp gate --baseline base.json --candidate cand.json --format markdown"],
     "judge": ["ragexp judge sample RUN_ID -n 20 --out verdicts.csv",
               "ragexp judge agreement verdicts.csv --judge lexical"],
-    "upload": ["ragexp upload multirun/2026-12-02/10-00-00/3"],
+    "upload": ["ragexp upload multirun/2026-12-02/10-00-00-4242/3"],
 }
 
 COMMANDS = {
