@@ -352,7 +352,7 @@ def _read_only_store(c: Case) -> list[str]:
 
 
 def _doc_id_with_a_newline(c: Case) -> list[str]:
-    results = c.inputs / "ragexp_results.json"
+    results = c.inputs / "run_results.json"  # the suite checks that no run wrote a ragexp_results.json
     results.write_text(json.dumps({"format": "ragexp-results/1", "meta": {}, "aggregates": {}, "per_query": [
         {"query_id": "q1", "ranking": [["webhooks\nq2 Q0 forged 1 99 ragexp", 1.0]], "relevant": {}}]}), encoding="utf-8")
     return ["export", str(results), "--run", str(c.dir / "run.trec"), "--qrels", str(c.dir / "qrels.trec")]
@@ -567,7 +567,7 @@ CASES = [
     CliCase("read-only-store", "an existing store on a read-only file system", _read_only_store,
             ("field 'tracking.uri'", "<dir>/in/ro/mlflow.db", "is not writable")),
     CliCase("export-id-with-newline", "`ragexp export` of a result whose document id holds a newline",
-            _doc_id_with_a_newline, ("ragexp export: error: <dir>/in/ragexp_results.json: field 'per_query[0].ranking'",
+            _doc_id_with_a_newline, ("ragexp export: error: <dir>/in/run_results.json: field 'per_query[0].ranking'",
                                      "holds whitespace")),
     CliCase("key-in-api-key-env", "`generator.model.api_key_env=sk-...` (the key, not its variable)", _key_in_api_key_env,
             ("field 'generator.model.api_key_env'", "NAME of an environment variable"), SECRET),
