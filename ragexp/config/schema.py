@@ -102,14 +102,25 @@ def register_schema() -> None:
 RELEVANCE_MODES = ("either", "span", "chunk", "any")
 
 
-def validate(cfg: DictConfig) -> None:
+def validate(cfg: DictConfig, skip: frozenset[str] = frozenset()) -> None:
     """Checks the schema cannot express; raises :class:`RagexpInputError` naming the key path.
+    ``skip``: top-level groups not checked beyond the secret screen (a sweep's swept groups, whose
+    values here are not the ones any job runs with).
 
     The resolved config is screened for secrets first (:func:`ragexp.config.secrets.screen_config`):
     a key can come from a config file or an ``${oc.env:...}`` interpolation, and the config is
     written to MLflow and the job's output folder.
     """
     screen_config(OmegaConf.to_container(cfg, resolve=True))
+    if "eval" not in skip:
+        _validate_eval(cfg)
+    for group in ("dataset", "retrieval"):
+        if cfg.get(group) is None:
+            raise RagexpInputError(f"config group '{group}' is not set", field=group)
+    check_data_components(cfg, skip)
+
+
+def _validate_eval(cfg: DictConfig) -> None:
     ks = list(cfg.eval.ks)
     if not ks:
         raise RagexpInputError("needs at least one cutoff, e.g. eval.ks=[1,3,5,10]", field="eval.ks")
@@ -128,20 +139,18 @@ def validate(cfg: DictConfig) -> None:
     if cfg.eval.bootstrap_resamples < 1:
         raise RagexpInputError("must be a positive integer (resamples of the confidence intervals)",
                                field="eval.bootstrap_resamples")
-    for group in ("dataset", "retrieval"):
-        if cfg.get(group) is None:
-            raise RagexpInputError(f"config group '{group}' is not set", field=group)
-    check_data_components(cfg)
 
 
-def check_data_components(cfg: DictConfig) -> None:
+def check_data_components(cfg: DictConfig, skip: frozenset[str] = frozenset()) -> None:
     """Build the chunker and the dataset loader (checks only: nothing is read or chunked), so
     their bad options fail before any work, also for a whole sweep before its first job."""
     from ragexp.chunking import make_chunker
     from ragexp.data.dataset import dataset_loader
 
-    dataset_loader(cfg.dataset)
-    make_chunker(chunker_options(cfg.chunking))
+    if "dataset" not in skip:
+        dataset_loader(cfg.dataset)
+    if "chunking" not in skip:
+        make_chunker(chunker_options(cfg.chunking))
 
 
 def component_config(node: DictConfig | None) -> dict | None:

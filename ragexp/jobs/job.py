@@ -128,18 +128,19 @@ PIPELINE_GROUPS = ("embedding", "retrieval", "reranker", "generator", "judge")
 
 
 def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool = False,
-                 allowed_endpoints: Sequence[str] = ()) -> None:
+                 allowed_endpoints: Sequence[str] = (), skip: frozenset[str] = frozenset()) -> None:
     """Everything a job checks before any work: the config and its overrides screened for
     secrets, its values (:func:`~ragexp.config.schema.validate`), every component block against the
-    registry and its class's schema, and, for an ``untrusted`` config, its endpoints."""
+    registry and its class's schema, and, for an ``untrusted`` config, its endpoints. ``skip``:
+    top-level groups checked for secrets only (a sweep's swept groups, checked per job)."""
     screen_overrides(overrides)
-    validate(cfg)
+    validate(cfg, skip)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     for group in PIPELINE_GROUPS:
-        if isinstance(resolved.get(group), dict):
+        if group not in skip and isinstance(resolved.get(group), dict):
             check_component({k: v for k, v in resolved[group].items()}, group)
     if untrusted:
-        check_endpoints(resolved, allowed_endpoints)
+        check_endpoints({key: value for key, value in resolved.items() if key not in skip}, allowed_endpoints)
 
 
 def _log_saved(cfg: DictConfig, results: RunResults, folder: Path, overrides: list[str],

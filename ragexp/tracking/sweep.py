@@ -77,13 +77,18 @@ class MlflowSweepCallback(Callback):
 def _validate_sweep(config: DictConfig) -> None:
     """The job checks (:func:`ragexp.jobs.job.validate_job`) on the sweep's config before any
     value is swept: bad input shared by every job (a secret in a config file, an overlap not below
-    the size, a missing eval set) stops the sweep before it writes anything."""
+    the size, a missing eval set) stops the sweep before it writes anything. A top-level group
+    with a swept key is screened for secrets only: its values here are no job's (each job checks
+    its own)."""
     from ragexp.jobs.app import hand_given_config
     from ragexp.jobs.job import validate_job
 
     task = OmegaConf.masked_copy(config, [key for key in config.keys() if key != "hydra"])
+    overrides = list(config.hydra.overrides.task)
+    axes = labels.sweep_axes(overrides, config.hydra.sweeper.get("params"))
+    swept = frozenset(axis.replace("/", ".").split(".")[0] for axis in axes)
     try:
-        validate_job(task, list(config.hydra.overrides.task), untrusted=hand_given_config())
+        validate_job(task, overrides, untrusted=hand_given_config(), skip=swept)
     except RagexpInputError as err:
         raise SweepRefused(err) from None
 
