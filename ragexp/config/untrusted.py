@@ -77,6 +77,9 @@ def _leaves(node: Any, prefix: str) -> Iterator[tuple[str, Any]]:
         yield prefix, node
 
 
+_MISSING = object()  # a key the local defaults do not have: never equal to a given value
+
+
 def _local_value(local: Any, path: str) -> Any:
     node = local
     for key in path.split(".")[1:]:
@@ -84,9 +87,6 @@ def _local_value(local: Any, path: str) -> Any:
             return _MISSING
         node = node[key]
     return node
-
-
-_MISSING = object()
 
 
 def check_hydra_node(data: Mapping, file: Path) -> None:
