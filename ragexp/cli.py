@@ -32,7 +32,8 @@ EXAMPLES = {
                 "ragexp evalset annotate my_evalset.jsonl --corpus my_docs/ --queries candidates.jsonl",
                 "ragexp evalset annotate my_evalset.jsonl --corpus my_docs/ --from-run RUN_ID --failures"],
     "reproduce": ["ragexp reproduce RUN_ID",
-                  "ragexp reproduce RUN_ID --tracking-uri sqlite:////new/place/mlflow.db --artifacts /new/place/mlruns"],
+                  "ragexp reproduce RUN_ID --tracking-uri sqlite:////new/place/mlflow.db --artifacts /new/place/mlruns",
+                  "ragexp reproduce RUN_ID --allow-endpoint http://localhost:11434/v1=OLLAMA_KEY"],
     "compare": ["ragexp compare",
                 "ragexp compare --sort hit_rate_at_5 --metrics hit_rate_at_5,mrr,ndcg_at_5,doc_ndcg_at_10",
                 "ragexp compare --by-tag hit_rate_at_5",
@@ -46,7 +47,7 @@ EXAMPLES = {
     "judge": ["ragexp judge review RUN_ID -n 20 --labels judge_labels.csv",
               "ragexp judge sample RUN_ID -n 20 --out verdicts.csv",
               "ragexp judge agreement verdicts.csv --judge lexical"],
-    "upload": ["ragexp upload multirun/2026-12-02/10-00-00/3"],
+    "upload": ["ragexp upload multirun/2026-12-02/10-00-00-4242/3"],
 }
 
 COMMANDS = {

@@ -125,8 +125,8 @@ class BM25Retriever:
     ) -> None:
         if variant not in VARIANTS:
             raise RagexpInputError(f"unknown BM25 variant {variant!r}; use one of {', '.join(VARIANTS)}", field="variant")
-        if k1 < 0 or not 0 <= b <= 1:
-            raise RagexpInputError(f"need k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}", field="k1" if k1 < 0 else "b")
+        if not k1 >= 0 or not 0 <= b <= 1:  # written so that NaN fails too
+            raise RagexpInputError(f"need k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}", field="b" if k1 >= 0 else "k1")
         self.variant = variant
         self.k1 = float(k1)
         self.b = float(b)

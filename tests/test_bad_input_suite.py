@@ -86,10 +86,11 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, tmp_path: Path) -
     assert runs == [] and set(names) <= {"Default"}, (names, runs)  # no run, no experiment row
     assert stage_cache_files(folder / "cache") == []
     assert not (folder / "outputs").exists() and not list(folder.rglob(".hydra")) and not list(folder.rglob("ragexp_results.json"))
+    assert not (folder / "multirun").exists() and not (folder / "out").exists()  # no sweep folder, no multirun.yaml
     if case.secret:
         assert case.secret not in result.stdout + result.stderr
         assert files_holding(folder, case.secret, folder / "in") == []
-    if case.id == "target-not-allowed":
+    if case.id in ("target-not-allowed", "function-target", "hydra-in-config-path"):
         assert (folder / "in" / "victim.txt").read_text(encoding="utf-8") == "precious\n"  # never opened for writing
     if case.id.startswith("log-"):
         assert not list(folder.glob("*candidates*"))  # no candidates file, not even a partial one

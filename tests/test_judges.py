@@ -162,7 +162,7 @@ def test_lexical_judge_is_deterministic_and_threshold_bound():
     assert first[1].score == pytest.approx(0.75) and "missing=48" in first[1].raw
     assert first[3].error == "claim has no content token"
     assert LexicalJudge(threshold=0.75).judge_claims(claims[1:2], CONTEXT)[0].supported is True
-    with pytest.raises(RagexpInputError, match="field 'threshold': must be in"):
+    with pytest.raises(RagexpInputError, match=r"field .threshold.: must be a finite number in \[0, 1\]"):
         LexicalJudge(threshold=1.5)
 
 

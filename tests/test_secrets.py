@@ -149,7 +149,7 @@ def test_key_echoed_by_a_failing_endpoint_is_redacted_everywhere(tiny_dataset, t
 
 @pytest.mark.parametrize("group, override", [
     ("generator", "+generator.model.api_key"),
-    ("judge", "+judge.chat_model.spec.api_key"),
+    ("judge", "+judge.chat_model.api_key"),
 ])
 def test_api_key_in_config_is_refused_naming_the_field(tiny_dataset, tmp_path, group, override):
     key = new_secret()
@@ -172,8 +172,8 @@ def test_api_key_in_config_is_refused_naming_the_field(tiny_dataset, tmp_path, g
 LEAKS = {
     # the key typed where the variable's NAME belongs
     "api-key-env-holds-the-key": (("generator=openai", "generator.model.api_key_env={key}"), "generator.model.api_key_env"),
-    "judge-api-key-env-holds-the-key": (("generator=openai", "judge=openai", "judge.chat_model.spec.api_key_env={key}"),
-                                        "judge.chat_model.spec.api_key_env"),
+    "judge-api-key-env-holds-the-key": (("generator=openai", "judge=openai", "judge.chat_model.api_key_env={key}"),
+                                        "judge.chat_model.api_key_env"),
     "key-in-base-url": (("generator=openai", "generator.model.base_url=http://u:{key}@127.0.0.1:9/v1"), "generator.model.base_url"),
     "upper-case-api-key-added": (("generator=openai", "+generator.model.API_KEY={key}"), "generator.model.API_KEY"),
     "upper-case-api-key-no-plus": (("generator=openai", "generator.model.API_KEY={key}"), "generator.model.API_KEY"),

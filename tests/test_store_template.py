@@ -70,7 +70,7 @@ def intact_template(tmp_path_factory) -> bytes:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "with_an_experiment"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "with_an_experiment", "without_a_table", "old_revision"])
 def test_a_damaged_template_is_built_again(cache_home, tmp_path, damage, intact_template):
     template = store_template.template_path()
     template.parent.mkdir(parents=True)
@@ -81,6 +81,12 @@ def test_a_damaged_template_is_built_again(cache_home, tmp_path, damage, intact_
         template.write_bytes(b"not a database" * 100)
     elif damage == "truncated":
         template.write_bytes(intact[: len(intact) // 3])
+    elif damage == "without_a_table":  # valid sqlite, version and experiments tables intact: issue #24
+        with contextlib.closing(sqlite3.connect(template)) as db, db:
+            db.execute("DROP TABLE latest_metrics")
+    elif damage == "old_revision":
+        with contextlib.closing(sqlite3.connect(template)) as db, db:
+            db.execute("UPDATE alembic_version SET version_num = '451aebb31d03'")
     else:
         with contextlib.closing(sqlite3.connect(template)) as db, db:
             db.execute("INSERT INTO experiments (experiment_id, name, artifact_location, lifecycle_stage, workspace) "
@@ -89,7 +95,11 @@ def test_a_damaged_template_is_built_again(cache_home, tmp_path, damage, intact_
     database = tmp_path / "after" / "mlflow.db"
     store.connect(f"sqlite:///{database}")
     assert store_template.is_valid(template)
-    assert [e.name for e in MlflowClient(f"sqlite:///{database}").search_experiments()] == ["Default"]
+    client = MlflowClient(f"sqlite:///{database}")
+    assert [e.name for e in client.search_experiments()] == ["Default"]
+    run = client.create_run("0")  # the new store works: a run and its metric are written
+    client.log_metric(run.info.run_id, "m", 1.0)
+    assert client.get_run(run.info.run_id).data.metrics == {"m": 1.0}
 
 
 def test_without_a_usable_cache_mlflow_migrates_the_store(tmp_path, monkeypatch, caplog):

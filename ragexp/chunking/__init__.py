@@ -1,8 +1,11 @@
 """Chunkers that keep exact character offsets: ``make_chunker(cfg)`` builds one from its config.
 
-``cfg["name"]`` picks the chunker (``none``, ``fixed``, ``sentence``, ``recursive``,
-``markdown``); the other keys are its options (see each class). Every chunk satisfies
-``chunk.text == doc.text[chunk.start:chunk.end]`` (see :mod:`ragexp.chunking.base`).
+Chunkers are ``_target_`` components: ``cfg["_target_"]`` names a registered :class:`Chunker`
+subclass (the shipped ones below, or a user's own registered one, :mod:`ragexp.config.targets`);
+without a ``_target_`` (a config saved by an older ragexp, a test) ``cfg["name"]`` picks a shipped
+one (``none``, ``fixed``, ``sentence``, ``recursive``, ``markdown``). The other keys are its
+options (see each class). Every chunk satisfies ``chunk.text == doc.text[chunk.start:chunk.end]``
+(see :mod:`ragexp.chunking.base`).
 """
 
 from __future__ import annotations
@@ -38,12 +41,21 @@ __all__ = [
 def make_chunker(cfg: Mapping[str, Any]) -> Chunker:
     """The chunker ``cfg`` describes; bad names or options raise ``RagexpInputError`` naming the field."""
     options = {str(key): _plain(value) for key, value in cfg.items()}
+    target = options.pop("_target_", None)
     name = options.pop("name", None)
-    if not isinstance(name, str) or name not in CHUNKERS:
-        raise RagexpInputError(
-            f"unknown chunker {name!r}; valid names: {', '.join(CHUNKERS)}", field="chunking.name"
-        )
-    return CHUNKERS[name].from_options(options)
+    if target is None:
+        if not isinstance(name, str) or name not in CHUNKERS:
+            raise RagexpInputError(
+                f"unknown chunker {name!r}; valid names: {', '.join(CHUNKERS)}", field="chunking.name"
+            )
+        return CHUNKERS[name].from_options(options)
+    from ragexp.config.targets import component_class
+
+    chunker = component_class(target, "chunking._target_")
+    if not (isinstance(chunker, type) and issubclass(chunker, Chunker)):
+        raise RagexpInputError(f"{target!r} is not a chunker (a subclass of ragexp.chunking.base.Chunker)",
+                               field="chunking._target_")
+    return chunker.from_options(options)
 
 
 def _plain(value: Any) -> Any:

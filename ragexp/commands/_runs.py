@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import tempfile
 from pathlib import Path
 
 from mlflow.exceptions import MlflowException
@@ -45,4 +46,5 @@ def load_results(ref: str, tracking_uri: str | None = None) -> RunResults:
         return RunResults.load(path)
     uri = tracking_uri or store.default_tracking_uri()
     get_run(store.connect(uri, create=False), ref)
-    return RunResults.load(store.download_artifact(ref, ARTIFACT_NAME, uri))
+    with tempfile.TemporaryDirectory(prefix="ragexp-") as scratch:
+        return RunResults.load(store.download_artifact(ref, ARTIFACT_NAME, uri, dst_dir=Path(scratch)))

@@ -2,16 +2,29 @@
 
 Run file lines ``qid Q0 unit_id rank score ragexp``; qrels lines ``qid 0 unit_id grade``. Scores
 are written so trec_eval's ordering (score desc, id desc on ties) reproduces ragexp's ranks, so
-``trec_eval -m all_trec QRELS RUN`` or ranx reproduce ragexp's metrics.
+``trec_eval -m all_trec QRELS RUN`` or ranx reproduce ragexp's metrics. TREC fields are separated
+by whitespace, so an id holding whitespace (a document id with a newline or a space) is refused,
+named, before either file is written.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from ragexp.commands._runs import add_tracking_argument, load_results
+from ragexp.errors import RagexpInputError
 from ragexp.metrics.ranking import doc_level
+
+_WHITESPACE = re.compile(r"\s")
+
+
+def _check_trec_id(value: str, field: str, source: str) -> None:
+    if not value or _WHITESPACE.search(value):
+        raise RagexpInputError(f"the id {value!r} is empty or holds whitespace, which would break the TREC lines "
+                               "(fields are whitespace-separated); rename it in the corpus or eval set", file=source,
+                               field=field)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,13 +38,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     results = load_results(args.run_id, args.tracking_uri)
     run_lines, qrels_lines = [], []
-    for row in results.per_query:
+    for row_index, row in enumerate(results.per_query):
         qid = row["query_id"]
         ranking = [(cid, float(score)) for cid, score in row["ranking"]]
         relevant = row["relevant"]
         if args.level == "doc":  # the run's own chunk ranking collapsed to documents, as doc_* metrics are
             ranking = doc_level(ranking)
             relevant = row.get("doc_relevant", {})
+        for field, value in (("query_id", qid), *(("ranking", unit) for unit, _ in ranking), *(("relevant", unit) for unit in relevant)):
+            _check_trec_id(str(value), f"per_query[{row_index}].{field}", args.run_id)
         for rank, (unit, score) in enumerate(ranking, start=1):
             run_lines.append(f"{qid} Q0 {unit} {rank} {score:.10g} ragexp")
         for unit, grade in sorted(relevant.items()):

@@ -3,6 +3,9 @@
 The saved ``config/resolved.yaml`` is re-executed as is (no defaults are re-composed, so later
 changes to ``conf/`` do not leak in). Differences in code version or data fingerprints are
 warned about first. By default a fresh, empty stage cache is used so nothing cached is trusted.
+The stored config is untrusted data (docs/scale.md, "shared store"): only registered component
+classes are built, and its model endpoints and key variables must be ones this machine names
+(:mod:`ragexp.config.endpoints`). The temporary folders (stored config, cache, output) are removed.
 The reproduction is logged as ``repro: <original name>``, tagged ``ragexp.reproduces`` and linked
 from its description. Exit 0 when every deterministic retrieval metric matches exactly, 1 when one
 differs. A store copied or moved with its ``mlruns/`` folder works as is; when ``mlruns/`` is
@@ -34,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where the store's artifacts are now, if it was moved: the folder holding "
                              "<experiment id>/<run id>/artifacts (default: the recorded place, then mlruns/ beside "
                              "the sqlite file)")
+    parser.add_argument("--allow-endpoint", action="append", default=[], metavar="URL[=VARIABLE]",
+                        help="a model endpoint (and the environment variable whose key it may receive) the stored "
+                             "config may call beyond those this machine's conf/ names; also $RAGEXP_ALLOWED_ENDPOINTS")
     add_tracking_argument(parser)
 
 
@@ -55,16 +61,18 @@ def run(args: argparse.Namespace) -> int:
 
     client, uri = client_for(args)
     original = get_run(client, args.run_id)
-    saved = store.download_artifact(args.run_id, store.CONFIG_ARTIFACT, uri, args.artifacts)
-    cfg = load_saved_config(saved)
-    cfg.tracking.uri = uri
-    cache = StageCache(Path(cfg.cache_dir) if args.use_cache else Path(tempfile.mkdtemp(prefix="ragexp-reproduce-")))
-    output_dir = Path(tempfile.mkdtemp(prefix=f"ragexp-reproduce-{args.run_id[:8]}-"))
-    result = run_job(
-        cfg, output_dir=output_dir, overrides=[f"reproduce={args.run_id}"], cache=cache,
-        experiment_id=original.info.experiment_id, tags=reproduction_tags(original), log_to_store=not args.no_log,
-        run_name=labels.reproduction_name(original.info.run_name or args.run_id[:8]),
-    )
+    with tempfile.TemporaryDirectory(prefix=f"ragexp-reproduce-{args.run_id[:8]}-") as scratch:
+        work = Path(scratch)
+        saved = store.download_artifact(args.run_id, store.CONFIG_ARTIFACT, uri, args.artifacts, dst_dir=work / "stored")
+        cfg = load_saved_config(saved)
+        cfg.tracking.uri = uri
+        cache = StageCache(Path(cfg.cache_dir) if args.use_cache else work / "cache")
+        result = run_job(
+            cfg, output_dir=work / "output", overrides=[f"reproduce={args.run_id}"], cache=cache,
+            experiment_id=original.info.experiment_id, tags=reproduction_tags(original), log_to_store=not args.no_log,
+            run_name=labels.reproduction_name(original.info.run_name or args.run_id[:8]),
+            untrusted=True, allowed_endpoints=args.allow_endpoint,
+        )
     output = result.output
     tags = original.data.tags
     for label, tag, now in (

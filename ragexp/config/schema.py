@@ -8,12 +8,13 @@ mappings: their parameters are checked by the component's constructor at start-u
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from os import PathLike
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from ragexp.config.secrets import screen_config
 from ragexp.errors import RagexpInputError
@@ -23,9 +24,12 @@ from ragexp.errors import RagexpInputError
 class ChunkingConfig:
     """Every chunker's options in one typed node, so ``chunking=fixed,recursive chunking.size=256``
     sweeps compose whatever the primary option is; unset (``None``) options are not passed on and
-    an option the chosen chunker does not take is rejected by it, naming ``chunking.<option>``."""
+    an option the chosen chunker does not take is rejected by it, naming ``chunking.<option>``.
+    ``_target_`` names the chunker class (a registered component, :mod:`ragexp.config.targets`); a
+    user's chunker takes options of its own with ``+chunking.<option>=VALUE``."""
 
     name: str = "markdown"
+    _target_: Optional[str] = None
     unit: Optional[str] = None
     size: Optional[int] = None
     overlap: Optional[int] = None
@@ -98,14 +102,25 @@ def register_schema() -> None:
 RELEVANCE_MODES = ("either", "span", "chunk", "any")
 
 
-def validate(cfg: DictConfig) -> None:
+def validate(cfg: DictConfig, skip: frozenset[str] = frozenset()) -> None:
     """Checks the schema cannot express; raises :class:`RagexpInputError` naming the key path.
+    ``skip``: top-level groups not checked beyond the secret screen (a sweep's swept groups, whose
+    values here are not the ones any job runs with).
 
     The resolved config is screened for secrets first (:func:`ragexp.config.secrets.screen_config`):
     a key can come from a config file or an ``${oc.env:...}`` interpolation, and the config is
     written to MLflow and the job's output folder.
     """
     screen_config(OmegaConf.to_container(cfg, resolve=True))
+    if "eval" not in skip:
+        _validate_eval(cfg)
+    for group in ("dataset", "retrieval"):
+        if cfg.get(group) is None:
+            raise RagexpInputError(f"config group '{group}' is not set", field=group)
+    check_data_components(cfg, skip)
+
+
+def _validate_eval(cfg: DictConfig) -> None:
     ks = list(cfg.eval.ks)
     if not ks:
         raise RagexpInputError("needs at least one cutoff, e.g. eval.ks=[1,3,5,10]", field="eval.ks")
@@ -121,9 +136,21 @@ def validate(cfg: DictConfig) -> None:
         raise RagexpInputError(f"must be one of {', '.join(RELEVANCE_MODES)}", field="eval.relevance.mode")
     if not 0.0 < cfg.eval.relevance.min_fraction <= 1.0:
         raise RagexpInputError("must be in (0, 1]", field="eval.relevance.min_fraction")
-    for group in ("dataset", "retrieval"):
-        if cfg.get(group) is None:
-            raise RagexpInputError(f"config group '{group}' is not set", field=group)
+    if cfg.eval.bootstrap_resamples < 1:
+        raise RagexpInputError("must be a positive integer (resamples of the confidence intervals)",
+                               field="eval.bootstrap_resamples")
+
+
+def check_data_components(cfg: DictConfig, skip: frozenset[str] = frozenset()) -> None:
+    """Build the chunker and the dataset loader (checks only: nothing is read or chunked), so
+    their bad options fail before any work, also for a whole sweep before its first job."""
+    from ragexp.chunking import make_chunker
+    from ragexp.data.dataset import dataset_loader
+
+    if "dataset" not in skip:
+        dataset_loader(cfg.dataset)
+    if "chunking" not in skip:
+        make_chunker(chunker_options(cfg.chunking))
 
 
 def component_config(node: DictConfig | None) -> dict | None:
@@ -144,11 +171,26 @@ def load_saved_config(path: str | PathLike[str]) -> DictConfig:
     into the new run's logs. Its ``_target_`` s are checked when the components are built.
     """
     loaded = OmegaConf.load(path)
+    known = {f.name for f in fields(RagexpConfig)}
+    for key in loaded.keys() if isinstance(loaded, DictConfig) else []:
+        if key == "hydra":
+            raise RagexpInputError("a saved config holds no hydra settings (callbacks, launcher, run dirs come from this "
+                                   "machine); this file was edited, refusing it", file=path, field="hydra")
+        if key not in known:
+            raise RagexpInputError(f"not a ragexp config key; known: {', '.join(sorted(known))}", file=path, field=str(key))
     for key_path, value in _leaves(OmegaConf.to_container(loaded, resolve=False)):
         if isinstance(value, str) and "${" in value:
             raise RagexpInputError("a saved config holds no interpolation (${...}); this file was edited, refusing it",
                                    file=path, field=key_path)
-    return OmegaConf.merge(OmegaConf.structured(RagexpConfig), loaded)
+    try:
+        screen_config(OmegaConf.to_container(loaded, resolve=False))
+        return OmegaConf.merge(OmegaConf.structured(RagexpConfig), loaded)
+    except RagexpInputError as err:
+        raise RagexpInputError(err.message, file=path, field=err.field) from None
+    except OmegaConfBaseException as err:
+        from ragexp.config.hydra_errors import config_error_line
+
+        raise RagexpInputError(config_error_line(err), file=path) from None
 
 
 def _leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:

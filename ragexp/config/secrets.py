@@ -21,9 +21,11 @@ field and never echoing the value:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from ragexp.errors import RagexpInputError
 
@@ -65,12 +67,41 @@ def is_secret_name(name: str) -> bool:
     return key in SECRET_NAMES or key.endswith(SECRET_NAME_SUFFIXES)
 
 
+URL_TOKEN_USER = "a token as URL user name (token@host)"
+URL_SECRET_PARAMETER = "a secret URL parameter (?key=..., #access_token=...)"
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([^\s/?#]*)([^\s?#]*)([?#][^\s]*)?")
+#: Endings of URL query/fragment parameter names that carry a credential, besides the secret key names.
+SECRET_PARAMETER_ENDINGS = ("key", "sig", "signature", "token", "code", "session", "sessionid", "jwt", "credential")
+
+
+def _looks_like_a_token(text: str) -> bool:
+    """16+ characters mixing letters and digits, without the separators of a name (``ragexp_ci``)."""
+    return len(text) >= 16 and any(c.isdigit() for c in text) and any(c.isalpha() for c in text) and not any(
+        c in text for c in "._ ")
+
+
+def _url_secret(value: str) -> str | None:
+    """Credentials in any URL inside ``value``: a user name shaped like a token, or a query or
+    fragment parameter (``?api_key=``, ``&token=``, ``;sig=``, ``#access_token=``) named like a
+    secret, or whose name or value is shaped like a token."""
+    for match in _URL.finditer(value):
+        host_part, _, tail = match.groups()
+        if "@" in host_part and _looks_like_a_token(unquote(host_part.rsplit("@", 1)[0].split(":", 1)[0])):
+            return URL_TOKEN_USER
+        for pair in re.split(r"[?#&;]", tail or ""):
+            name, _, parameter = (unquote(part).strip() for part in pair.partition("="))
+            if _looks_like_a_token(name) or _looks_like_a_token(parameter) or (parameter and (
+                    is_secret_name(name) or _normalised(name).endswith(SECRET_PARAMETER_ENDINGS))):
+                return URL_SECRET_PARAMETER
+    return None
+
+
 def secret_kind(value: str) -> str | None:
     """What kind of credential ``value`` contains (e.g. ``"a bearer token"``), else ``None``."""
     for kind, pattern in _TOKEN_PATTERNS:
         if pattern.search(value):
             return kind
-    return None
+    return _url_secret(value) if "://" in value else None
 
 
 def _looks_like_a_key(name: str) -> bool:
@@ -109,7 +140,7 @@ WHERE_URL_CREDENTIALS_GO = (
 
 
 def _where_it_goes(kind: str) -> str:
-    return WHERE_URL_CREDENTIALS_GO if kind == URL_CREDENTIALS else f"configs are logged to MLflow and written to outputs/, so {WHERE_KEYS_GO}"
+    return WHERE_URL_CREDENTIALS_GO if kind in (URL_CREDENTIALS, URL_TOKEN_USER, URL_SECRET_PARAMETER) else f"configs are logged to MLflow and written to outputs/, so {WHERE_KEYS_GO}"
 
 
 def override_key(arg: str) -> str | None:
@@ -125,24 +156,50 @@ def screen_overrides(args: Iterable[str]) -> None:
     Key names are checked case-insensitively; every value (each sweep choice too) for credentials;
     any argument, flag or not, for credential patterns (``--config-dir=https://u:p@...``).
     """
-    for arg in args:
-        key = override_key(arg)
-        if key is None:
-            if kind := secret_kind(arg):
-                raise RagexpInputError(f"an argument contains {kind} (not shown); {_where_it_goes(kind)}", field="argv")
-            continue
-        value = arg.split("=", 1)[1]
-        leaf = key.rsplit(".", 1)[-1]
-        if leaf == KEY_ENV_FIELD:
-            for choice in value.split(","):
-                check_env_var_name(choice.strip().strip("'\""), key)
-            continue
-        _check_value(key, value)
+    for raw in args:
+        for arg in (raw, expand_env(raw)):
+            _screen_override(arg)
+
+
+#: ``${oc.env:NAME}`` or ``${oc.env:NAME,default}`` (the default may itself be one level of ``${...}``).
+_ENV_INTERPOLATION = re.compile(r"\$\{(?:oc\.env|env):\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:,((?:[^{}]|\{[^{}]*\})*))?\}")
+
+
+def expand_env(text: str) -> str:
+    """``text`` with every ``${oc.env:NAME[,default]}`` replaced by what it resolves to on this
+    machine: what Hydra would write for it (run dir, job name, sweep overrides, values)."""
+    return _ENV_INTERPOLATION.sub(lambda m: os.environ.get(m.group(1), m.group(2) or ""), text)
+
+
+def _screen_override(arg: str) -> None:
+    key = override_key(arg)
+    if key is None:
+        if kind := secret_kind(arg):
+            raise RagexpInputError(f"an argument contains {kind} (not shown); {_where_it_goes(kind)}", field="argv")
+        return
+    *parents, leaf = key.split(".")
+    for i, part in enumerate([*parents, leaf]):
+        check_key_name(part, f"{'.'.join(parents[:i]) or '(top level)'} (a key there)")
+    value = arg.split("=", 1)[1]
+    if leaf == KEY_ENV_FIELD:
+        for choice in value.split(","):
+            check_env_var_name(choice.strip().strip("'\""), key)
+        return
+    _check_value(key, value)
+
+
+def check_key_name(key: str, field: str) -> None:
+    """A config KEY that is itself a credential (``+dataset.sk-...=1``) is refused like a value,
+    named by its position only (the key is the secret)."""
+    if kind := secret_kind(key):
+        raise RagexpInputError(f"a config key contains {kind} (not shown); {_where_it_goes(kind)}", field=field)
 
 
 def screen_config(config: Mapping[str, Any], prefix: str = "") -> None:
-    """Refuse a secret anywhere in a resolved config (nested mappings and lists walked)."""
+    """Refuse a secret anywhere in a resolved config (nested mappings and lists walked), in key
+    names as in values."""
     for key, value in config.items():
+        check_key_name(str(key), f"{prefix.rstrip('.') or '(top level)'} (a key there)")
         field = f"{prefix}{key}"
         if isinstance(value, Mapping):
             screen_config(value, f"{field}.")

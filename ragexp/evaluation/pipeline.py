@@ -17,7 +17,7 @@ from hydra.utils import get_object, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp.config.schema import component_config
-from ragexp.config.targets import check_targets
+from ragexp.config.targets import check_component
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
@@ -26,13 +26,14 @@ from ragexp.runtime.stage_cache import StageCache
 def build_component(node: DictConfig | None, group: str, cache: StageCache) -> Any | None:
     """Instantiate a pipeline group's ``_target_``; pass the stage cache when it takes one.
 
-    Every ``_target_`` in the node, at any depth, must be allowed (:mod:`ragexp.config.targets`).
+    Every ``_target_`` in the node, at any depth, must name a registered class and the block fit its
+    constructor (:mod:`ragexp.config.targets`).
     A wrong parameter name or type fails here, at start-up, naming the config group.
     """
     spec = component_config(node)
     if spec is None:
         return None
-    check_targets(spec, group)  # before any import: only allowed components (ragexp.config.targets)
+    check_component(spec, group)  # before any import: registered classes only (ragexp.config.targets)
     target = spec["_target_"]
     factory = get_object(target)
     kwargs: dict[str, Any] = {"_convert_": "all"}

@@ -19,13 +19,37 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from ragexp.config.compose import CONFIG_DIR
+from ragexp.config.endpoints import ALLOWED_ENDPOINTS_ENV
 from ragexp.config.hydra_errors import CONFIG_ERRORS, config_error_line
 from ragexp.config.schema import register_schema
 from ragexp.config.secrets import screen_overrides
+from ragexp.config.untrusted import check_run_arguments
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, TrackingUnavailable
 from ragexp.runtime import interrupt
 
 log = logging.getLogger("ragexp")
+ALLOW_ENDPOINT_FLAG = "--allow-endpoint"
+
+
+def register_resolvers() -> None:
+    """``${ragexp.pid:}``: the launching process's id, in the run and sweep folder names (cached
+    with the config like ``${now:...}``, so a sweep's workers see the launcher's)."""
+    from omegaconf import OmegaConf
+
+    OmegaConf.register_new_resolver("ragexp.pid", os.getpid, use_cache=True, replace=True)
+
+
+register_resolvers()  # at import: sweep workers resolve the folder names too
+
+
+def hand_given_config() -> bool:
+    """Whether this job's config came from outside this machine's ``conf/`` (``--config-path``,
+    ``--config-dir``): then its endpoints must be named here (:mod:`ragexp.config.endpoints`)."""
+    if not HydraConfig.initialized():
+        return False
+    local = f"file://{CONFIG_DIR}"
+    return any(source.provider in ("main", "command-line") and source.path != local and source.schema == "file"
+               for source in HydraConfig.get().runtime.config_sources)
 
 
 def run_one_job(cfg: DictConfig) -> None:
@@ -38,7 +62,7 @@ def run_one_job(cfg: DictConfig) -> None:
     overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
     parent = current_parent_run()
     result = run_job(cfg, output_dir=output_dir, overrides=overrides, parent_run_id=parent, resume=bool(parent and cfg.resume),
-                     axes=current_sweep_axes())
+                     axes=current_sweep_axes(), untrusted=hand_given_config())
     if not result.skipped:
         print_run_summary(result.output, result.run_id, cfg.tracking.uri)
 
@@ -101,15 +125,36 @@ def _run_hydra() -> None:
         raise
 
 
+def _allow_endpoint_flags(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` without ``--allow-endpoint X`` / ``--allow-endpoint=X``, and the X s."""
+    rest, allowed, args = [], [], iter(argv)
+    for arg in args:
+        if arg == ALLOW_ENDPOINT_FLAG:
+            allowed.append(next(args, ""))
+        elif arg.startswith(ALLOW_ENDPOINT_FLAG + "="):
+            allowed.append(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+    return rest, allowed
+
+
 def run_app(argv: list[str]) -> int:
     """Entry for ``ragexp run``; Hydra parses ``argv`` (overrides, ``-m``, ``--cfg`` ...).
 
-    Secrets in the raw arguments are refused before Hydra composes or writes anything. Hydra
+    Secrets in the raw arguments (``${oc.env:...}`` expanded), and in any hand-given config file,
+    ``hydra.*`` settings from a hand-given file and unregistered ``_target_`` s on the command line
+    are refused before Hydra composes or writes anything (:mod:`ragexp.config.untrusted`);
+    ``--allow-endpoint URL[=VARIABLE]`` (ragexp's, taken out before Hydra) extends the endpoint
+    allow-list of a hand-given config (:mod:`ragexp.config.endpoints`). Hydra
     re-raises its config errors here (``HYDRA_FULL_ERROR``), which prints each as one line with
     exit code 2 (:mod:`ragexp.config.hydra_errors`), like every other input error.
     """
+    argv, allowed = _allow_endpoint_flags(argv)
+    if allowed:  # passed on as the allow-list variable: the sweep's workers inherit it
+        os.environ[ALLOWED_ENDPOINTS_ENV] = ",".join(filter(None, [os.environ.get(ALLOWED_ENDPOINTS_ENV), *allowed]))
     try:
         screen_overrides(argv)
+        check_run_arguments(argv)
     except RagexpInputError as err:
         print(f"ragexp run: error: {err}", file=sys.stderr)
         return USAGE_EXIT_CODE
@@ -117,8 +162,13 @@ def run_app(argv: list[str]) -> int:
     interrupt.install(signal.SIGTERM)
     sys.argv = ["ragexp run", *argv]
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    from ragexp.tracking.sweep import SweepRefused
+
     try:
         _run_hydra()
+    except SweepRefused as refused:  # the whole sweep's bad input: nothing was opened or written
+        print(f"ragexp run: error: {refused.args[0]}", file=sys.stderr)
+        return USAGE_EXIT_CODE
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM via ragexp.runtime.interrupt
         from ragexp.tracking.sweep import close_open_parent, terminal_status
 

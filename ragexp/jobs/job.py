@@ -1,9 +1,12 @@
 """One job: a resolved config in, an evaluated and logged run out. ``ragexp run`` (every sweep
-job), ``ragexp reproduce`` and ``ragexp upload`` all go through here.
+job), ``ragexp reproduce`` and ``ragexp upload`` all go through :func:`run_job`, and each is
+validated once, there (:func:`validate_job`).
 
 Order, so that bad input fails before any work and a store outage loses nothing:
-validate the config (secrets refused) -> build the components (a bad parameter or a ``_target_``
-outside the allow-list fails here, before the store or the cache is touched) -> connect to the
+validate the config (secrets refused; every ``_target_`` a registered class fitting its schema; for
+a config not typed on this machine, its endpoints and key variables named here,
+:mod:`ragexp.config.endpoints`) -> build the components (a bad parameter fails here, before the
+store or the cache is touched) -> connect to the
 store -> load and chunk the data -> find (create if new) the eval set's experiment
 (:mod:`ragexp.tracking.experiments`) -> skip when a FINISHED run has the same config hash (sweeps
 with ``resume=true``) -> evaluate -> name the run from its sweep axes (:mod:`ragexp.tracking.labels`)
@@ -20,13 +23,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
+from ragexp.config.endpoints import check_endpoints
 from ragexp.config.schema import validate
+from ragexp.config.secrets import screen_overrides
+from ragexp.config.targets import check_component
 from ragexp.data import EvalSet
 from ragexp.errors import RagexpInputError, TrackingUnavailable
 from ragexp.evaluation.pipeline import build_pipeline
 from ragexp.evaluation.prepared import prepare_data
+from ragexp.evaluation.results import RunResults
 from ragexp.evaluation.runner import RunOutput, config_hash, execute, semantic_config
 from ragexp.runtime import interrupt, progress
 from ragexp.runtime.stage_cache import StageCache
@@ -64,6 +71,9 @@ def run_job(
     log_to_store: bool = True,
     axes: Sequence[str] = (),
     run_name: str | None = None,
+    untrusted: bool = False,
+    allowed_endpoints: Sequence[str] = (),
+    saved_results: RunResults | None = None,
 ) -> JobResult:
     """Evaluate the pipeline ``cfg`` describes and log it (see the module docstring).
 
@@ -71,11 +81,16 @@ def run_job(
     (``cfg.tracking.experiment`` when set); ``tags`` are added to the run; ``resume`` skips the job
     when a FINISHED run has its config hash; ``log_to_store=false`` evaluates and saves to
     ``output_dir`` without touching MLflow. ``axes`` are the sweep's axes (the run is named by its
-    values on them and tagged ``axis.<key>``), ``run_name`` overrides the name.
+    values on them and tagged ``axis.<key>``), ``run_name`` overrides the name. ``untrusted``: the
+    config was not typed on this machine (a stored or hand-given one), so its endpoints must be
+    named here or in ``allowed_endpoints``. ``saved_results``: results computed earlier and saved to
+    ``output_dir`` (``ragexp upload``): nothing is recomputed, they are logged.
     """
     started_at = time.time()
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
-    validate(cfg)
+    validate_job(cfg, overrides, untrusted=untrusted, allowed_endpoints=allowed_endpoints)
+    if saved_results is not None:
+        return _log_saved(cfg, saved_results, output_dir, overrides, tags)
     progress.set_enabled(cfg.progress)
     cache = cache or StageCache(Path(cfg.cache_dir))
     pipeline = build_pipeline(cfg, cache)
@@ -107,6 +122,51 @@ def run_job(
         output_dir,
     )
     return JobResult(output, run_id, data.evalset)
+
+
+PIPELINE_GROUPS = ("embedding", "retrieval", "reranker", "generator", "judge")
+
+
+def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool = False,
+                 allowed_endpoints: Sequence[str] = (), skip: frozenset[str] = frozenset()) -> None:
+    """Everything a job checks before any work: the config and its overrides screened for
+    secrets, its values (:func:`~ragexp.config.schema.validate`), every component block against the
+    registry and its class's schema, and, for an ``untrusted`` config, its endpoints. ``skip``:
+    top-level groups checked for secrets only (a sweep's swept groups, checked per job)."""
+    screen_overrides(overrides)
+    validate(cfg, skip)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    for group in PIPELINE_GROUPS:
+        if group not in skip and isinstance(resolved.get(group), dict):
+            check_component({k: v for k, v in resolved[group].items()}, group)
+    if untrusted:
+        check_endpoints({key: value for key, value in resolved.items() if key not in skip}, allowed_endpoints)
+
+
+def _log_saved(cfg: DictConfig, results: RunResults, folder: Path, overrides: list[str],
+               tags: Mapping[str, str] | None) -> JobResult:
+    """Log results saved in ``folder`` while the store was unreachable (``ragexp upload``); the eval
+    set is reloaded only to log it as the run's input, and must still have the saved fingerprint."""
+    from ragexp.data.dataset import load_dataset
+    from ragexp.evaluation.prepared import sample_evalset
+    from ragexp.evaluation.results import ARTIFACT_NAME
+
+    corpus, evalset = load_dataset(cfg.dataset, StageCache(cfg.cache_dir))  # converted documents read, not written
+    if cfg.eval.get("sample") is not None:  # a sampled run was scored on the sample, which has its own fingerprint
+        evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
+    if evalset.fingerprint() != results.meta.get("evalset_fingerprint"):
+        raise RagexpInputError("the eval set changed since this run was computed; refusing to log it against the new one",
+                               file=folder / ARTIFACT_NAME, field="meta.evalset_fingerprint")
+    client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s)
+    experiment_id = experiments.ensure_for_evalset(client, cfg.tracking.experiment, evalset)
+    experiments.describe_once(client, experiment_id, corpus, evalset)
+    output = RunOutput(results, results.meta["run_name"], results.meta["config_hash"], results.meta.get("timings", {}))
+    run_id = log_run(
+        lambda: log_evaluation(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=None,
+                               tags=tags, ended_at=results.meta.get("finished_at")),
+        folder,
+    )
+    return JobResult(output, run_id, evalset)
 
 
 def log_run(log_once: Callable[[], str], output_dir: Path, attempts: int = LOG_ATTEMPTS, backoff_s: float = 2.0) -> str:

@@ -187,9 +187,7 @@ class LexicalJudge:
     def __init__(
         self, threshold: float | None = None, calibration: str | None = None, claim_splitter: ClaimSplitter | None = None
     ) -> None:
-        if threshold is not None and not 0.0 <= threshold <= 1.0:
-            raise RagexpInputError(f"must be in [0, 1], got {threshold}", field="threshold")
-        choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity())
+        choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity(), score_range=(0.0, 1.0))
         self.threshold, self.threshold_source, self.calibration = choice.threshold, choice.source, choice.calibration
         self.claim_splitter = claim_splitter or SentenceClaimSplitter()
         self._stemmer = Stemmer.Stemmer("english")
@@ -252,7 +250,7 @@ class EmbeddingJudge:
         self.encoder = encoder
         model = self.encoder.identity["model"]
         self.model_id = f"{model['name']}@{model['weights'][:16]}"
-        choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity())
+        choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity(), score_range=(-1.0, 1.0))
         self.threshold, self.threshold_source, self.calibration = choice.threshold, choice.source, choice.calibration
         self.claim_splitter = claim_splitter or SentenceClaimSplitter()
 

@@ -82,7 +82,8 @@ def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> Mlflow
     it once and all see the whole schema (without the lock, two migrations race: ``table
     experiments already exists``). ``create=False`` (commands that only read: compare, export,
     gate, reproduce, ui) refuses a sqlite file that does not exist instead of creating an empty
-    store. A URI this process has already connected to is not checked again (each job of a sweep
+    store; ``create=True`` (commands that log) refuses a store file it could not write to. A URI
+    this process has already connected to is not checked again (each job of a sweep
     connects; a store that goes away later fails the job's logging, which retries and then names
     the store).
     """
@@ -95,6 +96,8 @@ def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> Mlflow
             f"no MLflow store at {database} (from {uri}); check the path, or run `ragexp run` first to create one",
             field="tracking.uri",
         )
+    if database is not None and create and database.is_file():
+        _check_writable(database, uri)
     try:
         with _creation_lock(database):
             if database is not None and create and not database.exists():
@@ -153,6 +156,14 @@ def check_tracking_uri(uri: str) -> Path | None:
     database = Path(url.database)
     _check_creatable(database, uri)
     return database
+
+
+def _check_writable(database: Path, uri: str) -> None:
+    """A store a run will log to must be writable now, not only after the run's work."""
+    if not os.access(database, os.W_OK) or not os.access(database.absolute().parent, os.W_OK | os.X_OK):
+        raise RagexpInputError(f"the sqlite store {database} (from {uri}) is not writable (a read-only file or file "
+                               "system, or a read-only folder: sqlite writes its journal beside the file); nothing "
+                               "could be logged there", field="tracking.uri")
 
 
 def _check_creatable(database: Path, uri: str) -> None:
@@ -271,8 +282,8 @@ def log_artifact_text(client: MlflowClient, run_id: str, artifact_path: str, tex
 
 
 def download_artifact(run_id: str, artifact_path: str, tracking_uri: str | None = None,
-                      artifacts_root: str | Path | None = None) -> Path:
-    """Fetch one artifact of a run to a temporary folder.
+                      artifacts_root: str | Path | None = None, dst_dir: Path | None = None) -> Path:
+    """Fetch one artifact of a run to ``dst_dir`` (created; default: a new temporary folder).
 
     A sqlite store records absolute artifact paths, so a store copied or moved with its
     ``mlruns/`` folder points at the old place. When the file is not where the store says, it is
@@ -281,11 +292,13 @@ def download_artifact(run_id: str, artifact_path: str, tracking_uri: str | None 
     file; the error names the store and every place looked.
     """
     uri = tracking_uri or default_tracking_uri()
+    dst = Path(dst_dir) if dst_dir is not None else Path(tempfile.mkdtemp(prefix="ragexp-"))
+    dst.mkdir(parents=True, exist_ok=True)
     first_error = ""
     if artifacts_root is None:
         try:
             return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact_path,
-                                                            dst_path=tempfile.mkdtemp(prefix="ragexp-"), tracking_uri=uri))
+                                                            dst_path=str(dst), tracking_uri=uri))
         except (MlflowException, OSError) as err:
             first_error = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
     artifact_uri = MlflowClient(uri).get_run(run_id).info.artifact_uri
@@ -293,7 +306,7 @@ def download_artifact(run_id: str, artifact_path: str, tracking_uri: str | None 
     for candidate in relocated_artifact_paths(artifact_uri, run_id, artifact_path, uri, artifacts_root):
         looked.append(str(candidate))
         if candidate.is_file():
-            target = Path(tempfile.mkdtemp(prefix="ragexp-")) / candidate.name
+            target = dst / candidate.name
             shutil.copyfile(candidate, target)
             return target
     where = f"; also looked in {', '.join(looked)}" if looked else ""

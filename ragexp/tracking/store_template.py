@@ -63,17 +63,33 @@ def create_from_template(database: Path) -> bool:
 
 
 def is_valid(template: Path) -> bool:
-    """The template is an intact sqlite file with MLflow's schema version and no experiment."""
+    """The template is an intact sqlite file at this MLflow's latest schema revision, holding
+    every table of MLflow's models (:func:`required_tables`) and no experiment."""
     if not template.is_file():
         return False
     try:
         with contextlib.closing(sqlite3.connect(f"file:{template}?mode=ro", uri=True)) as db:
             intact = db.execute("PRAGMA quick_check").fetchone() == ("ok",)
-            versions = db.execute("SELECT count(*) FROM alembic_version").fetchone()[0]
+            versions = db.execute("SELECT version_num FROM alembic_version").fetchall()
             experiments = db.execute("SELECT count(*) FROM experiments").fetchone()[0]
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.Error:
         return False
-    return intact and versions == 1 and experiments == 0
+    return intact and versions == [(latest_revision(),)] and experiments == 0 and required_tables() <= tables
+
+
+def latest_revision() -> str:
+    from mlflow.store.db.utils import _get_latest_schema_revision
+
+    return _get_latest_schema_revision()
+
+
+def required_tables() -> set[str]:
+    """The tables MLflow's SQLAlchemy models map (a store lacking one breaks on first use)."""
+    from mlflow.store.db.base_sql_model import Base
+    from mlflow.store.tracking.dbmodels import models  # noqa: F401 - registers the tracking tables on Base
+
+    return set(Base.metadata.tables)
 
 
 def _build(template: Path) -> None:

@@ -27,9 +27,10 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from mlflow.entities import RunStatus
 from mlflow.tracking import MlflowClient
-from omegaconf import DictConfig, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from ragexp import __version__
+from ragexp.errors import RagexpInputError
 from ragexp.runtime import interrupt
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.tracking import experiments, labels, store, sweep_summary
@@ -44,6 +45,7 @@ class MlflowSweepCallback(Callback):
         # Hydra sets its global config only per job; the launching process needs it here so that
         # ``${hydra:...}`` interpolations (``cache_dir``) resolve while the experiment is chosen.
         HydraConfig.instance().set_config(config)
+        _validate_sweep(config)  # before the store, the experiment, the parent run and multirun.yaml
         client = store.connect(config.tracking.uri, config.tracking.connect_timeout_s)
         experiment_id = experiments.ensure_for_config(client, config)
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -70,6 +72,30 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         close_open_parent()
+
+
+def _validate_sweep(config: DictConfig) -> None:
+    """The job checks (:func:`ragexp.jobs.job.validate_job`) on the sweep's config before any
+    value is swept: bad input shared by every job (a secret in a config file, an overlap not below
+    the size, a missing eval set) stops the sweep before it writes anything. A top-level group
+    with a swept key is screened for secrets only: its values here are no job's (each job checks
+    its own)."""
+    from ragexp.jobs.app import hand_given_config
+    from ragexp.jobs.job import validate_job
+
+    task = OmegaConf.masked_copy(config, [key for key in config.keys() if key != "hydra"])
+    overrides = list(config.hydra.overrides.task)
+    axes = labels.sweep_axes(overrides, config.hydra.sweeper.get("params"))
+    swept = frozenset(axis.replace("/", ".").split(".")[0] for axis in axes)
+    try:
+        validate_job(task, overrides, untrusted=hand_given_config(), skip=swept)
+    except RagexpInputError as err:
+        raise SweepRefused(err) from None
+
+
+class SweepRefused(BaseException):
+    """Bad input found before a sweep starts (its ``args[0]`` is the :class:`RagexpInputError`).
+    A ``BaseException``: Hydra turns a callback's ``Exception`` into a warning and sweeps on."""
 
 
 @dataclass(frozen=True)

@@ -239,6 +239,125 @@ def _target_outside_the_allow_list(c: Case) -> list[str]:
     return c.run("retrieval._target_=logging.FileHandler", f"+retrieval.filename={victim}", "+retrieval.mode=w")
 
 
+def _function_in_a_shipped_package(c: Case) -> list[str]:
+    victim = c.inputs / "victim.txt"
+    victim.write_text("precious\n", encoding="utf-8")
+    return c.run("retrieval._target_=ragexp.judging.calibration.labels.write_labels", f"+retrieval.path={victim}")
+
+
+def _partial_target(c: Case) -> list[str]:
+    return c.run("+retrieval._partial_=true")
+
+
+def _bootstrap_resamples_negative(c: Case) -> list[str]:
+    return c.run("eval.bootstrap_resamples=-1")
+
+
+def _k1_nan(c: Case) -> list[str]:
+    return c.run("retrieval.k1=nan")
+
+
+def _threshold(value: str) -> Callable[[Case], list[str]]:
+    return lambda c: c.run("generator=extractive", f"judge.threshold={value}")
+
+
+def _calibration_file(**fields) -> Callable[[Case], list[str]]:
+    def make(c: Case) -> list[str]:
+        from ragexp.judging.calibration.record import FORMAT
+        from ragexp.judging.judges import LexicalJudge
+
+        record = {"format": FORMAT, "judge": LexicalJudge().identity(), "threshold": 0.8, "labels": {}, "n": 40,
+                  "label_counts": {"supported": 20, "unsupported": 20}, "n_unscored": 0, "n_unlabelled": 0,
+                  "estimate": "5-fold cross-validation", "folds": 5, "seed": 0, "accuracy": 0.8, "kappa": 0.6}
+        text = json.dumps(record | fields, allow_nan=True)
+        path = c.inputs / "calibration.json"
+        path.write_text(text, encoding="utf-8")
+        return c.run("generator=extractive", f"judge.calibration={path}")
+    return make
+
+
+def _hydra_callback_in_a_hand_given_config(c: Case) -> list[str]:
+    victim = c.inputs / "victim.txt"
+    victim.write_text("precious\n", encoding="utf-8")
+    folder = c.inputs / "handed"
+    folder.mkdir()
+    (folder / "resolved.yaml").write_text(
+        "retrieval: {name: bm25, _target_: reference_pipelines.bm25.BM25Retriever}\n"
+        f"hydra:\n  callbacks:\n    evil: {{_target_: logging.FileHandler, filename: {victim}, mode: w}}\n",
+        encoding="utf-8")
+    return ["run", "--config-path", str(folder), "--config-name", "resolved"]
+
+
+def _endpoint_not_named_here(c: Case) -> list[str]:
+    """A whole saved config (as ``resolved.yaml``) whose generator was re-pointed."""
+    from omegaconf import OmegaConf
+
+    from ragexp.config.compose import compose_config
+
+    folder = c.inputs / "handed"
+    folder.mkdir()
+    config = compose_config([*c.run("generator=openai", "generator.model.base_url=http://203.0.113.7/v1",
+                                    "generator.model.api_key_env=AWS_SECRET_ACCESS_KEY")[1:]])
+    (folder / "resolved.yaml").write_text(OmegaConf.to_yaml(config, resolve=True), encoding="utf-8")
+    return ["run", "--config-path", str(folder), "--config-name", "resolved"]
+
+
+def _sweep_with_a_secret_in_a_config_file(c: Case) -> list[str]:
+    experiment = c.inputs / "conf" / "experiment"
+    experiment.mkdir(parents=True)
+    (experiment / "leaky.yaml").write_text(f"# @package _global_\ngenerator:\n  name: x\n  note: Bearer {SECRET[3:]}\n",
+                                           encoding="utf-8")
+    return ["run", "-m", "--config-dir", str(c.inputs / "conf"), *c.run("experiment=leaky", "chunking.size=100,120")[1:]]
+
+
+def _sweep_with_overlap_above_size(c: Case) -> list[str]:
+    return ["run", "-m", *c.run("chunking.overlap=5000", "retrieval.k1=1.2,1.5")[1:]]
+
+
+def _sweep_without_an_eval_set(c: Case) -> list[str]:
+    args = [a for a in c.run("retrieval.k1=1.2,1.5")[1:] if not a.startswith("dataset.evalset=")]
+    return ["run", "-m", *args]
+
+
+def _secret_from_env_in_the_run_dir(c: Case) -> list[str]:
+    c.env["LEAKY"] = SECRET
+    return c.run("hydra.run.dir=out/${oc.env:LEAKY}")
+
+
+def _key_as_a_config_key(c: Case) -> list[str]:
+    return c.run(f"+dataset.{SECRET}=1")
+
+
+def _api_key_in_a_url_query(c: Case) -> list[str]:
+    return c.run("generator=openai", "generator.model.base_url=http://127.0.0.1:9/v1?key=plainvalue")
+
+
+def _read_only_store(c: Case) -> list[str]:
+    """An existing store on a read-only file system (a read-only bind mount when this process may
+    mount, else the store's folder and file made read-only)."""
+    from ragexp.tracking import store
+
+    folder = c.inputs / "ro"
+    folder.mkdir()
+    store.connect(f"sqlite:///{folder / 'mlflow.db'}")
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True, check=False)
+    if mounted.returncode == 0:
+        c.stack.callback(subprocess.run, ["umount", "-l", str(folder)], check=False)
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(folder)], capture_output=True, check=True)
+    else:
+        (folder / "mlflow.db").chmod(0o444)
+        folder.chmod(0o555)
+        c.stack.callback(folder.chmod, 0o755)
+    return c.run(f"tracking.uri=sqlite:///{folder / 'mlflow.db'}")
+
+
+def _doc_id_with_a_newline(c: Case) -> list[str]:
+    results = c.inputs / "run_results.json"  # the suite checks that no run wrote a ragexp_results.json
+    results.write_text(json.dumps({"format": "ragexp-results/1", "meta": {}, "aggregates": {}, "per_query": [
+        {"query_id": "q1", "ranking": [["webhooks\nq2 Q0 forged 1 99 ragexp", 1.0]], "relevant": {}}]}), encoding="utf-8")
+    return ["export", str(results), "--run", str(c.dir / "run.trec"), "--qrels", str(c.dir / "qrels.trec")]
+
+
 # --- secrets ----------------------------------------------------------------------------------------
 
 
@@ -492,7 +611,50 @@ CASES = [
     CliCase("override-syntax", "`eval.ks=[1,`", _bad_override_syntax, ("bad override syntax",)),
     CliCase("target-not-allowed", "`retrieval._target_=logging.FileHandler` (+ filename, mode=w)",
             _target_outside_the_allow_list,
-            ("field 'retrieval._target_'", "'logging.FileHandler' is not an allowed component", "RAGEXP_ALLOWED_TARGETS")),
+            ("field 'retrieval._target_'", "'logging.FileHandler' is not a registered component class", "ragexp.components")),
+    CliCase("function-target", "`retrieval._target_=ragexp.judging.calibration.labels.write_labels` (a function)",
+            _function_in_a_shipped_package, ("field 'retrieval._target_'", "not a registered component class")),
+    CliCase("partial-target", "`+retrieval._partial_=true`", _partial_target,
+            ("field 'retrieval._partial_'", "_partial_ is not allowed")),
+    CliCase("hydra-in-config-path", "`--config-path DIR`, the file sets `hydra.callbacks` (a FileHandler)",
+            _hydra_callback_in_a_hand_given_config,
+            ("<dir>/in/handed/resolved.yaml: field 'hydra.callbacks.evil._target_'", "come from this machine")),
+    CliCase("endpoint-not-named", "`--config-path DIR`, the file sends `$AWS_SECRET_ACCESS_KEY` to another host",
+            _endpoint_not_named_here,
+            ("field 'generator.model.base_url'", "$AWS_SECRET_ACCESS_KEY", "http://203.0.113.7/v1", "--allow-endpoint")),
+    CliCase("bootstrap-negative", "`eval.bootstrap_resamples=-1`", _bootstrap_resamples_negative,
+            ("field 'eval.bootstrap_resamples'", "positive integer")),
+    CliCase("k1-nan", "`retrieval.k1=nan`", _k1_nan, ("field 'retrieval.k1'", "finite number")),
+    CliCase("threshold-nan", "`judge.threshold=nan`", _threshold("nan"), ("field 'judge.threshold'", "finite number")),
+    CliCase("threshold-negative", "`judge.threshold=-5` (lexical scores lie in [0, 1])", _threshold("-5"),
+            ("field 'judge.threshold'", "in [0, 1]", "-5")),
+    CliCase("threshold-string", "`judge.threshold='0.5'` (a string)", _threshold("'0.5'"),
+            ("field 'judge.threshold'", "a number", "'0.5'")),
+    CliCase("calibration-threshold-nan", "calibration file: `\"threshold\": NaN`", _calibration_file(threshold=float("nan")),
+            ("<dir>/in/calibration.json: field 'judge.threshold'", "finite number")),
+    CliCase("calibration-threshold-infinity", "calibration file: `\"threshold\": Infinity`",
+            _calibration_file(threshold=float("inf")), ("<dir>/in/calibration.json: field 'judge.threshold'", "finite")),
+    CliCase("calibration-threshold-string", "calibration file: `\"threshold\": \"0.5\"`", _calibration_file(threshold="0.5"),
+            ("<dir>/in/calibration.json: field 'judge.threshold'", "'0.5'")),
+    CliCase("calibration-kappa-nan", "calibration file: `\"kappa\": NaN`", _calibration_file(kappa=float("nan")),
+            ("<dir>/in/calibration.json: field 'judge.kappa'", "finite number in [-1, 1]")),
+    CliCase("sweep-secret-in-config-file", "`-m --config-dir DIR experiment=leaky`, the file holds `Bearer ...`",
+            _sweep_with_a_secret_in_a_config_file, ("field 'generator.note'", "a bearer token (not shown)"), SECRET[3:]),
+    CliCase("sweep-overlap-above-size", "`-m chunking.overlap=5000 retrieval.k1=1.2,1.5`", _sweep_with_overlap_above_size,
+            ("field 'chunking.overlap'", "5000")),
+    CliCase("sweep-no-eval-set", "`-m dataset=evalset` without `dataset.evalset`", _sweep_without_an_eval_set,
+            ("field 'dataset.evalset'", "is required")),
+    CliCase("key-via-env-in-run-dir", "`hydra.run.dir=out/${oc.env:LEAKY}` holding `sk-...`", _secret_from_env_in_the_run_dir,
+            ("field 'hydra.run.dir'", "(not shown)"), SECRET),
+    CliCase("key-as-config-key", "`+dataset.sk-...=1` (the key as a config key)", _key_as_a_config_key,
+            ("field 'dataset (a key there)'", "(not shown)"), SECRET),
+    CliCase("key-in-url-query", "`generator.model.base_url=http://host/v1?key=...`", _api_key_in_a_url_query,
+            ("field 'generator.model.base_url'", "a secret URL parameter"), "plainvalue"),
+    CliCase("read-only-store", "an existing store on a read-only file system", _read_only_store,
+            ("field 'tracking.uri'", "<dir>/in/ro/mlflow.db", "is not writable")),
+    CliCase("export-id-with-newline", "`ragexp export` of a result whose document id holds a newline",
+            _doc_id_with_a_newline, ("ragexp export: error: <dir>/in/run_results.json: field 'per_query[0].ranking'",
+                                     "holds whitespace")),
     CliCase("key-in-api-key-env", "`generator.model.api_key_env=sk-...` (the key, not its variable)", _key_in_api_key_env,
             ("field 'generator.model.api_key_env'", "NAME of an environment variable"), SECRET),
     CliCase("url-credentials", "`generator.model.base_url=http://user:sk-...@host/v1`", _credentials_in_base_url,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -243,6 +244,9 @@ def load_calibration(path: str | Path, identity: dict[str, str]) -> JudgeCalibra
         calibration = JudgeCalibration(**data)
     except TypeError as err:
         raise RagexpInputError(f"malformed judge calibration file ({err})", file=path, field="calibration") from None
+    check_number(calibration.accuracy, "accuracy", 0.0, 1.0, path)
+    if calibration.kappa is not None:  # undefined (null) when the labels are all one class
+        check_number(calibration.kappa, "kappa", -1.0, 1.0, path)
     if calibration.judge != identity:
         raise RagexpInputError(f"fitted for judge {describe_identity(calibration.judge)}, but the configured judge is "
                                f"{describe_identity(identity)}", file=path, field="calibration")
@@ -297,11 +301,26 @@ class ThresholdChoice:
     calibration: JudgeCalibration | None
 
 
+def check_number(value: Any, field: str, low: float | None = None, high: float | None = None,
+                 file: str | Path | None = None) -> float:
+    """``value`` as a float when it is a finite real number (not a string, not a bool) in
+    ``[low, high]``; else an input error naming ``field`` (NaN would compare false with every
+    score, infinity or an out-of-range value make every verdict the same)."""
+    in_range = f" in [{low:g}, {high:g}]" if low is not None and high is not None else ""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (
+            low is not None and value < low) or (high is not None and value > high):
+        raise RagexpInputError(f"must be a finite number{in_range}, got {value!r}", file=file, field=field)
+    return float(value)
+
+
 def choose_threshold(
-    default: float, threshold: float | None, calibration: str | Path | None, identity: dict[str, str]
+    default: float, threshold: float | None, calibration: str | Path | None, identity: dict[str, str],
+    score_range: tuple[float, float] | None = None,
 ) -> ThresholdChoice:
     """A calibration file's threshold, else the configured one, else the default; both a
-    threshold and a calibration is a contradiction and refused."""
+    threshold and a calibration is a contradiction and refused. A threshold must be a finite
+    number, within ``score_range`` (the judge's possible scores) when the judge has one."""
+    low, high = score_range or (None, None)
     if calibration is not None:
         if threshold is not None:
             raise RagexpInputError("set a threshold or a calibration file, not both", field="threshold")
@@ -309,7 +328,7 @@ def choose_threshold(
         if loaded.threshold is None:
             raise RagexpInputError("this calibration fitted no threshold (it measured a yes/no judge)",
                                    file=calibration, field="calibration")
-        return ThresholdChoice(loaded.threshold, "calibration", loaded)
+        return ThresholdChoice(check_number(loaded.threshold, "threshold", low, high, calibration), "calibration", loaded)
     if threshold is not None:
-        return ThresholdChoice(float(threshold), "config", None)
+        return ThresholdChoice(check_number(threshold, "threshold", low, high), "config", None)
     return ThresholdChoice(default, "default", None)
