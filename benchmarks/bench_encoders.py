@@ -113,9 +113,13 @@ def speed(rounds: int) -> None:
               f"{flops / median / rate:8.1%}")
 
 
-def quality() -> None:
+QUALITY_PATHS = {"torch fp32": {"backend": "torch"}, "onnx fp32": {}, "onnx int8": {"precision": "int8"}}
+
+
+def quality(labels: list[str]) -> None:
     """nDCG@10 on SciFact (whole documents, 300 test queries) and the demo's hit rate@5
-    (recursive-512, dense) per backend and precision, each encoded afresh."""
+    (recursive-512, dense) for the encoders named in ``labels`` (:data:`QUALITY_PATHS`), each
+    encoded afresh."""
     from benchmarks import shared_data_dir
     from ragexp.chunking.whole import WholeDocumentChunker
     from ragexp.config.compose import compose_config
@@ -128,7 +132,7 @@ def quality() -> None:
     from ragexp.runtime.stage_cache import StageCache
     from reference_pipelines.dense import DenseRetriever
 
-    settings = {"torch fp32": {"backend": "torch"}, "onnx fp32": {}, "onnx int8": {"precision": "int8"}}
+    settings = {label: QUALITY_PATHS[label] for label in labels}
     corpus, evalset = load_beir(shared_data_dir() / "scifact", split="test")
     chunks = WholeDocumentChunker().chunk_corpus(corpus)
     queries = [item.query for item in evalset.items]
@@ -161,11 +165,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--part", choices=("speed", "quality", "both"), default="speed",
                         help="quality: SciFact nDCG@10 and the demo hit rate@5 per backend and precision (minutes)")
+    parser.add_argument("--quality-paths", default=",".join(QUALITY_PATHS),
+                        help=f"comma-separated, of: {', '.join(QUALITY_PATHS)} (torch fp32 on SciFact takes longest)")
     args = parser.parse_args()
     if args.part in ("speed", "both"):
         speed(args.rounds)
     if args.part in ("quality", "both"):
-        quality()
+        quality(args.quality_paths.split(","))
 
 
 if __name__ == "__main__":

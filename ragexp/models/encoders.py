@@ -293,6 +293,8 @@ def make_encoder(model: str, backend: str = "onnx", precision: str = "fp32", nam
             _note_once(model, export.reason)
             return SentenceTransformerEncoder(resolved, **options)
         graph = export.graph
+        if options.get("max_seq_length") is None:  # the folder's own limit, as sentence-transformers keeps it
+            options["max_seq_length"] = export.max_seq_length
     if precision == "int8":
         graph = onnx_export.int8_graph(graph, resolved)
     return OnnxEncoder(resolved, graph=graph.path, tokenizer=graph.tokenizer, precision=precision, **options)

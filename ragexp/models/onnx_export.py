@@ -64,6 +64,7 @@ class Export:
     graph: OnnxGraph | None
     reason: str
     min_cosine: float | None = None
+    max_seq_length: int | None = None  # the model folder's own limit (sentence-transformers' default)
 
 
 def export_root() -> Path:
@@ -85,7 +86,7 @@ def exported(model: ResolvedModel) -> Export:
             publish_dir(folder, lambda staging: _export(model, staging))
     verdict = json.loads((folder / "check.json").read_text("utf-8"))
     graph = OnnxGraph(folder / "model.onnx", folder / "tokenizer.json") if verdict["ok"] else None
-    return Export(graph, verdict["reason"], verdict.get("min_cosine"))
+    return Export(graph, verdict["reason"], verdict.get("min_cosine"), verdict.get("max_seq_length"))
 
 
 def int8_graph(graph: OnnxGraph, model: ResolvedModel) -> OnnxGraph:
@@ -106,8 +107,9 @@ def int8_graph(graph: OnnxGraph, model: ResolvedModel) -> OnnxGraph:
     return OnnxGraph(target, graph.tokenizer)
 
 
-def _write_verdict(staging: Path, ok: bool, reason: str, min_cosine: float | None = None) -> None:
-    (staging / "check.json").write_text(json.dumps({"ok": ok, "reason": reason, "min_cosine": min_cosine}), "utf-8")
+def _write_verdict(staging: Path, ok: bool, reason: str, min_cosine: float | None = None, max_seq_length: int | None = None) -> None:
+    verdict = {"ok": ok, "reason": reason, "min_cosine": min_cosine, "max_seq_length": max_seq_length}
+    (staging / "check.json").write_text(json.dumps(verdict), "utf-8")
 
 
 def _export(model: ResolvedModel, staging: Path) -> None:
@@ -143,7 +145,8 @@ def _export(model: ResolvedModel, staging: Path) -> None:
     if min_cosine < MIN_COSINE:
         (staging / "model.onnx").unlink()
         return _write_verdict(staging, False, f"ONNX vectors differ from torch's (min cosine {min_cosine:.6f} < {MIN_COSINE})", min_cosine)
-    _write_verdict(staging, True, f"ONNX export matches torch (min cosine {min_cosine:.6f} over {len(PROBE_TEXTS)} probe texts)", min_cosine)
+    _write_verdict(staging, True, f"ONNX export matches torch (min cosine {min_cosine:.6f} over {len(PROBE_TEXTS)} probe texts)",
+                   min_cosine, st.max_seq_length)
 
 
 def _pooling_mode(pooling) -> str:
