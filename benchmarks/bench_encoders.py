@@ -2,7 +2,8 @@
 fraction of this machine's measured sgemm FLOP rate each reaches; with ``--part quality`` the
 retrieval cost of each precision (SciFact nDCG@10, the demo's hit rate@5).
 
-Paths (all-MiniLM-L6-v2, batch 64, max 256 tokens, the demo's recursive-512 chunks with titles):
+Paths (all-MiniLM-L6-v2, batch 64, max 256 tokens, the demo's recursive-512 chunks with titles,
+``--every n``: every n-th of them):
 torch fp32 with 2 intra-op threads (ragexp's encoder before ONNX) and with 1; ONNX Runtime fp32
 and int8 (:mod:`ragexp.models.onnx_export`), each with token-length-sorted batches (ragexp's
 default) and in input order. Every round runs each path once, the order rotating by round;
@@ -73,11 +74,15 @@ def paths() -> dict[str, tuple[object, int | None]]:
     }
 
 
-def speed(rounds: int) -> None:
+def speed(rounds: int, every: int) -> None:
     import torch
 
+    from ragexp.runtime import progress
+
+    progress.set_enabled(False)
     corpus = load_corpus(demo_paths()[0])
-    texts = [c.text_with_title() for c in make_chunker({"name": "recursive", "size": 512, "overlap": 64}).chunk_corpus(corpus)]
+    chunks = make_chunker({"name": "recursive", "size": 512, "overlap": 64}).chunk_corpus(corpus)
+    texts = [c.text_with_title() for c in chunks[::every]]
     encoders = paths()
     reference = encoders["onnx fp32, sorted"][0]
     reference.encode_passages(texts[:2])  # loads the tokenizer
@@ -101,7 +106,8 @@ def speed(rounds: int) -> None:
             if threads:
                 torch.set_num_threads(threads)
             seconds[label].append(_timed(lambda: encoder.encode_passages(texts)))
-        print(f"round {round_ + 1}/{rounds}: sgemm {machine[-1] / 1e9:.1f} GFLOP/s, load {loads[-1]:.2f}", flush=True)
+        times = ", ".join(f"{label} {seconds[label][-1]:.1f} s" for label in labels)
+        print(f"round {round_ + 1}/{rounds}: sgemm {machine[-1] / 1e9:.1f} GFLOP/s, load {loads[-1]:.2f}: {times}", flush=True)
     rate = statistics.median(machine)
     base = statistics.median(seconds[labels[0]])
     print(f"\nsgemm (numpy float32 1024^2, median of rounds): {rate / 1e9:.1f} GFLOP/s; load average {min(loads):.2f}-{max(loads):.2f}\n")
@@ -163,13 +169,14 @@ def quality(labels: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--every", type=int, default=1, help="time every n-th demo chunk only (a shorter run on a loaded machine)")
     parser.add_argument("--part", choices=("speed", "quality", "both"), default="speed",
                         help="quality: SciFact nDCG@10 and the demo hit rate@5 per backend and precision (minutes)")
     parser.add_argument("--quality-paths", default=",".join(QUALITY_PATHS),
                         help=f"comma-separated, of: {', '.join(QUALITY_PATHS)} (torch fp32 on SciFact takes longest)")
     args = parser.parse_args()
     if args.part in ("speed", "both"):
-        speed(args.rounds)
+        speed(args.rounds, args.every)
     if args.part in ("quality", "both"):
         quality(args.quality_paths.split(","))
 
