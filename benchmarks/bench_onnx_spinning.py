@@ -2,7 +2,7 @@
 
 A sweep runs the ONNX reranker model and the torch embedding model in one process on the same
 cores. ONNX Runtime's intra-op threads spin-wait after a run by default; ragexp's sessions set
-``session.intra_op.allow_spinning=0`` (:func:`reference_pipelines.encoders.onnx_session_options`).
+``session.intra_op.allow_spinning=0`` (:func:`ragexp.models.encoders.onnx_session_options`).
 Each measurement is a fresh process that encodes 256 demo chunks with paraphrase-MiniLM-L3 (ONNX),
 then times all-MiniLM-L6-v2 (torch) on the same chunks; the three settings alternate, the median
 is reported.
@@ -29,7 +29,7 @@ def measure(setting: str) -> dict[str, float]:
     from ragexp.chunking import make_chunker
     from ragexp.data.datasets import demo_paths
     from ragexp.data.loaders.corpus import load_corpus
-    from reference_pipelines import encoders
+    from ragexp.models import encoders
 
     if setting == SETTINGS[1]:
         def spinning_session(path: str, threads: int | None):
@@ -42,7 +42,7 @@ def measure(setting: str) -> dict[str, float]:
         encoders._load_onnx_session = spinning_session
     corpus = load_corpus(demo_paths()[0])
     texts = [c.text_with_title() for c in make_chunker({"name": "recursive", "size": 512, "overlap": 64}).chunk_corpus(corpus)][:256]
-    torch_encoder = encoders.build_encoder({"model": "minilm", "max_seq_length": 256, "batch_size": 64})
+    torch_encoder = encoders.build_encoder({"model": "minilm", "backend": "torch", "max_seq_length": 256, "batch_size": 64})
     torch_encoder.encode_queries(["load the model"])
     row = {}
     if setting != SETTINGS[0]:

@@ -14,6 +14,15 @@ encoded once by the first-stage model (all-MiniLM-L6-v2) and once by the reranke
   (the stricter yardstick of earlier releases, printed for comparison).
 
     python -m benchmarks.bench_sweep [--workdir DIR] [--repeats N]
+
+``--backends torch,onnx`` instead times cold sweeps (fresh cache, store and ONNX exports already
+made) with ``embedding.backend`` set to each, interleaved per repeat, and prints their ratio:
+the encoder's share of a sweep before (torch) and after (ONNX, ragexp's default). Both run with
+the text-vector cache (each distinct chunk text encoded once per model). ``--sweep small`` runs
+4 of the 24 configs (chunking=recursive,markdown x reranker=none,embedding; dense; one k-list)
+where 24 cold sweeps per backend do not fit the time at hand.
+
+    python -m benchmarks.bench_sweep --backends torch,onnx [--sweep small] [--repeats N]
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ragexp.chunking import make_chunker
@@ -73,11 +83,17 @@ def unavoidable() -> tuple[float, list[tuple[str, str, int, float]]]:
     return wall, [tuple(row) for row in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
-def sweep_seconds(workdir: Path) -> float:
+SWEEPS = {
+    "full": ["chunking=fixed,recursive,markdown", "retrieval=dense,hybrid_rrf", "reranker=none,embedding",
+             "eval.ks=[1,3,5,10],[5,10,20]"],
+    "small": ["chunking=recursive,markdown", "retrieval=dense", "reranker=none,embedding"],
+}
+
+
+def sweep_seconds(workdir: Path, sweep: str = "full", extra: Sequence[str] = ()) -> float:
     command = [
-        sys.executable, "-m", "ragexp.cli", "run", "-m",
-        "chunking=fixed,recursive,markdown", "retrieval=dense,hybrid_rrf", "reranker=none,embedding",
-        "eval.ks=[1,3,5,10],[5,10,20]", "progress=false", f"cache_dir={workdir}/cache",
+        sys.executable, "-m", "ragexp.cli", "run", "-m", *SWEEPS[sweep], *extra,
+        "progress=false", f"cache_dir={workdir}/cache",
         f"tracking.uri=sqlite:///{workdir}/mlflow.db", "tracking.experiment=bench-sweep",
         f"hydra.sweep.dir={workdir}/multirun",
     ]
@@ -86,17 +102,37 @@ def sweep_seconds(workdir: Path) -> float:
     return time.perf_counter() - started
 
 
+def compare_backends(workdir: Path, backends: list[str], sweep: str, repeats: int) -> None:
+    """Cold sweeps per ``embedding.backend``, interleaved (the order alternates by repeat)."""
+    seconds: dict[str, list[float]] = {backend: [] for backend in backends}
+    for repeat in range(1, repeats + 1):
+        for backend in backends if repeat % 2 else reversed(backends):
+            (folder := workdir / f"repeat-{repeat}-{backend}").mkdir(parents=True, exist_ok=False)
+            seconds[backend].append(sweep_seconds(folder, sweep, [f"embedding.backend={backend}"]))
+            print(f"repeat {repeat}: {sweep} sweep, embedding.backend={backend}: {seconds[backend][-1]:.1f} s "
+                  f"(load {os.getloadavg()[0]:.2f})", flush=True)
+    first = statistics.median(seconds[backends[0]])
+    for backend in backends:
+        median = statistics.median(seconds[backend])
+        print(f"{sweep} cold sweep, embedding.backend={backend}: median {median:.1f} s, {first / median:.2f}x vs {backends[0]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--repeats", type=int, default=1,
                         help="sweeps, each between two bare runs (repeats + 1 bare runs); the median ratio is reported")
+    parser.add_argument("--backends", help="comma-separated embedding.backend values to compare (see the docstring)")
+    parser.add_argument("--sweep", choices=sorted(SWEEPS), default="full")
     parser.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bare:
         bare_sweep_work()
         return
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ragexp-bench-sweep-"))
+    if args.backends:
+        compare_backends(workdir, args.backends.split(","), args.sweep, args.repeats)
+        return
     ratios, before_ratios, embedding_ratios = [], [], []
     bare_before, rows_before = unavoidable()
     for repeat in range(1, args.repeats + 1):

@@ -18,7 +18,9 @@ count left at 1 ran every later encoding of the process on one core.
 
 With a :class:`~ragexp.runtime.stage_cache.StageCache`, passage embeddings are cached per (encoder identity,
 indexed chunks), query embeddings per (encoder identity, queries), and trained ``hnsw``/``ivf``
-indexes (``faiss.serialize_index`` bytes, a plain uint8 array) per (embeddings, index params).
+indexes (``faiss.serialize_index`` bytes, a plain uint8 array) per (embeddings, index params);
+beneath those, each distinct text is encoded once per encoder identity across chunkings and runs
+(:mod:`ragexp.runtime.text_vectors`).
 """
 
 from __future__ import annotations
@@ -85,8 +87,8 @@ class DenseRetriever:
         if index not in INDEX_TYPES:
             raise RagexpInputError(f"unknown index type {index!r}; use one of {', '.join(INDEX_TYPES)}", field="index")
         if isinstance(encoder, Mapping) or encoder is None:
-            encoder = build_encoder({"model": "minilm", "batch_size": batch_size, **(encoder or {})})
-        self.encoder = build_encoder(encoder)
+            encoder = {"model": "minilm", "batch_size": batch_size, **(encoder or {})}
+        self.encoder = build_encoder(encoder, cache)
         self.index_type = index
         self.hnsw_m = hnsw_m
         self.hnsw_ef_construction = hnsw_ef_construction

@@ -25,7 +25,7 @@ from ragexp.runtime.fingerprint import stable_hash
 from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.base import Ranking
 from reference_pipelines.encoders import Encoder, build_encoder, unit_rows
-from reference_pipelines.ranking import ChunkTable, indexed_text, sort_ranking
+from reference_pipelines.ranking import indexed_text, sort_ranking
 
 
 class _HeadReranker:
@@ -119,11 +119,9 @@ class CrossEncoderReranker(_HeadReranker):
 class EmbeddingReranker(_HeadReranker):
     """``encoder``: an :class:`~reference_pipelines.encoders.Encoder` or its config mapping.
 
-    With a stage cache, every chunk of the corpus is embedded once per (encoder, chunking), under
-    the same ``embeddings`` key a :class:`~reference_pipelines.dense.DenseRetriever` with this
-    encoder uses, and the queries once per eval set (``query-embeddings``): a sweep over
-    retrievers, ``k`` or generators then pays the reranker's model once per chunking. Without a
-    cache only the candidates' texts are embedded.
+    Only the candidates' texts are embedded; with a stage cache each distinct text (and query) is
+    embedded once per encoder across chunkings, retrievers and runs
+    (:mod:`ragexp.runtime.text_vectors`), so a sweep pays the reranker's model once per distinct text.
     """
 
     def __init__(
@@ -134,38 +132,14 @@ class EmbeddingReranker(_HeadReranker):
         cache: StageCache | None = None,
     ) -> None:
         super().__init__(top_n, include_title, cache)
-        self.encoder = build_encoder(encoder)
+        self.encoder = build_encoder(encoder, cache)
         self.identity = {"reranker": "embedding", "encoder": self.encoder.identity}
-        self._rows_by_text: dict[str, int] = {}
-        self._passages = np.zeros((0, 0))
-
-    def rerank(self, queries: Sequence[str], candidates: Sequence[Ranking], chunks: Mapping[str, Chunk]) -> list[Ranking]:
-        if self.cache is not None:
-            table = ChunkTable.from_chunks(list(chunks.values()), self.include_title)
-            key = {"encoder": self.encoder.identity, "chunks": table.fingerprint}
-            vectors = self.cache.get_or_compute_array("embeddings", key, lambda: self.encoder.encode_passages(table.texts))
-            self._passages = unit_rows(vectors)
-            self._rows_by_text = {text: row for row, text in enumerate(table.texts)}
-        return super().rerank(queries, candidates, chunks)
-
-    def _passage_vectors(self, texts: list[str]) -> np.ndarray:
-        if all(text in self._rows_by_text for text in texts):
-            return self._passages[[self._rows_by_text[text] for text in texts]]
-        return unit_rows(self.encoder.encode_passages(texts))
-
-    def _query_vectors(self, queries: list[str]) -> np.ndarray:
-        if self.cache is None:
-            return unit_rows(self.encoder.encode_queries(queries))
-        key = {"encoder": self.encoder.identity, "queries": stable_hash(queries)}
-        return unit_rows(self.cache.get_or_compute_array("query-embeddings", key, lambda: self.encoder.encode_queries(queries)))
 
     def _score_heads(self, queries: Sequence[str], heads: Sequence[Sequence[str]]) -> list[np.ndarray]:
         unique_texts = list(dict.fromkeys(text for head in heads for text in head))
         if not unique_texts:
             return [np.zeros(0) for _ in heads]
         row = {text: i for i, text in enumerate(unique_texts)}
-        passages = self._passage_vectors(unique_texts)
-        query_vectors = self._query_vectors(list(queries))
+        passages = unit_rows(self.encoder.encode_passages(unique_texts))
+        query_vectors = unit_rows(self.encoder.encode_queries(list(queries)))
         return [passages[[row[text] for text in head]] @ query_vectors[i] if head else np.zeros(0) for i, head in enumerate(heads)]
-
-

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from benchmarks import shared_data_dir
 from tests.helpers.tiny_dataset import write_tiny_dataset
+
+# The encoders' ONNX exports (ragexp.models.onnx_export), content-addressed: one folder for every
+# test session and CLI subprocess on this machine, so a model is exported once, not per test.
+os.environ.setdefault("RAGEXP_ONNX_EXPORT_DIR", str(Path(tempfile.gettempdir()) / "ragexp-test-onnx-exports"))
 
 
 @pytest.fixture(scope="session")

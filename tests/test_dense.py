@@ -169,9 +169,12 @@ def test_minilm_dense_retrieval_end_to_end(tmp_path) -> None:
 def test_encoders_of_one_model_share_the_loaded_weights() -> None:
     """The dense retriever and answer relevance build one encoder each from the embedding node:
     the model is loaded once per process, not once per encoder."""
-    first, second = make_encoder("minilm", max_seq_length=256), make_encoder("minilm", max_seq_length=256)
+    first, second = (make_encoder("minilm", backend="torch", max_seq_length=256) for _ in range(2))
     assert first is not second and first.model is second.model
-    assert make_encoder("minilm", max_seq_length=128).model is not first.model  # another length: its own copy
+    assert make_encoder("minilm", backend="torch", max_seq_length=128).model is not first.model  # another length: its own copy
+    onnx_first, onnx_second = make_encoder("minilm"), make_encoder("minilm")  # ONNX: one session per graph
+    onnx_first.encode_queries(["load"]), onnx_second.encode_queries(["load"])
+    assert onnx_first._session is onnx_second._session
 
 
 def test_onnx_sessions_block_idle_threads_instead_of_spinning() -> None:

@@ -160,7 +160,9 @@ def test_stage_cache_written_by_the_pipelines_holds_only_safe_payloads(tmp_path:
 
     entries = sorted(p for p in tmp_path.glob("*/*") if p.is_dir())
     stages = {entry.parent.name for entry in entries}
-    assert {"bm25-index", "embeddings", "query-embeddings", "faiss-index", "chunks"} <= stages, stages
+    assert {"bm25-index", "embeddings", "query-embeddings", "faiss-index", "chunks", "text-vectors"} <= stages, stages
+    # text-vectors/<encoder identity>/<batch>: the batch folders are the entries
+    entries = [e for e in entries if e.parent.name != "text-vectors"] + sorted(tmp_path.glob("text-vectors/*/*"))
     assert not list(tmp_path.rglob(".tmp-*")), "a staging folder was left behind"
     for entry in entries:
         payloads = [p for p in entry.iterdir() if p.name.startswith("payload.") and not p.name.endswith(".sha256")]

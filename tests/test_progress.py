@@ -1,8 +1,8 @@
 """``progress=false`` silences every bar of a run: BM25's, the encoders', sentence-transformers' own.
 
 tqdm reads ``TQDM_DISABLE`` only at import, so setting it when the config is known (as before)
-left the BM25 and encoder bars on. The same hybrid run (BM25 + MiniLM, batch size 2 so
-sentence-transformers draws its "Batches" bar) is run with bars on, to show they exist, and off.
+left the BM25 and encoder bars on. The same hybrid run (BM25 + MiniLM on ONNX Runtime, batch size
+2 so the encoder draws its bar) is run with bars on, to show they exist, and off.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ragexp.runtime import progress
 from tests.helpers.configs import compose_run_config
 
 pytestmark = pytest.mark.slow
-BARS = ("bm25: tokenising", "bm25: searching", "Batches")  # the last is sentence-transformers' encode bar
+BARS = ("bm25: tokenising", "bm25: searching", "onnx: encoding")  # the last is the ONNX encoder's bar
 
 
 @pytest.mark.parametrize("shown", [True, False], ids=["progress=true", "progress=false"])

@@ -123,14 +123,14 @@ class CountingEncoder(BagOfWordsEncoder):
         return super().encode_passages(texts)
 
 
-def test_embedding_reranker_embeds_the_corpus_once_per_chunking_and_matches_the_uncached_scores(tmp_path) -> None:
+def test_embedding_reranker_embeds_each_head_text_once_and_matches_the_uncached_scores(tmp_path) -> None:
     cache = StageCache(tmp_path)
     first, second = CountingEncoder(), CountingEncoder()
     reranked = EmbeddingReranker(encoder=first, top_n=4, cache=cache).rerank(QUERIES, CANDIDATES, CHUNKS)
-    assert first.passage_texts == len(CHUNKS)  # every chunk once, not per query head
+    assert first.passage_texts == 4  # the distinct texts of both heads (d1-d4), not per query head, not d5
     other_candidates = [list(reversed(c)) for c in CANDIDATES]  # another retriever's heads: new scores needed
     EmbeddingReranker(encoder=second, top_n=4, cache=cache).rerank(QUERIES, other_candidates, CHUNKS)
-    assert second.passage_texts == 0  # the corpus embeddings came from the stage cache
+    assert second.passage_texts == 1  # only d5 is new; the others come from the text-vector cache
     uncached = EmbeddingReranker(encoder=BagOfWordsEncoder(), top_n=4).rerank(QUERIES, CANDIDATES, CHUNKS)
     for cached_ranking, plain_ranking in zip(reranked, uncached):
         assert [c for c, _ in cached_ranking] == [c for c, _ in plain_ranking]

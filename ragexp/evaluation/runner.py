@@ -31,6 +31,7 @@ from ragexp.metrics.judged import judged_metrics
 from ragexp.metrics.per_tag import UNRECORDED_SOURCE, per_source_means, per_tag_means
 from ragexp.runtime.fingerprint import file_hash, stable_hash
 from ragexp.runtime.stage_cache import StageCache
+from ragexp.runtime.text_vectors import encoding_counts, encodings_since
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     labels the results (:func:`ragexp.tracking.labels.run_name`)."""
     generator = pipeline.generator
     started = time.perf_counter()
+    encodings_before = encoding_counts()
     retrieved = retrieval_step(cfg, data, pipeline, cache)
     rankings, depth = retrieved.rankings, retrieved.depth
     timings = dict(retrieved.timings)
@@ -156,6 +158,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
         "ks": ks,
         "context_k": depth_k,
         "retrieval_from_cache": retrieved.from_cache,
+        "encodings": encodings_since(encodings_before),  # distinct texts encoded vs read back, per encoder
         "warnings": [*data.corpus_warnings, *retrieved.warnings, *source_warnings(items)],
         "docs_not_indexed": data.not_indexed[:20],
         "ragexp_version": __version__,

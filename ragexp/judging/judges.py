@@ -61,6 +61,8 @@ from ragexp.llm.base import (
     as_messages,
     complete_all,
 )
+from ragexp.runtime.stage_cache import StageCache
+from ragexp.runtime.text_vectors import with_text_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -237,19 +239,25 @@ class EmbeddingJudge:
     :data:`DEFAULT_THRESHOLD` is the fit (``ragexp judge calibrate``) on all 72 claims of
     ``ragexp/data/datasets/demo/calibration.csv`` with all-MiniLM-L6-v2; docs/judging.md gives its
     cross-validated numbers there and its numbers on held-out SciFact claims.
+
+    The encoder's backend does not change :meth:`identity` (ONNX fp32 equals torch to cosine
+    0.9999, :mod:`ragexp.models.onnx_export`); its precision does (``minilm@…/int8``): an int8
+    encoder needs its own calibration. With a stage cache each sentence is encoded once per
+    encoder (:mod:`ragexp.runtime.text_vectors`).
     """
 
     DEFAULT_THRESHOLD = 0.664979
 
     def __init__(
         self, encoder: Any, threshold: float | None = None, calibration: str | None = None,
-        claim_splitter: ClaimSplitter | None = None,
+        claim_splitter: ClaimSplitter | None = None, cache: StageCache | None = None,
     ) -> None:
         if not (hasattr(encoder, "encode_queries") and hasattr(encoder, "encode_passages")):
             raise RagexpInputError("must be a sentence encoder built from config (encoder: ${embedding})", field="encoder")
-        self.encoder = encoder
+        self.encoder = with_text_vectors(encoder, cache)
         model = self.encoder.identity["model"]
-        self.model_id = f"{model['name']}@{model['weights'][:16]}"
+        precision = self.encoder.identity.get("precision", "fp32")
+        self.model_id = f"{model['name']}@{model['weights'][:16]}" + ("" if precision == "fp32" else f"/{precision}")
         choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity(), score_range=(-1.0, 1.0))
         self.threshold, self.threshold_source, self.calibration = choice.threshold, choice.source, choice.calibration
         self.claim_splitter = claim_splitter or SentenceClaimSplitter()
