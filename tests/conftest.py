@@ -1,4 +1,5 @@
-"""Shared fixtures: where the public data sets are, and a tiny own-format dataset."""
+"""Shared fixtures: where the public data sets are, a tiny own-format dataset, and a check that no
+test writes into the repository (the suite runs on parallel workers that share it)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,21 @@ from tests.helpers.tiny_dataset import write_tiny_dataset
 # The encoders' ONNX exports (ragexp.models.onnx_export), content-addressed: one folder for every
 # test session and CLI subprocess on this machine, so a model is exported once, not per test.
 os.environ.setdefault("RAGEXP_ONNX_EXPORT_DIR", str(Path(tempfile.gettempdir()) / "ragexp-test-onnx-exports"))
+
+REPO = Path(__file__).resolve().parents[1]
+#: What ragexp and MLflow write into the working directory by default.
+CWD_OUTPUTS = ("mlruns", "mlflow.db", "outputs", "multirun", ".ragexp_cache")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _nothing_written_into_the_repo():
+    """Fails the session when a test left one of :data:`CWD_OUTPUTS` in the repository: a test
+    writes below its ``tmp_path`` (``monkeypatch.chdir(tmp_path)`` for MLflow's ``./mlruns``), or
+    parallel workers share the file."""
+    before = {name for name in CWD_OUTPUTS if (REPO / name).exists()}
+    yield
+    left = [name for name in CWD_OUTPUTS if (REPO / name).exists() and name not in before]
+    assert not left, f"a test wrote {left} into {REPO}; run it in tmp_path (monkeypatch.chdir(tmp_path))"
 
 
 @pytest.fixture(scope="session")

@@ -179,7 +179,7 @@ def test_an_index_where_no_term_scores_is_warned_about(texts, variant, warns, tm
         assert "no term has a positive weight over these 2 chunks" in retriever.warnings[0]
 
 
-def test_the_warning_is_recorded_with_the_run_and_survives_the_cache(tmp_path, capsys) -> None:
+def test_the_warning_is_recorded_with_the_run_and_survives_the_cache(tmp_path, capsys, monkeypatch) -> None:
     from hydra import compose, initialize_config_dir
     from mlflow.tracking import MlflowClient
 
@@ -196,6 +196,7 @@ def test_the_warning_is_recorded_with_the_run_and_survives_the_cache(tmp_path, c
     evalset = tmp_path / "evalset.jsonl"
     evalset.write_text(json.dumps({"id": "q", "query": "How long are webhooks retried?",
                                    "evidence": [{"doc_id": "d0"}]}) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # a sqlite store's default artifact root is ./mlruns: not in the repo
     register_schema()
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[

@@ -12,11 +12,10 @@ from ragexp.tracking.metric_names import split_for_mlflow
 
 
 @pytest.fixture()
-def tracking(tmp_path) -> tuple[MlflowClient, str]:
+def tracking(tmp_path, monkeypatch) -> tuple[MlflowClient, str]:
+    monkeypatch.chdir(tmp_path)  # a sqlite store's default artifact root is ./mlruns: not in the repo
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    client = MlflowClient(uri)
-    client.search_experiments(max_results=1)
-    return client, uri
+    return store.connect(uri), uri  # a copy of the migrated schema, as ragexp creates a store: no migration per test
 
 
 def log_run(client: MlflowClient, experiment: str, name: str, aggregates: dict, *, evalset=("tiny", "a" * 64),

@@ -2,8 +2,11 @@
 same command launched again runs only the configs that have no FINISHED run yet.
 
 A four-job sweep (four chunkers, BM25, the sequential basic launcher) runs in a subprocess
-against a sqlite store; the test polls the store until a job run is FINISHED, then kills the
-process (SIGTERM, which ragexp turns into an interrupt, or SIGKILL, which nothing can catch).
+against a sqlite store. An instrumented ``sitecustomize`` holds the sweep at a chosen point (the
+second job's start, the first run's artifact upload, the parent's summary) and writes a marker
+file there (:func:`tests.helpers.subprocess_env.env_holding_at`); the test waits for the marker,
+kills the process (SIGTERM, which ragexp turns into an interrupt, or SIGKILL, which nothing can
+catch) and releases the hold: no sleep decides where the signal lands.
 Runs are matched to configs by their ``ragexp.config_hash`` tag, the key resume looks up
 (:func:`ragexp.tracking.find_finished_run`). A SIGTERM sent while a job's run is open (its
 metrics and artifacts being written) must close that run KILLED; the sweep's parent run is
@@ -29,7 +32,7 @@ from ragexp.runtime import interrupt
 from ragexp.tracking import store
 from ragexp.tracking.metric_names import results_view
 from tests.helpers.cli import ENV
-from tests.helpers.subprocess_env import env_with_sitecustomize
+from tests.helpers.subprocess_env import Hold, env_holding_at, env_with_sitecustomize
 from tests.helpers.tiny_dataset import write_tiny_dataset
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -95,42 +98,23 @@ def start_sweep(dataset: tuple[Path, Path], tmp_path: Path, env: dict[str, str] 
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-#: A ``sitecustomize`` for the sweep's process that holds each run open for a few seconds before
-#: its artifacts are written. A job run is open only for its store writes (well under a second on
-#: a fast machine), so a test that polls for a RUNNING run would otherwise catch one only by luck.
-SLOW_ARTIFACTS = """
-import time
-from mlflow.tracking.client import MlflowClient
-
-_log_artifacts = MlflowClient.log_artifacts
+def start_held_sweep(dataset: tuple[Path, Path], tmp_path: Path, target: str, call: int = 1
+                     ) -> tuple[subprocess.Popen, Hold]:
+    """The sweep, held at the ``call``-th call of ``target`` (see :func:`env_holding_at`)."""
+    env, hold = env_holding_at(ENV, tmp_path / "site", target, call, timeout_s=KILL_DEADLINE_S)
+    return start_sweep(dataset, tmp_path, env), hold
 
 
-def _slow_log_artifacts(self, *args, **kwargs):
-    time.sleep({seconds})
-    return _log_artifacts(self, *args, **kwargs)
-
-
-MlflowClient.log_artifacts = _slow_log_artifacts
-"""
-
-
-def env_with_slow_artifacts(folder: Path, seconds: float) -> dict[str, str]:
-    return env_with_sitecustomize(ENV, folder, SLOW_ARTIFACTS.format(seconds=seconds))
-
-
-def kill_when(process: subprocess.Popen, client: MlflowClient, signum: int, status: str, count: int = 1,
-              settle_s: float = 0.0) -> tuple[str, float]:
-    """Poll the store until ``count`` job runs have ``status``, wait ``settle_s``, send ``signum``;
-    returns the process's stderr and how long after the signal it was gone."""
+def signal_when_held(process: subprocess.Popen, hold: Hold, signum: int) -> tuple[str, float]:
+    """Wait until the process is at ``hold``, send ``signum``, release the hold; returns the
+    process's stderr and how long after the signal it was gone. The release comes after the
+    signal is pending, so a handler that only records it (inside store writes) has run before
+    the held call goes on."""
     try:
-        deadline = time.monotonic() + KILL_DEADLINE_S
-        while sum(r.info.status == status for r in runs_by_kind(client)[1]) < count:
-            assert process.poll() is None, f"the sweep ended first:\n{process.stderr.read()[-3000:]}"
-            assert time.monotonic() < deadline, f"fewer than {count} job runs {status} in time"
-            time.sleep(0.1)
-        time.sleep(settle_s)
+        hold.wait(process, KILL_DEADLINE_S)
         process.send_signal(signum)
         killed_at = time.monotonic()
+        hold.release()
         _, stderr = process.communicate(timeout=120)
         return stderr, time.monotonic() - killed_at
     finally:
@@ -142,9 +126,9 @@ def kill_when(process: subprocess.Popen, client: MlflowClient, signum: int, stat
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_killed_sweep_leaves_no_partial_run_and_relaunch_runs_only_the_rest(tiny_dataset, tmp_path, signum):
     client = open_store(tmp_path)
-    # Each job held open 1 s longer, so the sweep cannot finish between the poll and the kill.
-    process = start_sweep(tiny_dataset, tmp_path, env_with_slow_artifacts(tmp_path / "site", 1))
-    stderr, exit_s = kill_when(process, client, signum, "FINISHED")
+    # Held as the second job starts: the first job's run is FINISHED, the other three are to come.
+    process, hold = start_held_sweep(tiny_dataset, tmp_path, "ragexp.jobs.job:prepare_data", call=2)
+    stderr, exit_s = signal_when_held(process, hold, signum)
     assert process.returncode != 0, "the sweep completed before the kill"
 
     (killed_parent,), children = runs_by_kind(client)
@@ -153,7 +137,7 @@ def test_killed_sweep_leaves_no_partial_run_and_relaunch_runs_only_the_rest(tiny
     left = Counter(r.info.status for r in children)
     print(f"{signal.Signals(signum).name}: exited {exit_s:.1f} s after the kill; job runs left: {dict(left)}; "
           f"sweep run left {killed_parent.info.status}; stderr:\n{stderr[-3000:]}")
-    assert 1 <= len(finished_before) < len(CHUNKERS)
+    assert len(finished_before) == 1
     assert len(finished_before) == left["FINISHED"]  # no config FINISHED twice
     for run in finished_before.values():
         assert_complete(client, run, tmp_path / "downloads")
@@ -194,13 +178,13 @@ def test_killed_sweep_leaves_no_partial_run_and_relaunch_runs_only_the_rest(tiny
 
 @pytest.fixture(scope="module")
 def sigterm_in_open_run(tmp_path_factory) -> tuple[subprocess.Popen, str, MlflowClient, Path]:
-    """A sweep sent SIGTERM as soon as its first job run is open (RUNNING: its metrics are written,
-    its artifact upload held back by :data:`SLOW_ARTIFACTS`); returns the ended process, its
-    stderr, a client on its store and its folder."""
+    """A sweep sent SIGTERM while its first job run is open (RUNNING: created, its artifact upload
+    held); returns the ended process, its stderr, a client on its store and its folder."""
     tmp_path = tmp_path_factory.mktemp("sigterm")
     client = open_store(tmp_path)
-    process = start_sweep(write_tiny_dataset(tmp_path), tmp_path, env_with_slow_artifacts(tmp_path / "site", 5))
-    stderr, exit_s = kill_when(process, client, signal.SIGTERM, "RUNNING")
+    process, hold = start_held_sweep(write_tiny_dataset(tmp_path), tmp_path,
+                                     "mlflow.tracking.client:MlflowClient.log_artifacts")
+    stderr, exit_s = signal_when_held(process, hold, signal.SIGTERM)
     print(f"SIGTERM in an open run: exited {exit_s:.1f} s later with {process.returncode}\n{stderr[-6000:]}")
     return process, stderr, client, tmp_path
 
@@ -210,7 +194,7 @@ def test_sigterm_closes_the_open_job_run_killed(sigterm_in_open_run):
     _, children = runs_by_kind(client)
     statuses = Counter(r.info.status for r in children)
     print(f"job runs after SIGTERM: {dict(statuses)}")
-    # The first job's run is held open (its artifact upload is slowed), so the signal lands while
+    # The first job's run is held open (its artifact upload waits), so the signal lands while
     # it is RUNNING: it is closed KILLED, never left RUNNING or FINISHED, and no other job starts.
     assert statuses == Counter({"KILLED": 1}), statuses
 
@@ -222,30 +206,13 @@ def test_sigterm_closes_the_sweep_parent_killed_and_exits_quietly(sigterm_in_ope
     assert "Traceback" not in stderr and process.returncode == 128 + signal.SIGTERM
 
 
-#: Holds the sweep's summary (drawn when the parent closes, after the last job) open for a while.
-SLOW_SUMMARY = """
-import time
-from ragexp.tracking import sweep_summary
-
-_log_sweep_summary = sweep_summary.log_sweep_summary
-
-
-def _slow_log_sweep_summary(*args, **kwargs):
-    time.sleep(5)
-    return _log_sweep_summary(*args, **kwargs)
-
-
-sweep_summary.log_sweep_summary = _slow_log_sweep_summary
-"""
-
-
 def test_sigterm_while_the_parent_is_closed_leaves_it_killed_not_running(tiny_dataset, tmp_path):
     """Every job FINISHED, the parent's summary being drawn: the interrupt still finds the parent
     open and closes it KILLED (it was forgotten before it was closed, and stayed RUNNING)."""
     client = open_store(tmp_path)
-    process = start_sweep(tiny_dataset, tmp_path, env_with_sitecustomize(ENV, tmp_path / "site", SLOW_SUMMARY))
-    # 0.5 s after the last job FINISHED, on_multirun_end is in the held summary
-    stderr, _ = kill_when(process, client, signal.SIGTERM, "FINISHED", count=len(CHUNKERS), settle_s=0.5)
+    # Held as the summary is drawn (on_multirun_end, after the last job FINISHED).
+    process, hold = start_held_sweep(tiny_dataset, tmp_path, "ragexp.tracking.sweep_summary:log_sweep_summary")
+    stderr, _ = signal_when_held(process, hold, signal.SIGTERM)
     (parent,), children = runs_by_kind(client)
     assert process.returncode == 128 + signal.SIGTERM, stderr[-3000:]
     assert parent.info.status == "KILLED" and f"sweep parent run {parent.info.run_id} closed KILLED" in stderr
