@@ -26,7 +26,8 @@ from tests.helpers.tiny_dataset import TINY_DOCS, write_tiny_dataset
 
 
 @pytest.fixture
-def page(tmp_path):
+def page(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the pool's stage cache defaults to ./.ragexp_cache
     corpus_dir, _ = write_tiny_dataset(tmp_path)
     evalset = tmp_path / "built.jsonl"
     session = Session(evalset)
@@ -107,7 +108,8 @@ def test_corpus_changed_under_an_open_page(page):
     assert json.loads(evalset.read_text().splitlines()[1])["evidence"][0]["start"] == kept["start"]
 
 
-def test_from_run_queues_exactly_the_unjudged_units(tmp_path):
+def test_from_run_queues_exactly_the_unjudged_units(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     corpus_dir, _ = write_tiny_dataset(tmp_path)
     corpus = load_corpus(corpus_dir)
     chunker = make_chunker({"name": "fixed", "size": 60, "overlap": 0})

@@ -51,7 +51,8 @@ def log_run(client: MlflowClient, experiment_id: str, name: str, results: RunRes
 
 
 @pytest.fixture()
-def logged(tmp_path):
+def logged(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a bare sqlite store puts artifacts in ./mlruns
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(uri)
     experiment_id = store.ensure_experiment(client, "ties")

@@ -40,6 +40,12 @@ def brute_force_kappas(scores, labels) -> dict[float, float]:
     return {t: cohen_kappa_score(labels, [S if s >= t else N for s in scores]) for t in thresholds}
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    """The commands here cache judge scores under ./.ragexp_cache by default: keep it out of the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.mark.parametrize("seed", range(25))
 def test_fitted_threshold_maximises_kappa_by_brute_force(seed):
     rng = random.Random(seed)
