@@ -373,8 +373,10 @@ def test_cli_subprocess_exit_codes(results_files, tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_reads_a_run_id_from_the_tracking_store(tmp_path):
+def test_cli_reads_a_run_id_from_the_tracking_store(tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient
+
+    monkeypatch.chdir(tmp_path)  # the Default experiment's artifacts go to ./mlruns
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
