@@ -17,12 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -31,6 +27,7 @@ from mlflow.tracking import MlflowClient
 
 from tests.helpers.cli import ENV, ragexp
 from tests.helpers.mlflow_server import free_port
+from tests.helpers.page_server import start_page, stop_page
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
@@ -118,21 +115,6 @@ class Actions:
         self.count("drags")
 
 
-def start_server(cwd: Path, args: list[str]) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "ragexp.cli", "evalset", "annotate", *args], cwd=cwd, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    lines = []
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            raise AssertionError(f"annotate exited {proc.wait()}: {''.join(lines)}")
-        lines.append(line)
-        if (found := re.search(r"http://127\.0\.0\.1:\d+/", line)) is not None:
-            return proc, found.group(0)
-    raise AssertionError("no URL printed: " + "".join(lines))
-
-
 def short_quote(quote: str, limit: int = 70) -> str:
     """The first sentence-ish part of a quote (a person selects the words that answer)."""
     cut = quote[:limit]
@@ -163,7 +145,7 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
     port = free_port()
     corpus = str(DEMO / "corpus")
     args = [str(tmp_path / "evalset.jsonl"), "--corpus", corpus, "--queries", "candidates.jsonl", "--port", str(port)]
-    server, url = start_server(tmp_path, args)
+    server, url = start_page(tmp_path, ["evalset", "annotate", *args])
     ARTIFACTS.mkdir(exist_ok=True)
     shots = []
     try:
@@ -225,7 +207,7 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
                 if n == 2:
                     page.wait_for_function("() => document.getElementById('save-status').dataset.state === 'offline'")
                     page.screenshot(path=str(ARTIFACTS / "annotate-offline.png"))
-                    server, url_again = start_server(tmp_path, args)
+                    server, url_again = start_page(tmp_path, ["evalset", "annotate", *args])
                     assert url_again == url
                     saved(page)
 
@@ -281,7 +263,7 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
             shots.append("annotate-coverage.png")
             browser.close()
     finally:
-        with_suppress_kill(server)
+        stop_page(server)
 
     lines = [json.loads(line) for line in (tmp_path / "evalset.jsonl").read_text().splitlines()]
     written = {obj["query"]: obj for obj in lines[1:]}
@@ -330,12 +312,3 @@ def by_hand(item: dict, written: dict) -> dict:
     keys = len(json.dumps(line, ensure_ascii=False)) - sum(map(len, pasted)) - len(item["gold_answer"])
     return {"by_hand_keys": keys, "by_hand_copy_paste": 3 * len(pasted)}
 
-
-def with_suppress_kill(server: subprocess.Popen) -> None:
-    if server.poll() is None:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()

@@ -17,12 +17,7 @@ supported) and copies the screenshot to ``docs/images/judge-review.png`` (docs/j
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -30,7 +25,8 @@ from mlflow.tracking import MlflowClient
 from sklearn.metrics import cohen_kappa_score
 
 from ragexp.judging.calibration.labels import read_labels
-from tests.helpers.cli import ENV, ragexp
+from tests.helpers.cli import ragexp
+from tests.helpers.page_server import start_page, stop_page
 from tests.helpers.tiny_dataset import write_tiny_dataset
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
@@ -53,32 +49,6 @@ pytestmark = [
 ]
 
 
-def start_review(cwd: Path, *args: str) -> tuple[subprocess.Popen, str]:
-    """``ragexp judge review ... --port 0`` in its own process group; returns it and its URL."""
-    server = subprocess.Popen([sys.executable, "-m", "ragexp.cli", "judge", "review", *args, "--port", "0"], cwd=cwd,
-                              env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    deadline = time.monotonic() + 180
-    seen = []
-    while time.monotonic() < deadline:
-        line = server.stdout.readline()
-        if not line:
-            raise AssertionError(f"review server exited {server.wait()}: {''.join(seen)[-2000:]}")
-        seen.append(line)
-        match = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
-        if match:
-            return server, match.group(1)
-    raise AssertionError(f"no URL within 180 s: {''.join(seen)[-2000:]}")
-
-
-def stop(server: subprocess.Popen) -> None:
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
-
-
 def test_a_person_labels_claims_with_the_keyboard_and_agreement_reaches_mlflow(tmp_path: Path) -> None:
     corpus, evalset = write_tiny_dataset(tmp_path)
     db = tmp_path / "mlflow.db"
@@ -90,7 +60,8 @@ def test_a_person_labels_claims_with_the_keyboard_and_agreement_reaches_mlflow(t
     run_id = run.info.run_id
     labels = tmp_path / "labels.csv"
 
-    server, url = start_review(tmp_path, run_id, "-n", "20", "--labels", str(labels), "--tracking-uri", f"sqlite:///{db}")
+    server, url = start_page(tmp_path, ["judge", "review", run_id, "-n", "20", "--labels", str(labels), "--tracking-uri", f"sqlite:///{db}",
+                                       "--port", "0"], timeout_s=180)
     try:
         with sync_api.sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -123,7 +94,7 @@ def test_a_person_labels_claims_with_the_keyboard_and_agreement_reaches_mlflow(t
             finally:
                 browser.close()
     finally:
-        stop(server)
+        stop_page(server)
 
     rows = {row.id: row for row in read_labels(labels)}
     assert list(rows) == [c["id"] for c in claims]
