@@ -4,10 +4,10 @@ A 200-line query log (exact duplicates, case and spacing variants, one query hol
 address) goes through ``ragexp evalset queries --sample 10``; ``ragexp evalset annotate`` serves the
 page on 127.0.0.1 over the demo corpus; the test then annotates as a person would: three questions
 by selecting the evidence with the mouse in the pooled candidates (one candidate also judged "not
-relevant"), one through the corpus search, one unanswerable; then a second page on the same file saves first and this page's next save is
-refused with a visible conflict. Between the third and the fourth the
+relevant"), one through the corpus search, one unanswerable. Between the third and the fourth the
 server is killed with SIGKILL while the page keeps typing; it is restarted on the same port, the
-page's kept saves go through, and nothing is lost. The file then lints clean and a run uses it
+page's kept saves go through without a conflict, and nothing is lost (two pages on one file and a
+corpus changed under an open page: tests/test_browser_annotate_conflicts.py). The file then lints clean and a run uses it
 (logging ``judged_at_5``). Clicks, key presses and mouse drags are counted per item (docs/annotation.md).
 
 Screenshots go to ``test-artifacts/``; ``RAGEXP_UPDATE_SCREENSHOT=1`` copies them to ``docs/images/``.
@@ -122,11 +122,17 @@ def short_quote(quote: str, limit: int = 70) -> str:
 
 
 def saved(page) -> None:
+    """Wait until the page's saves settle, on the page's own save state: "saved" passes, a conflict
+    or an error fails at once with what the page says."""
     try:
-        page.wait_for_function("() => document.getElementById('save-status').dataset.state === 'saved'", timeout=TIMEOUT_MS)
+        page.wait_for_function("() => ['saved', 'conflict', 'error'].includes(document.getElementById('save-status').dataset.state)",
+                               timeout=TIMEOUT_MS)
     except sync_api.TimeoutError:
         page.screenshot(path=str(ARTIFACTS / "annotate-not-saved.png"))
         raise AssertionError(f"not saved: {page.locator('#save-status').inner_text()!r}") from None
+    if page.locator("#save-status").get_attribute("data-state") != "saved":
+        page.screenshot(path=str(ARTIFACTS / "annotate-not-saved.png"))
+        raise AssertionError(f"not saved: {page.locator('#save-status').inner_text()!r}")
 
 
 def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path):
@@ -241,21 +247,7 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
             page.wait_for_function("q => document.getElementById('query').textContent !== q", arg=items[unanswerable]["query"])
             assert page.locator("#gold").input_value() == "" and page.evaluate("document.activeElement.id") != "gold"
 
-            # A second page on the same file saves first; this page's next save is refused, visibly.
-            other = browser.new_page(viewport={"width": 1500, "height": 1000})
-            other.goto(url)
-            other.wait_for_selector("#candidates .passage")
-            other.keyboard.press("s")
-            saved(other)
-            act.item = "conflict"
-            before = (tmp_path / "evalset.jsonl").read_bytes()
-            act.press("s")
-            page.wait_for_selector("#conflict-bar", state="visible")
-            assert "changed since this page loaded it" in page.locator("#conflict-bar").inner_text()
-            assert (tmp_path / "evalset.jsonl").read_bytes() == before
-            page.screenshot(path=str(ARTIFACTS / "annotate-conflict.png"))
-            shots.append("annotate-conflict.png")
-            other.close()
+            assert page.locator("#conflict-bar").count() == 0  # the restart caused no conflict
 
             page.reload()  # what the files hold now, as a restarted page sees it
             page.wait_for_selector("#queue li")
