@@ -27,13 +27,10 @@ from mlflow.tracking import MlflowClient
 
 from tests.helpers.cli import ENV, ragexp
 from tests.helpers.mlflow_server import free_port
-from tests.helpers.page_server import start_page, stop_page
+from tests.helpers.page_server import CHROMIUM, CHROMIUM_ARGS, drag_select, settled_save_state, start_page, stop_page
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "ragexp" / "data" / "datasets" / "demo"
 ARTIFACTS = REPO / "test-artifacts"
@@ -93,25 +90,7 @@ class Actions:
 
     def select(self, container_selector: str, text: str) -> None:
         """Drag the mouse over the first occurrence of ``text`` inside the element."""
-        box = self.page.evaluate(
-            """([selector, text]) => {
-                const root = document.querySelector(selector);
-                const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-                let full = "", nodes = [];
-                while (walker.nextNode()) { nodes.push([walker.currentNode, full.length]); full += walker.currentNode.data; }
-                const at = full.indexOf(text);
-                if (at < 0) return null;
-                const locate = (offset) => { for (let i = nodes.length - 1; i >= 0; i--) if (nodes[i][1] <= offset) return [nodes[i][0], offset - nodes[i][1]]; };
-                const rectOf = (offset) => { const [node, o] = locate(offset); const r = document.createRange(); r.setStart(node, o); r.setEnd(node, o + 1); return r.getClientRects()[0]; };
-                root.scrollIntoView({block: "center"});
-                const first = rectOf(at), last = rectOf(at + text.length - 1);
-                return {x1: first.left + 1, y1: first.top + first.height / 2, x2: last.right - 1, y2: last.top + last.height / 2};
-            }""", [container_selector, text])
-        assert box is not None, f"{text!r} not shown in {container_selector}"
-        self.page.mouse.move(box["x1"], box["y1"])
-        self.page.mouse.down()
-        self.page.mouse.move(box["x2"], box["y2"], steps=5)
-        self.page.mouse.up()
+        drag_select(self.page, container_selector, text)
         self.count("drags")
 
 
@@ -122,15 +101,13 @@ def short_quote(quote: str, limit: int = 70) -> str:
 
 
 def saved(page) -> None:
-    """Wait until the page's saves settle, on the page's own save state: "saved" passes, a conflict
-    or an error fails at once with what the page says."""
+    """Wait until the page's saves settle (its own save state): "saved" passes, a conflict or an
+    error fails at once with what the page says."""
     try:
-        page.wait_for_function("() => ['saved', 'conflict', 'error'].includes(document.getElementById('save-status').dataset.state)",
-                               timeout=TIMEOUT_MS)
+        state = settled_save_state(page, TIMEOUT_MS)
     except sync_api.TimeoutError:
-        page.screenshot(path=str(ARTIFACTS / "annotate-not-saved.png"))
-        raise AssertionError(f"not saved: {page.locator('#save-status').inner_text()!r}") from None
-    if page.locator("#save-status").get_attribute("data-state") != "saved":
+        state = None
+    if state != "saved":
         page.screenshot(path=str(ARTIFACTS / "annotate-not-saved.png"))
         raise AssertionError(f"not saved: {page.locator('#save-status').inner_text()!r}")
 
