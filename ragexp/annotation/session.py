@@ -9,7 +9,7 @@ Files (``EVALSET`` is a ``.jsonl`` eval set, created when absent):
   stale span is reported, never moved); "not relevant" verdicts are grade-0 spans, the judged
   negatives of the pool.
 - ``<stem>.annotation.json`` (the sidecar): every entry, finished or not (queued questions, skips,
-  work in progress, where each came from), and the id of the last save applied.
+  work in progress, where each came from).
 
 Saving: both files are written whole through a temporary file renamed over them (eval set first);
 a killed server leaves each file old or new, never half.
