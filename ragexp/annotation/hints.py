@@ -12,25 +12,12 @@ Only positive evidence (grade >= 1) counts; judged negatives say nothing about t
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from operator import attrgetter
 
+from ragexp.annotation.words import content_stems
 from ragexp.data import Chunk, Corpus
-
-#: Lucene's EnglishAnalyzer stopwords (the BM25 pipeline's default list).
-STOPWORDS = frozenset("a an and are as at be but by for if in into is it no not of on or such that the their then "
-                      "there these they this to was will with".split())
-_WORD = re.compile(r"\w\w+")
-
-
-def content_stems(text: str) -> set[str]:
-    import Stemmer
-
-    words = [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
-    return set(Stemmer.Stemmer("english").stemWords(words))
-
 
 class ChunkMap:
     """The default chunker's chunks of one corpus, by document (for hints and coverage)."""

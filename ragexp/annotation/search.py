@@ -1,42 +1,122 @@
-"""Full-text search over the corpus, for evidence no pipeline retrieved.
+"""Ranked full-text search over the corpus, for evidence no pipeline retrieved.
 
-Case-insensitive substring search (Unicode case folding per character, so offsets stay those of
-the document text): every occurrence of the phrase, documents in corpus order, at most ``limit``
-hits. When the phrase occurs nowhere and has several words, the documents holding every word are
-listed instead, each at its first occurrence of the rarest word. Exact, predictable, and it finds
-the wording a pipeline missed (the point of searching by hand).
+The corpus is cut into *units*: paragraphs (text between blank lines), a paragraph longer than
+:data:`MAX_UNIT_CHARS` cut at whitespace into pieces of at most that length. A query is read as the
+BM25 pipeline reads text (:mod:`ragexp.annotation.words`) and each unit scored with Okapi BM25
+(rank_bm25's ``BM25Okapi``, k1 = 1.5, b = 0.75, over the units as documents):
+
+    score(q, u) = sum over query stems t (with repeats) of idf(t) * tf (k1 + 1) / (tf + k1 (1 - b + b |u| / avgdl))
+    idf(t) = ln(N - df + 0.5) - ln(df + 0.5), floored to 0.25 * mean idf where negative
+
+Units holding the query as a phrase (its words in order, any whitespace between, any case, also
+inside longer words: the exact quote a person pastes) rank above every other unit; within each
+group the higher BM25 score first, ties in corpus order. Units with neither a phrase match nor a
+score > 0 are left out; the first ``limit`` (20) are returned. Each hit is the unit as a passage
+(:func:`ragexp.annotation.pool.passage`, offsets into the document text; widened to a phrase
+occurrence that runs on into the next paragraph) with ``matches``: the phrase occurrences, or else
+the words whose stem the query holds, for the page to highlight.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from dataclasses import dataclass
 
 from ragexp.annotation.pool import passage
+from ragexp.annotation.words import word_stems
 from ragexp.data import Corpus
 
-DEFAULT_LIMIT = 30
-MATCH_CONTEXT = 240
+DEFAULT_LIMIT = 20
+MAX_UNIT_CHARS = 1200
+UNIT_CONTEXT = 80
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 
 
-def search(corpus: Corpus, phrase: str, limit: int = DEFAULT_LIMIT) -> list[dict]:
-    phrase = " ".join(phrase.split())
-    if not phrase:
-        return []
-    pattern = re.compile(r"\s+".join(re.escape(word) for word in phrase.split()), re.IGNORECASE)
-    hits: list[dict] = []
-    for document in corpus.values():
-        for match in pattern.finditer(document.text):
-            hits.append(passage(corpus, document.id, match.start(), match.end(), context=MATCH_CONTEXT))
-            if len(hits) >= limit:
-                return hits
-    if hits or len(phrase.split()) < 2:
+@dataclass(frozen=True)
+class Unit:
+    doc_id: str
+    start: int
+    end: int
+
+
+def units_of(doc_id: str, text: str) -> list[Unit]:
+    """The paragraphs of ``text`` (blank-line separated, surrounding whitespace left out), long ones cut."""
+    units, at = [], 0
+    for cut in [*_PARAGRAPH_BREAK.finditer(text), None]:
+        end = cut.start() if cut else len(text)
+        start = at
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        while start < end:
+            piece_end = end
+            if piece_end - start > MAX_UNIT_CHARS:
+                space = text.rfind(" ", start + 1, start + MAX_UNIT_CHARS)
+                piece_end = space if space > start else start + MAX_UNIT_CHARS
+            units.append(Unit(doc_id, start, piece_end))
+            start = piece_end
+            while start < end and text[start].isspace():
+                start += 1
+        at = cut.end() if cut else len(text)
+    return units
+
+
+class CorpusSearch:
+    """The BM25 index over one corpus's units, built on the first search of that corpus."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._corpus: Corpus | None = None
+        self._units: list[Unit] = []
+        self._bm25 = None
+
+    def _index(self, corpus: Corpus) -> None:
+        from rank_bm25 import BM25Okapi
+
+        with self.lock:
+            if self._corpus is corpus:
+                return
+            units = [u for d in corpus.values() for u in units_of(d.id, d.text)]
+            tokens = [[stem for stem, _, _ in word_stems(corpus[u.doc_id].text[u.start:u.end])] for u in units]
+            self._bm25 = BM25Okapi(tokens) if any(tokens) else None
+            self._units, self._corpus = units, corpus
+
+    def search(self, corpus: Corpus, query: str, limit: int = DEFAULT_LIMIT) -> list[dict]:
+        query = " ".join(query.split())
+        if not query:
+            return []
+        self._index(corpus)
+        units, bm25 = self._units, self._bm25
+        stems = [stem for stem, _, _ in word_stems(query)]
+        scores = bm25.get_scores(stems).tolist() if bm25 is not None and stems else [0.0] * len(units)
+        phrases = _phrase_matches(corpus, units, query)
+        ranked = sorted((i for i in range(len(units)) if i in phrases or scores[i] > 0),
+                        key=lambda i: (i not in phrases, -scores[i], i))
+        hits = []
+        for i in ranked[:limit]:
+            unit = units[i]
+            text = corpus[unit.doc_id].text
+            matches = phrases.get(i) or [[unit.start + s, unit.start + e]
+                                         for stem, s, e in word_stems(text[unit.start:unit.end]) if stem in stems]
+            start, end = min([unit.start, *(s for s, _ in matches)]), max([unit.end, *(e for _, e in matches)])
+            hit = passage(corpus, unit.doc_id, start, end, context=UNIT_CONTEXT)  # a phrase may run on past the unit
+            hits.append({**hit, "matches": matches, "exact": i in phrases, "score": round(scores[i], 4)})
         return hits
-    words = [re.compile(re.escape(word), re.IGNORECASE) for word in phrase.split()]
-    for document in corpus.values():
-        positions = [list(word.finditer(document.text)) for word in words]
-        if all(positions):
-            first = min(positions, key=len)[0]
-            hits.append(passage(corpus, document.id, first.start(), first.end(), context=MATCH_CONTEXT))
-            if len(hits) >= limit:
-                break
-    return hits
+
+
+def _phrase_matches(corpus: Corpus, units: list[Unit], query: str) -> dict[int, list[list[int]]]:
+    """Unit index -> ``[start, end]`` of every occurrence of the phrase starting in that unit."""
+    pattern = re.compile(r"\s+".join(re.escape(word) for word in query.split()), re.IGNORECASE)
+    found: dict[int, list[list[int]]] = {}
+    first_of_doc: dict[str, int] = {}
+    for i, unit in enumerate(units):
+        first_of_doc.setdefault(unit.doc_id, i)
+    for doc_id, first in first_of_doc.items():
+        text, i = corpus[doc_id].text, first
+        for match in pattern.finditer(text):
+            while i + 1 < len(units) and units[i + 1].doc_id == doc_id and units[i + 1].start <= match.start():
+                i += 1
+            found.setdefault(i, []).append([match.start(), match.end()])
+    return found

@@ -1,11 +1,11 @@
 """The annotation page's HTTP API (FastAPI routers on :func:`ragexp.web.app.create_app`).
 
 ==========================================  ==================================================
-``GET /api/state``                          entries (with hints and stale spans), coverage, etag
+``GET /api/state``                          entries (with hints and stale spans), coverage
 ``GET /api/entries/{id}/candidates``        the pool for the question, or the run's units to judge
-``GET /api/search?q=``                      full-text search over the corpus
+``GET /api/search?q=``                      ranked full-text search over the corpus (top 20)
 ``GET /api/documents/{doc_id}``             a whole document
-``PUT /api/entries/{id}``                   change one entry (``If-Match``: the page's etag)
+``PUT /api/entries/{id}``                   ``{"changes": {...}, "before": {...}}``: change one entry
 ``POST /api/entries``                       add a question typed on the page
 ==========================================  ==================================================
 
@@ -13,7 +13,9 @@ Every write re-reads the corpus if a file under it changed, and checks each evid
 sends against it: a span that does not read its quote any more is *stale*. A stale span the eval
 set already held is kept as it is (and shown as stale: lint reports it too); a new stale span
 means the page shows an outdated document, so the save is refused with 409 and nothing is written.
-A save carrying an old etag is refused with 409 as well (another page or process wrote the files).
+A change to a field someone else changed since the page showed it is refused with 409 as well;
+a change that is already so (a retried save whose reply was lost) is answered 200 and writes nothing
+(:mod:`ragexp.annotation.session`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ragexp.annotation.coverage import coverage
 from ragexp.annotation.hints import ChunkMap, category_hints
 from ragexp.annotation.live_corpus import LiveCorpus, span_problem
 from ragexp.annotation.pool import Pooler, default_chunker, page_label, passage
-from ragexp.annotation.search import search
+from ragexp.annotation.search import CorpusSearch
 from ragexp.annotation.session import Session, check_changes, is_complete
 from ragexp.web.files import Conflict
 
@@ -36,6 +38,7 @@ class Annotation:
 
     def __init__(self, session: Session, corpus: LiveCorpus, pooler: Pooler) -> None:
         self.session, self.corpus, self.pooler = session, corpus, pooler
+        self.searcher = CorpusSearch()
         self.lock = threading.Lock()
         self._chunk_map: tuple[int, ChunkMap] | None = None
 
@@ -61,7 +64,8 @@ class Annotation:
         corpus = self.corpus.current()
         with self.session.lock:
             entries = [self.view(entry, corpus) for entry in self.session.entries]
-            return {"etag": self.session.etag(), "evalset": str(self.session.evalset),
+            self.session.reload_if_changed()
+            return {"evalset": str(self.session.evalset),
                     "corpus_generation": self.corpus.generation, "entries": entries,
                     "coverage": coverage(self.session.items(), self.chunk_map())}
 
@@ -73,14 +77,13 @@ class Annotation:
         for e in evidence:
             problem = span_problem(corpus, e)
             if problem is not None and _span_key(e) not in known:
-                conflict = Conflict(self.session.evalset, self.session.etag())
-                conflict.args = (f"the corpus changed under this page: {problem}; reload the page to see the current "
-                                 "documents (nothing was written)",)
-                raise conflict
+                raise Conflict(self.session.evalset, self.session.etag(),
+                               message=f"the corpus changed under this page: {problem}; reload the page to see the "
+                                       "current documents (nothing was written)")
 
 
 def _span_key(evidence: dict) -> tuple:
-    return tuple(evidence.get(k) for k in ("doc_id", "start", "end", "quote", "grade"))
+    return (*(evidence.get(k) for k in ("doc_id", "start", "end", "quote")), evidence.get("grade", 1))
 
 
 def passage_page(corpus, evidence: dict) -> str | None:
@@ -91,12 +94,12 @@ def passage_page(corpus, evidence: dict) -> str | None:
 
 
 def routers(annotation: Annotation) -> list:
-    from fastapi import APIRouter, Body, Header, HTTPException
+    from fastapi import APIRouter, Body, HTTPException
 
     api = APIRouter(prefix="/api")
 
     def conflict(err: Conflict) -> HTTPException:
-        return HTTPException(status_code=409, detail={"message": str(err.args[0]), "etag": err.current})
+        return HTTPException(status_code=409, detail={"message": str(err.args[0])})
 
     @api.get("/state")
     def state() -> dict:
@@ -117,7 +120,7 @@ def routers(annotation: Annotation) -> list:
 
     @api.get("/search")
     def find(q: str = "") -> dict:
-        return {"hits": search(annotation.corpus.current(), q)}
+        return {"hits": annotation.searcher.search(annotation.corpus.current(), q)}
 
     @api.get("/documents/{doc_id:path}")
     def document(doc_id: str) -> dict:
@@ -128,33 +131,33 @@ def routers(annotation: Annotation) -> list:
         return passage(corpus, doc_id, 0, min(len(text), MAX_DOCUMENT_CHARS), context=0)
 
     @api.put("/entries/{item_id}")
-    def update(item_id: str, body: dict = Body(...), if_match: str | None = Header(default=None)) -> dict:
-        changes, save_id = body.get("changes", {}), body.get("save_id")
+    def update(item_id: str, body: dict = Body(...)) -> dict:
+        changes, before = body.get("changes"), body.get("before")
+        if not isinstance(changes, dict) or not isinstance(before, dict):
+            raise HTTPException(422, "the body needs changes and before (objects)")
         with annotation.session.lock:
             try:
+                annotation.session.reload_if_changed()
+                if annotation.session.entry(item_id) is None:
+                    raise KeyError(item_id)
                 check_changes(changes)
                 if "evidence" in changes:
                     annotation.check_evidence(item_id, changes["evidence"])
-                entry = annotation.session.update(item_id, changes, if_match=if_match, save_id=save_id)
+                entry = annotation.session.update(item_id, changes, before)
             except Conflict as err:
                 raise conflict(err) from None
             except KeyError:
                 raise HTTPException(404, f"no entry {item_id!r}") from None
             except ValueError as err:
                 raise HTTPException(422, str(err)) from None
-            return {"etag": annotation.session.etag(), "entry": annotation.view(entry),
-                    "coverage": coverage(annotation.session.items(), annotation.chunk_map())}
+            return {"entry": annotation.view(entry), "coverage": coverage(annotation.session.items(), annotation.chunk_map())}
 
     @api.post("/entries")
-    def add(body: dict = Body(...), if_match: str | None = Header(default=None)) -> dict:
+    def add(body: dict = Body(...)) -> dict:
         query = str(body.get("query", "")).strip()
         if not query:
             raise HTTPException(422, "the question is empty")
         with annotation.session.lock:
-            try:
-                entry = annotation.session.add(query, if_match=if_match, save_id=body.get("save_id"))
-            except Conflict as err:
-                raise conflict(err) from None
-            return {"etag": annotation.session.etag(), "entry": annotation.view(entry)}
+            return {"entry": annotation.view(annotation.session.add(query))}
 
     return [api]

@@ -9,13 +9,21 @@ Files (``EVALSET`` is a ``.jsonl`` eval set, created when absent):
   stale span is reported, never moved); "not relevant" verdicts are grade-0 spans, the judged
   negatives of the pool.
 - ``<stem>.annotation.json`` (the sidecar): every entry, finished or not (queued questions, skips,
-  work in progress, where each came from), and the id of the last save applied.
+  work in progress, where each came from).
 
 Saving: both files are written whole through a temporary file renamed over them (eval set first);
-a killed server leaves each file old or new, never half. The page holds an etag (SHA-256 over both
-files' bytes); a save carrying another etag is a :class:`~ragexp.web.files.Conflict` (HTTP 409),
-unless it is the very save applied last (its reply was lost: the save is not applied twice).
-On start the eval set's items win over the sidecar's copy of them (an edit by hand is kept).
+a killed server leaves each file old or new, never half.
+
+A change is a compare-and-set on the entry's fields, decided by content alone (nothing in server
+memory, so a restarted server decides the same): the page sends ``changes`` (new field values) and
+``before`` (the values it showed when the person made the change). Per field: stored == before, the
+change applies; stored == the new value, it is already so (the retry of a save whose reply was
+lost, e.g. written just before the server was killed, or another page made the same edit); any
+other stored value is a :class:`~ragexp.web.files.Conflict` (HTTP 409: someone else changed that
+field in between) and nothing is written. A change that is already so writes nothing.
+Before every change the files are read again when their bytes differ from what this process last
+read or wrote (another server on the same file, an editor); on (re)load the eval set's items win
+over the sidecar's copy of them (an edit by hand is kept).
 """
 
 from __future__ import annotations
@@ -39,6 +47,9 @@ SIDECAR_KEY = "ragexp_annotation"
 ITEM_KEYS = ("id", "query", "evidence", "gold_answer", "answers", "key_facts", "tags", "answerable", "source", "added")
 #: Entry fields a page may set.
 EDITABLE = ("evidence", "gold_answer", "key_facts", "tags", "answerable", "skipped", "confirmed", "reviewed")
+#: What an editable field holds when the entry does not set it.
+DEFAULTS = {"evidence": [], "gold_answer": "", "key_facts": [], "tags": [], "answerable": True, "skipped": False,
+            "confirmed": False, "reviewed": False}
 
 
 def sidecar_path(evalset: Path) -> Path:
@@ -87,6 +98,17 @@ def _evidence_line(evidence: dict) -> dict:
     return line
 
 
+def field_value(entry: dict, key: str):
+    """An editable field in a canonical form (default when unset; evidence as the eval set writes
+    it, so ``grade: 1`` and no grade compare equal)."""
+    value = entry.get(key)
+    if value is None:
+        value = DEFAULTS[key]
+    if key == "evidence":
+        return [_evidence_line(e) if isinstance(e, dict) else e for e in value]
+    return value
+
+
 def check_changes(changes: dict) -> None:
     """``ValueError`` naming the field when a page sends something the eval set cannot hold."""
     unknown = set(changes) - set(EDITABLE)
@@ -122,7 +144,6 @@ class Session:
         self.lock = threading.RLock()
         self.header: dict = {VERSION_KEY: FORMAT_VERSION, "name": self.evalset.stem}
         self.entries: list[dict] = []
-        self.last_save: str | None = None
         self._load()
 
     # --- reading ----------------------------------------------------------------------------
@@ -131,7 +152,7 @@ class Session:
         side = self._read_sidecar()
         by_id = {entry["id"]: entry for entry in side.get("entries", [])}
         order = [entry["id"] for entry in side.get("entries", [])]
-        self.last_save = side.get("last_save")
+        self.header = {VERSION_KEY: FORMAT_VERSION, "name": self.evalset.stem}
         for line_no, obj in self._read_evalset():
             if VERSION_KEY in obj and "query" not in obj:
                 self.header = obj
@@ -152,6 +173,7 @@ class Session:
                 order.append(item_id)
             by_id[item_id] = entry
         self.entries = [by_id[i] for i in dict.fromkeys(order)]
+        self.disk_etag = self.etag()
 
     def _read_sidecar(self) -> dict:
         if not self.sidecar.exists():
@@ -203,15 +225,32 @@ class Session:
 
     # --- changing ---------------------------------------------------------------------------
 
-    def check(self, if_match: str | None, save_id: str | None) -> bool:
-        """``True`` when the save may go ahead, ``False`` when it is the save applied last
-        (a retry whose reply was lost); :class:`Conflict` otherwise."""
-        current = self.etag()
-        if if_match == current:
-            return True
-        if save_id is not None and save_id == self.last_save:
-            return False
-        raise Conflict(self.evalset, current)
+    def reload_if_changed(self) -> None:
+        """Read the files again when another writer changed them since this process read or wrote them."""
+        with self.lock:
+            if self.etag() != self.disk_etag:
+                self._load()
+
+    def compare(self, item_id: str, changes: dict, before: dict) -> dict:
+        """The fields of ``changes`` still to write (see the module docstring); :class:`Conflict`
+        naming the fields someone else changed; ``ValueError`` when ``before`` lacks a changed field."""
+        entry = self.entry(item_id)
+        missing = sorted(set(changes) - set(before))
+        if missing:
+            raise ValueError(f"before: the values the page showed are needed for {', '.join(missing)}")
+        to_write, changed_elsewhere = {}, []
+        for key, value in changes.items():
+            stored = field_value(entry, key)
+            if stored == field_value(changes, key):
+                continue
+            if stored != field_value(before, key):
+                changed_elsewhere.append(key)
+            to_write[key] = value
+        if changed_elsewhere:
+            raise Conflict(self.evalset, self.etag(),
+                           message=f"{', '.join(changed_elsewhere)} of {item_id} changed since this page loaded it "
+                                   "(another page, editor or process wrote it); nothing was written")
+        return to_write
 
     def queue(self, rows: Iterable[dict], origin: str) -> int:
         """Append rows (candidates, drafts, failures: ``query`` plus optional eval-set fields) whose
@@ -250,37 +289,36 @@ class Session:
             entry["reviewed"] = False
             return True
 
-    def update(self, item_id: str, changes: dict, *, if_match: str | None, save_id: str | None) -> dict:
-        """Apply a page's changes to one entry and save (see :meth:`check`)."""
+    def update(self, item_id: str, changes: dict, before: dict) -> dict:
+        """Apply a page's changes to one entry and save, or nothing when they are already so
+        (see the module docstring)."""
         with self.lock:
-            entry = self.entry(item_id)
-            if entry is None:
+            self.reload_if_changed()
+            if self.entry(item_id) is None:
                 raise KeyError(item_id)
-            if not self.check(if_match, save_id):
-                return entry
             check_changes(changes)
-            entry.update({key: changes[key] for key in changes})
+            to_write = self.compare(item_id, changes, before)
+            entry = self.entry(item_id)
+            if not to_write:
+                return entry
+            entry.update(to_write)
             if entry.get("added") is None and is_complete(entry):
                 entry["added"] = now()  # when it joined the eval set
-            self.last_save = save_id
             self.save()
             return entry
 
-    def add(self, query: str, *, if_match: str | None, save_id: str | None) -> dict:
-        """A question typed on the page (``source: hand``)."""
+    def add(self, query: str) -> dict:
+        """A question typed on the page (``source: hand``); the existing entry when it is one already
+        (so a retried add adds nothing)."""
         with self.lock:
-            if not self.check(if_match, save_id):
-                return self.entries[-1]
-            self.last_save = save_id
-            if self.queue([{"query": query, "source": "hand"}], "page") == 0:
-                existing = next(e for e in self.entries if normalise_query(e["query"]) == normalise_query(query))
-                return existing
-            return self.entries[-1]
+            self.reload_if_changed()
+            self.queue([{"query": query, "source": "hand"}], "page")
+            return next(e for e in self.entries if normalise_query(e["query"]) == normalise_query(query))
 
     def save(self) -> None:
         with self.lock:
             lines = [json.dumps(self.header, ensure_ascii=False)] + [json.dumps(item, ensure_ascii=False) for item in self.items()]
             atomic_write(self.evalset, "\n".join(lines) + "\n")
-            side = {SIDECAR_KEY: SIDECAR_VERSION, "evalset": self.evalset.name, "last_save": self.last_save,
-                    "entries": self.entries}
+            side = {SIDECAR_KEY: SIDECAR_VERSION, "evalset": self.evalset.name, "entries": self.entries}
             atomic_write(self.sidecar, json.dumps(side, ensure_ascii=False, indent=1) + "\n")
+            self.disk_etag = self.etag()

@@ -43,12 +43,13 @@ def atomic_write(path: Path, data: bytes | str) -> None:
 
 
 class Conflict(Exception):
-    """The file changed since the page read it: ``current`` is its etag now."""
+    """The file changed since the page read it: ``current`` is its etag now; ``message`` (optional)
+    says what changed."""
 
-    def __init__(self, path: Path, current: str) -> None:
+    def __init__(self, path: Path, current: str, message: str | None = None) -> None:
         self.path = Path(path)
         self.current = current
-        super().__init__(f"{self.path} changed since this page loaded it (another page, editor or process wrote it)")
+        super().__init__(message or f"{self.path} changed since this page loaded it (another page, editor or process wrote it)")
 
     def http(self):
         from fastapi import HTTPException

@@ -40,3 +40,41 @@ def stop_page(server: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
+
+
+#: Debian's Chromium, driven by Playwright through ``executable_path``.
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+_TEXT_BOX_JS = """([selector, text]) => {
+    const root = document.querySelector(selector);
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    let full = "", nodes = [];
+    while (walker.nextNode()) { nodes.push([walker.currentNode, full.length]); full += walker.currentNode.data; }
+    const at = full.indexOf(text);
+    if (at < 0) return null;
+    const locate = (offset) => { for (let i = nodes.length - 1; i >= 0; i--) if (nodes[i][1] <= offset) return [nodes[i][0], offset - nodes[i][1]]; };
+    const rectOf = (offset) => { const [node, o] = locate(offset); const r = document.createRange(); r.setStart(node, o); r.setEnd(node, o + 1); return r.getClientRects()[0]; };
+    root.scrollIntoView({block: "center"});
+    const first = rectOf(at), last = rectOf(at + text.length - 1);
+    return {x1: first.left + 1, y1: first.top + first.height / 2, x2: last.right - 1, y2: last.top + last.height / 2};
+}"""
+
+
+def drag_select(page, container_selector: str, text: str) -> None:
+    """Drag the mouse over the first occurrence of ``text`` inside the element, as a person selects."""
+    box = page.evaluate(_TEXT_BOX_JS, [container_selector, text])
+    assert box is not None, f"{text!r} not shown in {container_selector}"
+    page.mouse.move(box["x1"], box["y1"])
+    page.mouse.down()
+    page.mouse.move(box["x2"], box["y2"], steps=5)
+    page.mouse.up()
+
+
+def settled_save_state(page, timeout_ms: float) -> str:
+    """Wait until the page's save status (``#save-status``, saving.js) settles on "saved",
+    "conflict" or "error" and return it (a page state, not a sleep)."""
+    page.wait_for_function("() => ['saved', 'conflict', 'error'].includes(document.getElementById('save-status').dataset.state)",
+                           timeout=timeout_ms)
+    return page.locator("#save-status").get_attribute("data-state")

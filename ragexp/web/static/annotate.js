@@ -2,10 +2,13 @@
 (function () {
   "use strict";
   const CATEGORIES = ["paraphrase", "synonym", "multi-chunk", "boundary"];
+  /* What an editable field holds when the entry does not set it (session.py DEFAULTS). */
+  const DEFAULTS = {evidence: [], gold_answer: "", key_facts: [], tags: [], answerable: true, skipped: false,
+                    confirmed: false, reviewed: false};
   const $ = (id) => document.getElementById(id);
   const state = {entries: [], current: null, candidates: [], focus: -1, coverage: null, generation: 0};
   let saver = null;
-  let saveCounter = 0;
+  const unanswered = [];  // changes sent whose reply has not come yet: {id, changes}, in order
 
   function esc(text) {
     return String(text).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
@@ -22,18 +25,18 @@
   /* --- loading --- */
 
   async function load() {
-    const data = await getJSON("/api/state");
+    let data = await getJSON("/api/state");
+    if (!saver) {
+      saver = new RagexpSaver({status: $("save-status"), storageKey: data.evalset});
+      if (saver.pending().length) {  // changes a closed tab or a dead server left behind
+        await saver.replayPending();
+        data = await getJSON("/api/state");
+      }
+    }
     state.entries = data.entries;
     state.coverage = data.coverage;
     state.generation = data.corpus_generation;
     $("file").textContent = data.evalset;
-    if (!saver) {
-      saver = new RagexpSaver({etag: data.etag, status: $("save-status"), storageKey: data.evalset,
-                               onSaved: applyReply});
-      await saver.replayPending();
-    } else {
-      saver.etag = data.etag;
-    }
     const wanted = decodeURIComponent(location.hash.slice(1));
     const first = state.entries.find((e) => e.id === wanted) ||
       state.entries.find((e) => e.status === "open" || e.status === "review") || state.entries[0];
@@ -42,10 +45,13 @@
     if (first) await open(first.id);
   }
 
+  /* The server's entry, with the changes still on their way on top (they are this page's newest). */
   function applyReply(reply) {
     if (reply.entry) {
-      const index = state.entries.findIndex((e) => e.id === reply.entry.id);
-      if (index >= 0) state.entries[index] = reply.entry; else state.entries.push(reply.entry);
+      const fresh = reply.entry;
+      for (const sent of unanswered) if (sent.id === fresh.id) Object.assign(fresh, sent.changes);
+      const index = state.entries.findIndex((e) => e.id === fresh.id);
+      if (index >= 0) state.entries[index] = fresh; else state.entries.push(fresh);
     }
     if (reply.coverage) state.coverage = reply.coverage;
     renderQueue();
@@ -83,14 +89,22 @@
 
   /* --- saving --- */
 
+  /* Send the new values and the ones the person saw ("before"): the server applies a field only
+     when it still holds "before", answers "already so" when it holds the new value (a retry
+     after a lost reply), and 409 otherwise (changed on another page). */
   function save(changes) {
     const e = entry();
+    const before = {};
+    for (const key of Object.keys(changes)) before[key] = JSON.parse(JSON.stringify(e[key] ?? DEFAULTS[key]));
     Object.assign(e, changes);
-    saveCounter += 1;
-    const body = {changes, save_id: `${Date.now()}-${saveCounter}-${Math.random().toString(36).slice(2, 8)}`};
+    const sent = {id: e.id, changes};
+    unanswered.push(sent);
+    const answered = () => unanswered.splice(unanswered.indexOf(sent), 1);
     renderItem();
     renderCandidates();
-    return saver.send("PUT", `/api/entries/${encodeURIComponent(e.id)}`, body);
+    return saver.send("PUT", `/api/entries/${encodeURIComponent(e.id)}`, {changes, before}).then(
+      (reply) => { answered(); if (reply) applyReply(reply); return reply; },
+      (err) => { answered(); throw err; });
   }
 
   function setEvidence(evidence) { return save({evidence, confirmed: true, skipped: false}); }
@@ -110,6 +124,9 @@
     const e = entry();
     const textStart = p.context_start, textEnd = p.end + p.after.length;
     const cuts = new Set([textStart, p.start, p.end, textEnd]);
+    const clip = (x) => Math.min(textEnd, Math.max(textStart, x));
+    const hits = kind === "hit" ? (p.matches || [[p.start, p.end]]).map(([a, b]) => [clip(a), clip(b)]) : [];
+    hits.forEach(([a, b]) => { cuts.add(a); cuts.add(b); });
     const marks = (e ? e.evidence : []).filter((x) => x.doc_id === p.doc_id && x.start != null && (x.grade ?? 1) >= 1
                                                 && x.start < textEnd && x.end > textStart);
     marks.forEach((m) => { cuts.add(Math.max(textStart, m.start)); cuts.add(Math.min(textEnd, m.end)); });
@@ -121,7 +138,7 @@
       if (a >= b) continue;
       let piece = esc(full.slice(a - textStart, b - textStart));
       if (marks.some((m) => m.start <= a && m.end >= b)) piece = `<mark class="pos">${piece}</mark>`;
-      else if (kind === "hit" && a >= p.start && b <= p.end) piece = `<mark class="hit">${piece}</mark>`;
+      else if (hits.some(([s, t]) => s <= a && t >= b)) piece = `<mark class="hit">${piece}</mark>`;
       if (a < p.start || b > p.end) piece = `<span class="context">${piece}</span>`;
       html += piece;
     }
@@ -331,9 +348,8 @@
     const query = $("new-query").value.trim();
     if (!query) return;
     $("new-query").value = "";
-    saveCounter += 1;
-    const reply = await saver.send("POST", "/api/entries", {query, save_id: `${Date.now()}-${saveCounter}`});
-    if (reply && reply.entry) open(reply.entry.id);
+    const reply = await saver.send("POST", "/api/entries", {query});
+    if (reply && reply.entry) { applyReply(reply); open(reply.entry.id); }
   });
 
   function renderCoverage() {

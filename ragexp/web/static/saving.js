@@ -3,12 +3,14 @@
  * const saver = new RagexpSaver({etag, status: element, onConflict(detail), onSaved(reply)});
  * await saver.send("PUT", "/api/thing", body);
  *
- * - Every request carries If-Match: <etag>; the server answers 409 when the file changed since
- *   (another page, an editor, a restarted server that found something else): the page shows a
- *   conflict bar with a reload button and sends nothing more.
- * - Requests go one at a time, in order; the reply's "etag" becomes the next If-Match.
- * - While the server is unreachable (killed, restarting) requests wait in localStorage and are
- *   retried every second; reopening the page replays them, so a closed tab loses nothing.
+ * - With an etag, every request carries If-Match: <etag> and the reply's "etag" becomes the next
+ *   one (a page whose body says what it changed from, as the annotation page's, needs none).
+ * - The server answers 409 when what the page changed was changed elsewhere (another page, an
+ *   editor): the page shows a conflict bar with a reload button and sends nothing more.
+ * - Requests go one at a time, in order. While the server is unreachable (killed, restarting) or
+ *   answers 5xx, requests wait in localStorage and are retried every second; reopening the page
+ *   replays them, so a closed tab loses nothing. A retry must be safe to apply twice: the server
+ *   may have written a change whose reply never arrived.
  */
 (function () {
   "use strict";
@@ -64,14 +66,20 @@
       for (;;) {
         this.show("saving…", "saving");
         let reply;
+        const headers = {"Content-Type": "application/json"};
+        if (this.etag) headers["If-Match"] = this.etag;
         try {
           reply = await fetch(entry.url, {
-            method: entry.method,
-            headers: {"Content-Type": "application/json", "If-Match": this.etag},
+            method: entry.method, headers,
             body: entry.body === undefined ? undefined : JSON.stringify(entry.body),
           });
         } catch (err) {
           this.show("server unreachable: retrying (kept in this browser)", "offline");
+          await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+          continue;
+        }
+        if (reply.status >= 500) {
+          this.show(`server error ${reply.status}: retrying (kept in this browser)`, "offline");
           await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
           continue;
         }
