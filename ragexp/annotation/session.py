@@ -23,7 +23,10 @@ other stored value is a :class:`~ragexp.web.files.Conflict` (HTTP 409: someone e
 field in between) and nothing is written. A change that is already so writes nothing.
 Before every change the files are read again when their bytes differ from what this process last
 read or wrote (another server on the same file, an editor); on (re)load the eval set's items win
-over the sidecar's copy of them (an edit by hand is kept).
+over the sidecar's copy of them (an edit by hand is kept). Reading, comparing and writing happen
+under :attr:`Session.lock`, an :class:`~ragexp.web.files.EditLock` on ``EVALSET.lock`` shared
+with every other process on the same eval set, so two servers never interleave a read and a
+write (nothing one of them saved is lost).
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -39,7 +41,7 @@ from ragexp.data.lint import normalise_query
 from ragexp.data.loaders.evalset import FORMAT_VERSION, VERSION_KEY
 from ragexp.data.model import ITEM_SOURCES
 from ragexp.errors import RagexpInputError
-from ragexp.web.files import Conflict, atomic_write
+from ragexp.web.files import Conflict, EditLock, atomic_write
 
 SIDECAR_VERSION = 1
 SIDECAR_KEY = "ragexp_annotation"
@@ -141,10 +143,11 @@ class Session:
         if not self.evalset.parent.is_dir():
             raise RagexpInputError("the folder to write the eval set into does not exist", file=self.evalset.parent)
         self.sidecar = sidecar_path(self.evalset)
-        self.lock = threading.RLock()
+        self.lock = EditLock(self.evalset)
         self.header: dict = {VERSION_KEY: FORMAT_VERSION, "name": self.evalset.stem}
         self.entries: list[dict] = []
-        self._load()
+        with self.lock:
+            self._load()
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -247,15 +250,15 @@ class Session:
                 changed_elsewhere.append(key)
             to_write[key] = value
         if changed_elsewhere:
-            raise Conflict(self.evalset, self.etag(),
-                           message=f"{', '.join(changed_elsewhere)} of {item_id} changed since this page loaded it "
-                                   "(another page, editor or process wrote it); nothing was written")
+            raise Conflict(self.evalset, f"{', '.join(changed_elsewhere)} of {item_id} changed since this page loaded "
+                                         "it (another page, editor or process wrote it); nothing was written")
         return to_write
 
     def queue(self, rows: Iterable[dict], origin: str) -> int:
         """Append rows (candidates, drafts, failures: ``query`` plus optional eval-set fields) whose
         question is not an entry yet; returns how many were added. Saves when any was."""
         with self.lock:
+            self.reload_if_changed()
             known = {normalise_query(entry["query"]) for entry in self.entries}
             added = 0
             for row in rows:
@@ -311,7 +314,6 @@ class Session:
         """A question typed on the page (``source: hand``); the existing entry when it is one already
         (so a retried add adds nothing)."""
         with self.lock:
-            self.reload_if_changed()
             self.queue([{"query": query, "source": "hand"}], "page")
             return next(e for e in self.entries if normalise_query(e["query"]) == normalise_query(query))
 
