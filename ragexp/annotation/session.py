@@ -54,6 +54,24 @@ DEFAULTS = {"evidence": [], "gold_answer": "", "key_facts": [], "tags": [], "ans
             "confirmed": False, "reviewed": False}
 
 
+def _bytes_of(path: Path) -> bytes | None:
+    """The file's bytes, ``None`` when it does not exist."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise RagexpInputError(f"cannot read it: {err.strerror or err}", file=path) from None
+
+
+def _etag_of(*contents: bytes | None) -> str:
+    digest = hashlib.sha256()
+    for raw in contents:
+        digest.update(b"\0absent" if raw is None else raw)
+        digest.update(b"\0")
+    return "sha256-" + digest.hexdigest()[:32]
+
+
 def sidecar_path(evalset: Path) -> Path:
     return evalset.with_name(f"{evalset.stem}.annotation.json")
 
@@ -146,17 +164,17 @@ class Session:
         self.lock = EditLock(self.evalset)
         self.header: dict = {VERSION_KEY: FORMAT_VERSION, "name": self.evalset.stem}
         self.entries: list[dict] = []
-        with self.lock:
-            self._load()
+        self._load()  # without the lock (a bad file leaves no lock file); the first change re-reads under it
 
     # --- reading ----------------------------------------------------------------------------
 
     def _load(self) -> None:
-        side = self._read_sidecar()
+        evalset_bytes, sidecar_bytes = _bytes_of(self.evalset), _bytes_of(self.sidecar)
+        side = self._read_sidecar(sidecar_bytes)
         by_id = {entry["id"]: entry for entry in side.get("entries", [])}
         order = [entry["id"] for entry in side.get("entries", [])]
         self.header = {VERSION_KEY: FORMAT_VERSION, "name": self.evalset.stem}
-        for line_no, obj in self._read_evalset():
+        for line_no, obj in self._read_evalset(evalset_bytes):
             if VERSION_KEY in obj and "query" not in obj:
                 self.header = obj
                 continue
@@ -176,14 +194,14 @@ class Session:
                 order.append(item_id)
             by_id[item_id] = entry
         self.entries = [by_id[i] for i in dict.fromkeys(order)]
-        self.disk_etag = self.etag()
+        self.disk_etag = _etag_of(evalset_bytes, sidecar_bytes)  # of the bytes read: a write since is seen
 
-    def _read_sidecar(self) -> dict:
-        if not self.sidecar.exists():
+    def _read_sidecar(self, raw: bytes | None) -> dict:
+        if raw is None:
             return {}
         try:
-            data = json.loads(self.sidecar.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
             raise RagexpInputError(f"cannot read the annotation queue: {err}; move it away to start a new queue",
                                    file=self.sidecar) from None
         if not isinstance(data, dict) or data.get(SIDECAR_KEY) != SIDECAR_VERSION or not isinstance(data.get("entries"), list):
@@ -191,12 +209,12 @@ class Session:
                                    file=self.sidecar, field=SIDECAR_KEY)
         return data
 
-    def _read_evalset(self) -> Iterable[tuple[int, dict]]:
-        if not self.evalset.exists():
+    def _read_evalset(self, raw: bytes | None) -> Iterable[tuple[int, dict]]:
+        if raw is None:
             return []
         rows = []
         try:
-            lines = self.evalset.read_text(encoding="utf-8").splitlines()
+            lines = raw.decode("utf-8").splitlines()
         except UnicodeDecodeError as err:
             raise RagexpInputError(f"not UTF-8 text: {err}", file=self.evalset) from None
         for number, line in enumerate(lines, 1):
@@ -214,11 +232,8 @@ class Session:
     # --- state ------------------------------------------------------------------------------
 
     def etag(self) -> str:
-        digest = hashlib.sha256()
-        for path in (self.evalset, self.sidecar):
-            digest.update(path.read_bytes() if path.exists() else b"\0absent")
-            digest.update(b"\0")
-        return "sha256-" + digest.hexdigest()[:32]
+        """A digest of both files' bytes as they are now."""
+        return _etag_of(_bytes_of(self.evalset), _bytes_of(self.sidecar))
 
     def entry(self, item_id: str) -> dict | None:
         return next((entry for entry in self.entries if entry["id"] == item_id), None)

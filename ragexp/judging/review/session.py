@@ -129,11 +129,11 @@ class ReviewSession:
         self.logged: dict | None = None
         self.log_error: str | None = None  # why the last log to the run failed (the store unreachable ...)
         self._from_run = {claim.row.id: claim.row for claim in claims}  # the rows before any verdict
-        with self.lock:
-            self._read()
+        self._read()  # one file replaced by renames: read whole without the lock
 
     def _read(self) -> list[LabelledClaim]:
-        """The labels file's rows; each sampled claim takes its verdict from there (hold :attr:`lock`)."""
+        """The labels file's rows; each sampled claim takes its verdict from there (hold :attr:`lock`
+        when other requests may run)."""
         rows = read_existing(self.path)
         stored = {row.id: row for row in rows}
         for claim in self.claims:
