@@ -6,7 +6,9 @@ answered) logs to a sqlite store; the real ``ragexp judge review`` server on 127
 page; Debian's Chromium (never a downloaded browser) labels every sampled claim with ``y`` / ``n``
 / ``s``. Then the labels CSV holds exactly those verdicts in the labels format (read back by the
 labels reader and by ``ragexp judge agreement``), and the run in MLflow holds ``judge_review/*``
-metrics equal to a hand computation and scikit-learn's kappa, and the labels as an artifact.
+metrics equal to a hand computation and scikit-learn's kappa, and the labels as an artifact. A
+second page on the same file changes one verdict (it lands) and the first page's different verdict
+on that claim ends in a visible conflict instead of an overwrite.
 
 Screenshot: ``test-artifacts/judge-review.png``; ``RAGEXP_UPDATE_SCREENSHOT=1`` generates with the
 local model instead (``generator=local``, ~4 min: its answers are what a judge disagrees with a
@@ -91,6 +93,30 @@ def test_a_person_labels_claims_with_the_keyboard_and_agreement_reaches_mlflow(t
                 page.screenshot(path=str(shot))
                 if UPDATE_SCREENSHOTS:
                     shutil.copyfile(shot, REPO / "docs" / "images" / "judge-review.png")
+
+                # A second page on the same labels file opens with the first page's verdicts; it
+                # changes the first claim's verdict (lands), then the first page, still showing its
+                # own older verdict, gives that claim a third one: a visible conflict, nothing written.
+                first_id = claims[0]["id"]
+                mine = typed[first_id]
+                theirs = next(v for v in ("supported", "not_supported") if v != mine)
+                third = next(v for v in KEYS.values() if v not in (mine, theirs))
+                key_of = {verdict: key for key, verdict in KEYS.items()}
+                item = f'#claim-list li[data-id="{first_id}"]'
+                other = browser.new_page(viewport={"width": 1400, "height": 900})
+                other.set_default_timeout(TIMEOUT_MS)
+                other.goto(url)
+                other.wait_for_selector("body[data-ready=true]")
+                sync_api.expect(other.locator(item)).to_have_attribute("data-state", mine)
+                other.locator(item).click()
+                other.keyboard.press(key_of[theirs])
+                sync_api.expect(other.locator(item)).to_have_attribute("data-state", theirs)
+                sync_api.expect(other.locator("#save-status")).to_have_text("saved")
+                typed[first_id] = theirs
+                page.locator(item).click()
+                page.keyboard.press(key_of[third])
+                sync_api.expect(page.locator("#conflict-bar")).to_contain_text(f"{first_id} was marked")
+                sync_api.expect(page.locator("#save-status")).to_contain_text("conflict")
             finally:
                 browser.close()
     finally:

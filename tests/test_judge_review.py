@@ -175,12 +175,12 @@ def test_verdicts_go_to_the_labels_csv_and_agreement_is_logged_once_all_are_deci
     ids = [c.row.id for c in review.claims]
     judge = {c.row.id: c.row.judge_label for c in review.claims}
     human = {ids[0]: S, ids[1]: N, ids[2]: S, ids[3]: N}
-    etag = review.state()["etag"]
-    etag = review.label(ids[0], N, etag)["etag"]  # a change of mind: replaced, not appended
+    review.label(ids[0], N, "")
+    shown = {ids[0]: N}  # a change of mind: replaced, not appended
     for claim_id, label in human.items():
-        etag = review.label(claim_id, label, etag)["etag"]
+        review.label(claim_id, label, shown.get(claim_id, ""))
     assert recorder.calls == []  # one claim still open
-    reply = review.label(ids[4], SKIP, etag)
+    reply = review.label(ids[4], SKIP, "")
 
     rows = {row.id: row for row in read_labels(labels)}
     assert list(rows) == ["OTHER/q9#claim_0", *ids]
@@ -200,30 +200,86 @@ def test_verdicts_go_to_the_labels_csv_and_agreement_is_logged_once_all_are_deci
     assert reply["done"] and reply["logged"]["metrics"] == metrics
 
 
-def test_a_stale_page_cannot_overwrite_the_labels_file(tmp_path: Path) -> None:
+def test_two_pages_giving_one_claim_different_verdicts_get_409_and_other_claims_merge(tmp_path: Path) -> None:
+    """Two pages (or servers) on one labels file, both loaded with nothing decided."""
+    labels = tmp_path / "labels.csv"
+    page_a, page_b = session(tmp_path, Recorder()), session(tmp_path, Recorder())
+    first, second = page_a.claims[0].row.id, page_a.claims[1].row.id
+    page_a.label(first, S, "")
+    written = labels.read_bytes()
+    with pytest.raises(Conflict, match=f"{first} was marked supported elsewhere .* since this page showed no verdict; "
+                                       "nothing was written"):
+        page_b.label(first, N, "")
+    assert labels.read_bytes() == written
+    assert page_b.label(first, S, "")["already_so"]  # the same verdict on both pages: no conflict, nothing written
+    assert labels.read_bytes() == written
+    reply = page_b.label(second, N, "")  # another claim: lands, the first page's verdict kept
+    assert not reply["already_so"] and reply["verdicts"][first] == S and reply["verdicts"][second] == N
+    assert {row.id: row.human_label for row in read_labels(labels)} == {first: S, second: N}
+    assert [c["human_label"] for c in page_a.state()["claims"]][:2] == [S, N]  # each load shows the file
+
+
+def test_a_verdict_written_before_the_server_died_is_retried_without_conflict(tmp_path: Path) -> None:
+    """The page's verdict is written, its reply never arrives (the server is killed after the write,
+    or fails with 5xx), a restarted server reads the file, the page retries the same request and
+    then sends its next verdict made on top of it. With the whole-file etag the page still held
+    the etag from before its own write, and the retry was a 409 against its own save."""
+    from fastapi.testclient import TestClient
+
+    from ragexp.judging.review.router import review_router
+    from ragexp.web.app import create_app
+
+    labels = tmp_path / "labels.csv"
+
+    def start() -> TestClient:
+        return TestClient(create_app([review_router(session(tmp_path, Recorder()))], "review.html"),
+                          raise_server_exceptions=False)
+
+    client = start()
+    first = client.get("/api/review").json()["claims"][0]["id"]
+    verdict = {"id": first, "label": S, "before": ""}
+    assert client.put("/api/review/label", json=verdict).status_code == 200  # written; its reply is lost
+    written = labels.read_bytes()
+
+    restarted = start()
+    assert [c["human_label"] for c in restarted.get("/api/review").json()["claims"]][0] == S
+    again = restarted.put("/api/review/label", json=verdict)
+    assert again.status_code == 200 and again.json()["already_so"] and again.json()["verdicts"][first] == S
+    assert labels.read_bytes() == written  # nothing written twice
+    changed = restarted.put("/api/review/label", json={"id": first, "label": N, "before": S})
+    assert changed.status_code == 200 and not changed.json()["already_so"]
+    assert [(row.id, row.human_label) for row in read_labels(labels)] == [(first, N)]
+
+
+def test_the_review_logs_after_a_restart_when_the_last_verdict_was_written_before_the_kill(tmp_path: Path) -> None:
+    """The last verdict was written but the server died before logging: the retry is already so
+    and logs the agreement to the run (nothing else would)."""
     review = session(tmp_path, Recorder())
-    first = review.claims[0].row.id
-    stale = review.state()["etag"]
-    review.label(first, S, stale)
-    with pytest.raises(Conflict):
-        review.label(review.claims[1].row.id, N, stale)
-    assert [row.id for row in read_labels(tmp_path / "labels.csv")] == [first]
+    for claim in review.claims:
+        review.label(claim.row.id, S, "")
+    recorder = Recorder()
+    restarted = session(tmp_path, recorder)
+    reply = restarted.label(review.claims[-1].row.id, S, "")
+    assert reply["already_so"] and reply["logged"] and len(recorder.calls) == 1
+    restarted.label(review.claims[-1].row.id, S, "")
+    assert len(recorder.calls) == 1  # logged once, not at every retry
 
 
 def test_a_reopened_review_starts_from_the_saved_verdicts(tmp_path: Path) -> None:
     review = session(tmp_path, Recorder())
-    review.label(review.claims[1].row.id, N, review.state()["etag"])
+    review.label(review.claims[1].row.id, N, "")
     again = session(tmp_path, Recorder())
     assert [c["human_label"] for c in again.state()["claims"]][:2] == ["", N]
 
 
 def test_bad_labels_are_refused(tmp_path: Path) -> None:
     review = session(tmp_path, Recorder())
-    etag = review.state()["etag"]
     with pytest.raises(ValueError, match="label must be one of"):
-        review.label(review.claims[0].row.id, "maybe", etag)
+        review.label(review.claims[0].row.id, "maybe", "")
+    with pytest.raises(ValueError, match="before .* must be one of"):
+        review.label(review.claims[0].row.id, S, "maybe")
     with pytest.raises(KeyError):
-        review.label("RUN/q7#claim_0", S, etag)
+        review.label("RUN/q7#claim_0", S, "")
     assert not (tmp_path / "labels.csv").exists()
 
 
@@ -233,10 +289,8 @@ def test_a_failed_log_keeps_the_verdict_and_says_why(tmp_path: Path) -> None:
 
     review = session(tmp_path, Recorder())
     review.log = unreachable
-    etag = review.state()["etag"]
     for claim in review.claims:
-        reply = review.label(claim.row.id, S, etag)
-        etag = reply["etag"]
+        reply = review.label(claim.row.id, S, "")
     assert reply["done"] and reply["logged"] is None
     assert reply["log_error"] == "ConnectionError: store at sqlite:///gone.db is unreachable"
     assert len(read_labels(tmp_path / "labels.csv")) == len(review.claims)
@@ -273,12 +327,13 @@ def test_the_page_api_answers_409_404_and_422(tmp_path: Path) -> None:
     client = TestClient(create_app([review_router(review)], "review.html"))
     state = client.get("/api/review").json()
     first, second = (c["id"] for c in state["claims"][:2])
-    saved = client.put("/api/review/label", json={"id": first, "label": S}, headers={"If-Match": state["etag"]})
-    assert saved.status_code == 200 and saved.json()["etag"] != state["etag"]
-    stale = client.put("/api/review/label", json={"id": second, "label": N}, headers={"If-Match": state["etag"]})
-    assert stale.status_code == 409 and stale.json()["detail"]["etag"] == saved.json()["etag"]
-    current = {"If-Match": saved.json()["etag"]}
-    assert client.put("/api/review/label", json={"id": "RUN/q9#claim_0", "label": S}, headers=current).status_code == 404
-    assert client.put("/api/review/label", json={"id": second, "label": "maybe"}, headers=current).status_code == 422
-    assert [row.id for row in read_labels(tmp_path / "labels.csv")] == [first]
+    saved = client.put("/api/review/label", json={"id": first, "label": S, "before": ""})
+    assert saved.status_code == 200 and not saved.json()["already_so"]
+    other = client.put("/api/review/label", json={"id": first, "label": N, "before": ""})  # a page still showing none
+    assert other.status_code == 409 and "nothing was written" in other.json()["detail"]["message"]
+    assert client.put("/api/review/label", json={"id": "RUN/q9#claim_0", "label": S, "before": ""}).status_code == 404
+    assert client.put("/api/review/label", json={"id": second, "label": "maybe", "before": ""}).status_code == 422
+    no_before = client.put("/api/review/label", json={"id": second, "label": N})  # a page from before this API
+    assert no_before.status_code == 422 and "before" in no_before.json()["detail"]["message"]
+    assert [(row.id, row.human_label) for row in read_labels(tmp_path / "labels.csv")] == [(first, S)]
     assert "review.js" in client.get("/").text

@@ -1,16 +1,19 @@
-"""The shared web layer: loopback only, busy port refused at once, saves guarded by an etag."""
+"""The shared web layer: loopback only, busy port refused at once, whole-file writes, the edit lock
+shared by processes, 409 on a conflict."""
 
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 
 import pytest
-from fastapi import APIRouter, Header
+from fastapi import APIRouter
 from fastapi.testclient import TestClient
 
 from ragexp.errors import RagexpInputError
 from ragexp.web.app import create_app, reserve_port, url_of
-from ragexp.web.files import ABSENT, Conflict, GuardedFile, etag_of
+from ragexp.web.files import Conflict, EditLock, atomic_write, lock_path
 
 
 def test_reserve_port_binds_loopback_and_a_taken_port_names_itself():
@@ -27,29 +30,51 @@ def test_reserve_port_binds_loopback_and_a_taken_port_names_itself():
         reserve_port(70000)
 
 
-def test_guarded_file_refuses_a_stale_etag_and_writes_whole(tmp_path):
+def test_atomic_write_replaces_whole_and_leaves_no_partial_file(tmp_path):
     path = tmp_path / "x.json"
-    guarded = GuardedFile(path)
-    assert guarded.etag() == ABSENT
-    first = guarded.replace(ABSENT, "one")
-    assert first == etag_of(path) != ABSENT and path.read_text() == "one"
-    second = guarded.replace(first, "two")
-    with pytest.raises(Conflict) as err:  # a second page still holding the first etag
-        guarded.replace(first, "lost")
-    assert err.value.current == second and path.read_text() == "two"
-    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]  # no partial file left
+    atomic_write(path, "one")
+    atomic_write(path, "two")
+    assert path.read_text() == "two"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+TRY_LOCK = """
+import fcntl, sys
+with open(sys.argv[1], "a") as handle:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print("held")
+    else:
+        print("free")
+"""
+
+
+def another_process_finds_the_lock(path) -> str:
+    return subprocess.run([sys.executable, "-c", TRY_LOCK, str(path)], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_edit_lock_is_held_against_other_processes_and_reentrant_in_a_thread(tmp_path):
+    lock = EditLock(tmp_path / "labels.csv")
+    assert lock.path == lock_path(tmp_path / "labels.csv") == tmp_path / "labels.csv.lock"
+    with lock:
+        assert another_process_finds_the_lock(lock.path) == "held"
+        with lock:  # nested (a method calling another under the lock): no deadlock, still held after
+            pass
+        assert another_process_finds_the_lock(lock.path) == "held"
+    assert another_process_finds_the_lock(lock.path) == "free"
+    with pytest.raises(ZeroDivisionError):
+        with lock:
+            1 / 0
+    assert another_process_finds_the_lock(lock.path) == "free"  # released on an error too
 
 
 def test_app_serves_home_static_files_and_routers_with_409(tmp_path):
-    guarded = GuardedFile(tmp_path / "data.txt")
     router = APIRouter()
 
     @router.put("/api/data")
-    def put(body: dict, if_match: str | None = Header(default=None)):
-        try:
-            return {"etag": guarded.replace(if_match, body["text"])}
-        except Conflict as conflict:
-            raise conflict.http() from None
+    def put(body: dict):
+        raise Conflict(tmp_path / "data.txt", f"{body['field']} changed elsewhere").http()
 
     home = tmp_path / "page.html"
     home.write_text("<h1>hello</h1>")
@@ -57,7 +82,5 @@ def test_app_serves_home_static_files_and_routers_with_409(tmp_path):
     assert "hello" in client.get("/").text
     for name in ("common.css", "saving.js", "keys.js"):
         assert client.get(f"/static/{name}").status_code == 200
-    etag = client.put("/api/data", json={"text": "a"}, headers={"If-Match": ABSENT}).json()["etag"]
-    stale = client.put("/api/data", json={"text": "b"}, headers={"If-Match": ABSENT})
-    assert stale.status_code == 409 and stale.json()["detail"]["etag"] == etag
-    assert (tmp_path / "data.txt").read_text() == "a"
+    refused = client.put("/api/data", json={"field": "gold_answer"})
+    assert refused.status_code == 409 and refused.json()["detail"] == {"message": "gold_answer changed elsewhere"}

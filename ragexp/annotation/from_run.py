@@ -59,7 +59,8 @@ def failed_queries(results: RunResults) -> dict[str, str]:
 def _queue(session: Session, results: RunResults, wanted: dict[str, list[str]], reasons: dict[str, str],
            chunks: dict[str, Chunk], new_source: str, report: QueueReport) -> None:
     rows = {row["query_id"]: row for row in results.per_query}
-    with session.lock:
+    with session.lock:  # held until saved: another server on the file waits
+        session.reload_if_changed()
         for qid, unit_ids in wanted.items():
             units = []
             for unit_id in unit_ids:

@@ -15,7 +15,8 @@ set already held is kept as it is (and shown as stale: lint reports it too); a n
 means the page shows an outdated document, so the save is refused with 409 and nothing is written.
 A change to a field someone else changed since the page showed it is refused with 409 as well;
 a change that is already so (a retried save whose reply was lost) is answered 200 and writes nothing
-(:mod:`ragexp.annotation.session`).
+(:mod:`ragexp.annotation.session`). Each request holds the session's lock, shared with other
+servers on the same eval set, from reading the files to writing them.
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ class Annotation:
     def state(self) -> dict:
         corpus = self.corpus.current()
         with self.session.lock:
-            entries = [self.view(entry, corpus) for entry in self.session.entries]
             self.session.reload_if_changed()
+            entries = [self.view(entry, corpus) for entry in self.session.entries]
             return {"evalset": str(self.session.evalset),
                     "corpus_generation": self.corpus.generation, "entries": entries,
                     "coverage": coverage(self.session.items(), self.chunk_map())}
@@ -77,9 +78,8 @@ class Annotation:
         for e in evidence:
             problem = span_problem(corpus, e)
             if problem is not None and _span_key(e) not in known:
-                raise Conflict(self.session.evalset, self.session.etag(),
-                               message=f"the corpus changed under this page: {problem}; reload the page to see the "
-                                       "current documents (nothing was written)")
+                raise Conflict(self.session.evalset, f"the corpus changed under this page: {problem}; reload the page to "
+                                                     "see the current documents (nothing was written)")
 
 
 def _span_key(evidence: dict) -> tuple:

@@ -23,7 +23,10 @@ other stored value is a :class:`~ragexp.web.files.Conflict` (HTTP 409: someone e
 field in between) and nothing is written. A change that is already so writes nothing.
 Before every change the files are read again when their bytes differ from what this process last
 read or wrote (another server on the same file, an editor); on (re)load the eval set's items win
-over the sidecar's copy of them (an edit by hand is kept).
+over the sidecar's copy of them (an edit by hand is kept). Reading, comparing and writing happen
+under :attr:`Session.lock`, an :class:`~ragexp.web.files.EditLock` on ``EVALSET.lock`` shared
+with every other process on the same eval set, so two servers never interleave a read and a
+write (nothing one of them saved is lost).
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -39,7 +41,7 @@ from ragexp.data.lint import normalise_query
 from ragexp.data.loaders.evalset import FORMAT_VERSION, VERSION_KEY
 from ragexp.data.model import ITEM_SOURCES
 from ragexp.errors import RagexpInputError
-from ragexp.web.files import Conflict, atomic_write
+from ragexp.web.files import Conflict, EditLock, atomic_write
 
 SIDECAR_VERSION = 1
 SIDECAR_KEY = "ragexp_annotation"
@@ -50,6 +52,24 @@ EDITABLE = ("evidence", "gold_answer", "key_facts", "tags", "answerable", "skipp
 #: What an editable field holds when the entry does not set it.
 DEFAULTS = {"evidence": [], "gold_answer": "", "key_facts": [], "tags": [], "answerable": True, "skipped": False,
             "confirmed": False, "reviewed": False}
+
+
+def _bytes_of(path: Path) -> bytes | None:
+    """The file's bytes, ``None`` when it does not exist."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise RagexpInputError(f"cannot read it: {err.strerror or err}", file=path) from None
+
+
+def _etag_of(*contents: bytes | None) -> str:
+    digest = hashlib.sha256()
+    for raw in contents:
+        digest.update(b"\0absent" if raw is None else raw)
+        digest.update(b"\0")
+    return "sha256-" + digest.hexdigest()[:32]
 
 
 def sidecar_path(evalset: Path) -> Path:
@@ -141,19 +161,20 @@ class Session:
         if not self.evalset.parent.is_dir():
             raise RagexpInputError("the folder to write the eval set into does not exist", file=self.evalset.parent)
         self.sidecar = sidecar_path(self.evalset)
-        self.lock = threading.RLock()
+        self.lock = EditLock(self.evalset)
         self.header: dict = {VERSION_KEY: FORMAT_VERSION, "name": self.evalset.stem}
         self.entries: list[dict] = []
-        self._load()
+        self._load()  # without the lock (a bad file leaves no lock file); the first change re-reads under it
 
     # --- reading ----------------------------------------------------------------------------
 
     def _load(self) -> None:
-        side = self._read_sidecar()
+        evalset_bytes, sidecar_bytes = _bytes_of(self.evalset), _bytes_of(self.sidecar)
+        side = self._read_sidecar(sidecar_bytes)
         by_id = {entry["id"]: entry for entry in side.get("entries", [])}
         order = [entry["id"] for entry in side.get("entries", [])]
         self.header = {VERSION_KEY: FORMAT_VERSION, "name": self.evalset.stem}
-        for line_no, obj in self._read_evalset():
+        for line_no, obj in self._read_evalset(evalset_bytes):
             if VERSION_KEY in obj and "query" not in obj:
                 self.header = obj
                 continue
@@ -173,14 +194,14 @@ class Session:
                 order.append(item_id)
             by_id[item_id] = entry
         self.entries = [by_id[i] for i in dict.fromkeys(order)]
-        self.disk_etag = self.etag()
+        self.disk_etag = _etag_of(evalset_bytes, sidecar_bytes)  # of the bytes read: a write since is seen
 
-    def _read_sidecar(self) -> dict:
-        if not self.sidecar.exists():
+    def _read_sidecar(self, raw: bytes | None) -> dict:
+        if raw is None:
             return {}
         try:
-            data = json.loads(self.sidecar.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
             raise RagexpInputError(f"cannot read the annotation queue: {err}; move it away to start a new queue",
                                    file=self.sidecar) from None
         if not isinstance(data, dict) or data.get(SIDECAR_KEY) != SIDECAR_VERSION or not isinstance(data.get("entries"), list):
@@ -188,12 +209,12 @@ class Session:
                                    file=self.sidecar, field=SIDECAR_KEY)
         return data
 
-    def _read_evalset(self) -> Iterable[tuple[int, dict]]:
-        if not self.evalset.exists():
+    def _read_evalset(self, raw: bytes | None) -> Iterable[tuple[int, dict]]:
+        if raw is None:
             return []
         rows = []
         try:
-            lines = self.evalset.read_text(encoding="utf-8").splitlines()
+            lines = raw.decode("utf-8").splitlines()
         except UnicodeDecodeError as err:
             raise RagexpInputError(f"not UTF-8 text: {err}", file=self.evalset) from None
         for number, line in enumerate(lines, 1):
@@ -211,11 +232,8 @@ class Session:
     # --- state ------------------------------------------------------------------------------
 
     def etag(self) -> str:
-        digest = hashlib.sha256()
-        for path in (self.evalset, self.sidecar):
-            digest.update(path.read_bytes() if path.exists() else b"\0absent")
-            digest.update(b"\0")
-        return "sha256-" + digest.hexdigest()[:32]
+        """A digest of both files' bytes as they are now."""
+        return _etag_of(_bytes_of(self.evalset), _bytes_of(self.sidecar))
 
     def entry(self, item_id: str) -> dict | None:
         return next((entry for entry in self.entries if entry["id"] == item_id), None)
@@ -247,15 +265,15 @@ class Session:
                 changed_elsewhere.append(key)
             to_write[key] = value
         if changed_elsewhere:
-            raise Conflict(self.evalset, self.etag(),
-                           message=f"{', '.join(changed_elsewhere)} of {item_id} changed since this page loaded it "
-                                   "(another page, editor or process wrote it); nothing was written")
+            raise Conflict(self.evalset, f"{', '.join(changed_elsewhere)} of {item_id} changed since this page loaded "
+                                         "it (another page, editor or process wrote it); nothing was written")
         return to_write
 
     def queue(self, rows: Iterable[dict], origin: str) -> int:
         """Append rows (candidates, drafts, failures: ``query`` plus optional eval-set fields) whose
         question is not an entry yet; returns how many were added. Saves when any was."""
         with self.lock:
+            self.reload_if_changed()
             known = {normalise_query(entry["query"]) for entry in self.entries}
             added = 0
             for row in rows:
@@ -311,7 +329,6 @@ class Session:
         """A question typed on the page (``source: hand``); the existing entry when it is one already
         (so a retried add adds nothing)."""
         with self.lock:
-            self.reload_if_changed()
             self.queue([{"query": query, "source": "hand"}], "page")
             return next(e for e in self.entries if normalise_query(e["query"]) == normalise_query(query))
 

@@ -1,30 +1,25 @@
-"""Files a page edits: written whole or not at all, guarded by an etag.
+"""Files a page edits: written whole or not at all, changed under one lock across processes.
 
-- ``etag_of(path)``: ``"sha256-<hex>"`` of the file's bytes (``"absent"`` when there is none), so
-  two pages that loaded the same content agree, and any other writer (an editor, a second page,
-  a restarted server) changes it.
 - ``atomic_write(path, data)``: a temporary file beside ``path`` (user's umask), flushed and
   fsynced, renamed over it; a killed process leaves the old file or the new one, never half.
-- ``GuardedFile.replace(if_match, data)``: writes only when the page's etag is the file's current
-  one, else raises :class:`Conflict` (HTTP 409 with the current etag), never a silent overwrite.
+- ``EditLock(path)``: held around every read-check-write of ``path`` (and the files that go with
+  it): the requests of one server wait for each other, and other processes (a second server on
+  the same file) wait on an exclusive ``flock`` of ``<path>.lock``
+  (:mod:`ragexp.runtime.file_lock`; released when the holder dies, so a killed server never
+  leaves it held). So a compare-and-set decided from the file's content is atomic: nobody writes
+  between the read and the write.
+- :class:`Conflict`: the page's change meets a value someone else wrote (HTTP 409), never a
+  silent overwrite.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import os
 import threading
 from pathlib import Path
 
-ABSENT = "absent"
-
-
-def etag_of(path: Path) -> str:
-    try:
-        return "sha256-" + hashlib.sha256(Path(path).read_bytes()).hexdigest()[:32]
-    except FileNotFoundError:
-        return ABSENT
-
+from ragexp.runtime import file_lock
 
 def atomic_write(path: Path, data: bytes | str) -> None:
     """Replace ``path`` with ``data`` (text is UTF-8) all at once; on failure ``path`` is as it was."""
@@ -42,40 +37,52 @@ def atomic_write(path: Path, data: bytes | str) -> None:
         raise
 
 
-class Conflict(Exception):
-    """The file changed since the page read it: ``current`` is its etag now; ``message`` (optional)
-    says what changed."""
+def lock_path(path: Path) -> Path:
+    """The lock file of ``path``: ``<path>.lock`` beside it (kept: removing it would race a waiter)."""
+    path = Path(path)
+    return path.with_name(path.name + ".lock")
 
-    def __init__(self, path: Path, current: str, message: str | None = None) -> None:
+
+class EditLock:
+    """The lock of one edited file (module docstring), used as ``with lock: ...``. Re-entrant in a
+    thread: a nested block neither waits nor takes the file lock a second time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = lock_path(path)
+        self._thread = threading.RLock()
+        self._depth = 0  # nesting of the thread holding _thread
+        self._held: contextlib.ExitStack | None = None
+
+    def __enter__(self) -> EditLock:
+        self._thread.acquire()
+        try:
+            if self._depth == 0:
+                held = contextlib.ExitStack()
+                held.enter_context(file_lock.locked(file_lock.open_lock_file(self.path)))
+                self._held = held
+            self._depth += 1
+        except BaseException:
+            self._thread.release()
+            raise
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._depth -= 1
+        if self._depth == 0 and self._held is not None:
+            self._held, held = None, self._held
+            held.close()
+        self._thread.release()
+
+
+class Conflict(Exception):
+    """What the page changed in ``path`` was changed elsewhere since the page showed it; the
+    message says what (HTTP 409)."""
+
+    def __init__(self, path: Path, message: str) -> None:
         self.path = Path(path)
-        self.current = current
-        super().__init__(message or f"{self.path} changed since this page loaded it (another page, editor or process wrote it)")
+        super().__init__(message)
 
     def http(self):
         from fastapi import HTTPException
 
-        return HTTPException(status_code=409, detail={"message": str(self), "etag": self.current})
-
-
-class GuardedFile:
-    """One file written by several requests: each write checks the etag under a lock."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.lock = threading.RLock()
-
-    def etag(self) -> str:
-        return etag_of(self.path)
-
-    def check(self, if_match: str | None) -> None:
-        """Raise :class:`Conflict` unless ``if_match`` is the current etag (hold :attr:`lock`)."""
-        current = self.etag()
-        if if_match != current:
-            raise Conflict(self.path, current)
-
-    def replace(self, if_match: str | None, data: bytes | str) -> str:
-        """Write ``data`` when ``if_match`` is current; return the new etag."""
-        with self.lock:
-            self.check(if_match)
-            atomic_write(self.path, data)
-            return self.etag()
+        return HTTPException(status_code=409, detail={"message": str(self)})

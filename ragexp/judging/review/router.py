@@ -1,14 +1,17 @@
 """The review page's HTTP API (mounted by ``ragexp judge review`` on 127.0.0.1).
 
-- ``GET /api/review``: :meth:`ReviewSession.state` (the run, the sampled claims, the labels file's etag, the agreement);
-- ``PUT /api/review/label`` with ``{"id": ..., "label": "supported" | "not_supported" | "skip"}``
-  and ``If-Match: <etag>``: records the verdict; 409 when the labels file changed elsewhere, 404
-  for a claim not in the sample, 422 for another label.
+- ``GET /api/review``: :meth:`ReviewSession.state` (the run, the sampled claims with the labels
+  file's verdicts, the agreement);
+- ``PUT /api/review/label`` with ``{"id": ..., "label": "supported" | "not_supported" | "skip",
+  "before": <the verdict the page showed, "" for none>}``: records the verdict, or answers
+  ``already_so`` when the file holds it already (a retry); 409 when the file gives the claim
+  another verdict than ``before`` (:mod:`ragexp.judging.review.session`), 404 for a claim not in
+  the sample, 422 for another label or a missing ``before``.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Body, Header, HTTPException
+from fastapi import APIRouter, Body, HTTPException
 
 from ragexp.judging.review.session import ReviewSession
 from ragexp.web.files import Conflict
@@ -22,9 +25,12 @@ def review_router(session: ReviewSession) -> APIRouter:
         return session.state()
 
     @router.put("/api/review/label")
-    def label(body: dict = Body(...), if_match: str | None = Header(default=None)) -> dict:  # noqa: B008 - FastAPI's idiom
+    def label(body: dict = Body(...)) -> dict:  # noqa: B008 - FastAPI's idiom
+        if not isinstance(body.get("before"), str):
+            raise HTTPException(status_code=422, detail={"message": "before: the verdict the page showed is needed "
+                                                                   '("" for none)'})
         try:
-            return session.label(str(body.get("id", "")), str(body.get("label", "")), if_match)
+            return session.label(str(body.get("id", "")), str(body.get("label", "")), body["before"])
         except Conflict as conflict:
             raise conflict.http() from None
         except KeyError:

@@ -3,10 +3,20 @@
 Verdicts go to the labels CSV at once (:mod:`ragexp.judging.calibration.labels` format, the one
 ``ragexp judge calibrate`` and ``ragexp judge agreement`` read): a claim's row is added, or
 replaced when the person changes their mind (one row per id); *skip* writes the row with an empty
-``human_label`` and ``note: skipped`` (an unreviewed row to the readers). Each write replaces the
-whole file atomically and only when the file is as the page last saw it (an etag, so two pages or
-an editor never silently overwrite each other: :class:`ragexp.web.files.GuardedFile`). Rows of other
-runs or files already in the CSV are kept; a claim already labelled there opens labelled.
+``human_label`` and ``note: skipped`` (an unreviewed row to the readers). Rows of other runs or
+files already in the CSV are kept; a claim already labelled there opens labelled.
+
+A verdict is a compare-and-set on that claim's row, decided by the file's content alone (nothing
+in server memory, so a restarted server decides the same): the page sends ``label`` (the new
+verdict) and ``before`` (the verdict it showed: ``supported``, ``not_supported``, ``skip`` or
+``""`` for none). The file holds ``before``: the row is written (the whole file replaced
+atomically); it holds ``label`` already: nothing is written and the reply says so (the retry of a
+save whose reply was lost: the server was killed after writing, or failed with a 5xx); anything
+else: :class:`~ragexp.web.files.Conflict` (HTTP 409: another page, an editor or another server
+gave that claim another verdict) and nothing is written. Verdicts on other claims never conflict,
+so two pages reviewing different claims of one file both land. The file is read, compared and
+written under an :class:`~ragexp.web.files.EditLock` on ``<labels>.lock`` shared with every other
+process on the same file, and every reply and page load shows the file's verdicts.
 
 Agreement is computed over the sampled claims the person labelled (skips left out):
 accuracy and Cohen's kappa with its 95 % interval (:mod:`ragexp.judging.calibration.kappa_interval`).
@@ -21,7 +31,6 @@ change retries it.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -38,11 +47,19 @@ from ragexp.judging.calibration.labels import (
     read_labels,
 )
 from ragexp.judging.review.sample import ReviewClaim
-from ragexp.web.files import GuardedFile
+from ragexp.web.files import Conflict, EditLock, atomic_write
 
 SKIP = "skip"
 SKIPPED_NOTE = "skipped"
+UNDECIDED = ""
 PREFIX = "judge_review/"
+#: How a verdict is named in a conflict message.
+NAMES = {"supported": "supported", "not_supported": "not supported", SKIP: "skipped", UNDECIDED: "no verdict"}
+
+
+def verdict_of(row: LabelledClaim) -> str:
+    """The page's verdict a labels row holds: its ``human_label``, ``skip`` or ``""`` (undecided)."""
+    return row.human_label or (SKIP if row.note == SKIPPED_NOTE else UNDECIDED)
 
 
 @dataclass(frozen=True)
@@ -106,63 +123,85 @@ class ReviewSession:
                  total_claims: int, log: Logger) -> None:
         self.run_id, self.run_name, self.seed, self.total_claims = run_id, run_name, seed, total_claims
         self.claims = claims
-        self.file = GuardedFile(Path(labels_path))
+        self.path = Path(labels_path)
+        self.lock = EditLock(self.path)
         self.log = log
         self.logged: dict | None = None
         self.log_error: str | None = None  # why the last log to the run failed (the store unreachable ...)
-        self._lock = threading.Lock()
-        existing = {row.id: row for row in read_existing(self.file.path)}
-        for claim in claims:
-            if claim.row.id in existing:
-                claim.row = replace(claim.row, human_label=existing[claim.row.id].human_label,
-                                    note=existing[claim.row.id].note)
+        self._from_run = {claim.row.id: claim.row for claim in claims}  # the rows before any verdict
+        self._read()  # one file replaced by renames: read whole without the lock
+
+    def _read(self) -> list[LabelledClaim]:
+        """The labels file's rows; each sampled claim takes its verdict from there (hold :attr:`lock`
+        when other requests may run)."""
+        rows = read_existing(self.path)
+        stored = {row.id: row for row in rows}
+        for claim in self.claims:
+            original = self._from_run[claim.row.id]
+            saved = stored.get(claim.row.id)
+            claim.row = original if saved is None else replace(original, human_label=saved.human_label, note=saved.note)
+        return rows
 
     def decided(self, claim: ReviewClaim) -> bool:
-        return bool(claim.row.human_label) or claim.row.note == SKIPPED_NOTE
+        return verdict_of(claim.row) != UNDECIDED
 
     def state(self) -> dict:
-        """What the page loads: the run, the claims, the labels file and its etag, the agreement."""
-        return {"run": {"id": self.run_id, "name": self.run_name, "judged_claims": self.total_claims, "seed": self.seed},
-                "labels_file": str(self.file.path), "etag": self.file.etag(),
-                "claims": [claim.to_json() for claim in self.claims], **self._summary()}
+        """What the page loads: the run, the claims with the file's verdicts, the labels file, the agreement."""
+        with self.lock:
+            self._read()
+            return {"run": {"id": self.run_id, "name": self.run_name, "judged_claims": self.total_claims,
+                            "seed": self.seed},
+                    "labels_file": str(self.path), "claims": [claim.to_json() for claim in self.claims],
+                    **self._summary()}
 
     def _summary(self) -> dict:
         return {"agreement": review_agreement([c.row for c in self.claims]).to_json(), "logged": self.logged,
                 "log_error": self.log_error, "done": all(self.decided(c) for c in self.claims)}
 
-    def label(self, claim_id: str, label: str, if_match: str | None) -> dict:
-        """Record ``label`` (``supported``, ``not_supported`` or ``skip``) for one sampled claim;
-        returns the new etag, the agreement and what was logged. Raises
-        :class:`~ragexp.web.files.Conflict` when the file changed since ``if_match``."""
+    def label(self, claim_id: str, label: str, before: str) -> dict:
+        """Record ``label`` (``supported``, ``not_supported`` or ``skip``) for one sampled claim whose
+        verdict the page showed as ``before`` (module docstring); returns the agreement, what was
+        logged and ``already_so`` (nothing written). Raises :class:`~ragexp.web.files.Conflict`
+        when the file gives the claim another verdict than ``before``."""
         if label not in (*LABELS, SKIP):
             raise ValueError(f"label must be one of {', '.join((*LABELS, SKIP))}, got {label!r}")
+        if before not in (*LABELS, SKIP, UNDECIDED):
+            raise ValueError(f"before (the verdict the page showed) must be one of {', '.join((*LABELS, SKIP))} or "
+                             f"empty, got {before!r}")
         claim = next((c for c in self.claims if c.row.id == claim_id), None)
         if claim is None:
             raise KeyError(claim_id)
-        with self._lock, self.file.lock:
-            self.file.check(if_match)
-            row = replace(claim.row, human_label="" if label == SKIP else label, note=SKIPPED_NOTE if label == SKIP else "")
-            rows = read_existing(self.file.path)
-            at = next((i for i, existing in enumerate(rows) if existing.id == row.id), None)
-            if at is None:
-                rows.append(row)
-            else:
-                rows[at] = row
-            etag = self.file.replace(if_match, labels_csv(rows))
-            claim.row = row
-            if all(self.decided(c) for c in self.claims):
+        with self.lock:
+            rows = self._read()
+            stored = verdict_of(claim.row)
+            already_so = stored == label
+            if not already_so and stored != before:
+                raise Conflict(self.path, f"{claim_id} was marked {NAMES[stored]} elsewhere (another page, editor "
+                                          f"or process) since this page showed {NAMES[before]}; nothing was written")
+            if not already_so:
+                row = replace(claim.row, human_label="" if label == SKIP else label,
+                              note=SKIPPED_NOTE if label == SKIP else "")
+                at = next((i for i, existing in enumerate(rows) if existing.id == row.id), None)
+                if at is None:
+                    rows.append(row)
+                else:
+                    rows[at] = row
+                atomic_write(self.path, labels_csv(rows))
+                claim.row = row
+            if all(self.decided(c) for c in self.claims) and (not already_so or self.logged is None or self.log_error):
                 try:
                     self._log()
                     self.log_error = None
                 except Exception as err:  # noqa: BLE001 - the verdict is saved; the page says the log failed
                     self.log_error = f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
-            return {"etag": etag, **self._summary()}
+            return {"already_so": already_so, **self._summary(),
+                    "verdicts": {c.row.id: verdict_of(c.row) for c in self.claims}}
 
     def _log(self) -> None:
         rows = [c.row for c in self.claims]
         result = review_agreement(rows)
         metrics = result.metrics()
-        self.log(metrics, {"judge_review.seed": str(self.seed), "judge_review.labels_file": str(self.file.path)},
+        self.log(metrics, {"judge_review.seed": str(self.seed), "judge_review.labels_file": str(self.path)},
                  {PREFIX + "labels.csv": labels_csv(rows), PREFIX + "agreement.txt": result.render() + "\n"})
         self.logged = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "metrics": metrics}
 

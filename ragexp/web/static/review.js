@@ -6,9 +6,14 @@
   let state = null;
   let current = 0;
   let saver = null;
+  const unanswered = [];  // verdicts sent whose reply has not come yet: {id, label}, in order
 
   const decided = (c) => Boolean(c.human_label) || c.note === "skipped";
   const choice = (c) => c.human_label || (c.note === "skipped" ? "skip" : "");
+  function setChoice(c, label) {
+    c.human_label = label === "skip" ? "" : label;
+    c.note = label === "skip" ? "skipped" : "";
+  }
 
   function fmt(value, digits = 3) {
     return value === null || value === undefined ? "undefined" : Number(value).toFixed(digits);
@@ -95,13 +100,35 @@
       : `Logged to the run in MLflow once all ${state.claims.length} claims are decided.`;
   }
 
+  /* A reply carries the file's verdicts: claims another page decided show that verdict, except
+     the ones whose own verdict is still on its way (this page's newest). */
+  function applyReply(reply) {
+    renderAgreement(reply);
+    if (!reply.verdicts) return;
+    const waiting = new Set(unanswered.map((sent) => sent.id));
+    let changed = false;
+    for (const c of state.claims) {
+      const stored = reply.verdicts[c.id];
+      if (stored === undefined || waiting.has(c.id) || stored === choice(c)) continue;
+      setChoice(c, stored);
+      changed = true;
+    }
+    if (changed) show(current);
+  }
+
+  /* Send the verdict and the one the page showed ("before"): the server writes it only when the
+     file still holds "before", answers "already so" when it holds the verdict (a retry after a
+     lost reply), and 409 otherwise (another page gave this claim another verdict). */
   function decide(label) {
     const c = state.claims[current];
-    c.human_label = label === "skip" ? "" : label;
-    c.note = label === "skip" ? "skipped" : "";
-    saver.send("PUT", "/api/review/label", {id: c.id, label}).then((reply) => {
-      if (reply) renderAgreement(reply);
-    }).catch(() => {});
+    const before = choice(c);
+    setChoice(c, label);
+    const sent = {id: c.id, label};
+    unanswered.push(sent);
+    const answered = () => unanswered.splice(unanswered.indexOf(sent), 1);
+    saver.send("PUT", "/api/review/label", {id: c.id, label, before}).then(
+      (reply) => { answered(); if (reply) applyReply(reply); },
+      () => { answered(); });
     const said = label === "skip" ? "skipped it" : `said ${NAMES[label]}`;
     const agree = label === "skip" ? "" : label === c.judge_label ? " (agree)" : " (disagree)";
     $("last").textContent = `Claim ${current + 1}: you ${said}; the judge said ${NAMES[c.judge_label]}${agree}.`;
@@ -115,13 +142,13 @@
     state = await reply.json();
     $("run").textContent = `run ${state.run.name} · ${state.claims.length} of ${state.run.judged_claims} judged claims (seed ${state.run.seed})`;
     $("labels-file").textContent = `Verdicts go to ${state.labels_file}`;
-    saver = new RagexpSaver({etag: state.etag, status: $("save-status"), storageKey: "judge-review:" + state.run.id});
+    saver = new RagexpSaver({status: $("save-status"), storageKey: "judge-review:" + state.run.id});
     renderAgreement(state);
     const open = state.claims.findIndex((c) => !decided(c));
     show(open >= 0 ? open : 0);
     saver.replayPending().then((replies) => {
       const last = replies.filter(Boolean).pop();
-      if (last) renderAgreement(last);
+      if (last) applyReply(last);
     });
     document.body.dataset.ready = "true";
   }

@@ -1,12 +1,13 @@
 /* Saving a page's changes at once, never silently over someone else's.
  *
- * const saver = new RagexpSaver({etag, status: element, onConflict(detail), onSaved(reply)});
+ * const saver = new RagexpSaver({status: element, onConflict(detail), onSaved(reply)});
  * await saver.send("PUT", "/api/thing", body);
  *
- * - With an etag, every request carries If-Match: <etag> and the reply's "etag" becomes the next
- *   one (a page whose body says what it changed from, as the annotation page's, needs none).
+ * - Each body says what it changes and what the page showed before (a compare-and-set the server
+ *   decides from the file's content), so a request is safe to send again.
  * - The server answers 409 when what the page changed was changed elsewhere (another page, an
- *   editor): the page shows a conflict bar with a reload button and sends nothing more.
+ *   editor, another server): the page shows a conflict bar with a reload button and sends
+ *   nothing more.
  * - Requests go one at a time, in order. While the server is unreachable (killed, restarting) or
  *   answers 5xx, requests wait in localStorage and are retried every second; reopening the page
  *   replays them, so a closed tab loses nothing. A retry must be safe to apply twice: the server
@@ -17,8 +18,7 @@
   const RETRY_MS = 1000;
 
   class RagexpSaver {
-    constructor({etag, status, onConflict, onSaved, storageKey}) {
-      this.etag = etag;
+    constructor({status, onConflict, onSaved, storageKey}) {
       this.status = status || null;
       this.onConflict = onConflict || (() => {});
       this.onSaved = onSaved || (() => {});
@@ -49,7 +49,7 @@
       return this.enqueue(entry);
     }
 
-    /* Replay requests a closed tab or a dead server left behind (call once the page has its etag). */
+    /* Replay requests a closed tab or a dead server left behind (call once the page has loaded). */
     replayPending() {
       return Promise.all(this.pending().map((entry) => this.enqueue(entry)));
     }
@@ -67,7 +67,6 @@
         this.show("saving…", "saving");
         let reply;
         const headers = {"Content-Type": "application/json"};
-        if (this.etag) headers["If-Match"] = this.etag;
         try {
           reply = await fetch(entry.url, {
             method: entry.method, headers,
@@ -98,7 +97,6 @@
           this.show("not saved: " + message, "error");
           throw new Error(message);
         }
-        if (data.etag) this.etag = data.etag;
         this.show("saved", "saved");
         this.onSaved(data);
         return data;
