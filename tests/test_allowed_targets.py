@@ -211,6 +211,16 @@ def test_a_factory_function_is_no_target_not_even_the_encoder_factory():
     assert caught.value.field == "embedding.graph"
 
 
+def test_the_removed_prefix_allow_list_is_ignored_and_named(monkeypatch):
+    monkeypatch.setenv("RAGEXP_ALLOWED_TARGETS", "my_rag,ragexp")
+    with pytest.raises(RagexpInputError, match=r"RAGEXP_ALLOWED_TARGETS \(set here\) was removed"):
+        check_component({"_target_": "ragexp.judging.calibration.labels.write_labels"}, "retrieval")
+    monkeypatch.delenv("RAGEXP_ALLOWED_TARGETS")
+    with pytest.raises(RagexpInputError) as caught:
+        check_component({"_target_": "my_rag.Retriever"}, "retrieval")
+    assert "RAGEXP_ALLOWED_TARGETS" not in caught.value.message
+
+
 @pytest.mark.parametrize("target", sorted(targets.SHIPPED))
 def test_every_shipped_name_is_a_class_defined_under_that_name(target):
     assert isinstance(targets.component_class(target, "x"), type)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import typing
 from collections.abc import Mapping
 from functools import lru_cache
@@ -32,6 +33,8 @@ from typing import Any
 from ragexp.errors import RagexpInputError
 
 ENTRY_POINT_GROUP = "ragexp.components"
+#: The former allow-list of module prefixes; ignored, named in the refusal when it is still set.
+REMOVED_PREFIX_ENV = "RAGEXP_ALLOWED_TARGETS"
 
 #: The component classes ragexp ships, by kind (``module.Class``; strings, so nothing is imported to check one).
 SHIPPED_BY_KIND: dict[str, tuple[str, ...]] = {
@@ -80,9 +83,11 @@ def component_class(target: Any, field: str) -> Any:
         raise RagexpInputError(f"must be a registered component class such as reference_pipelines.bm25.BM25Retriever, "
                                f"got {target!r}", field=field)
     if not is_registered(target):
+        removed = (f"; ${REMOVED_PREFIX_ENV} (set here) was removed: a module prefix let that module's functions "
+                   "through") if os.environ.get(REMOVED_PREFIX_ENV) else ""
         raise RagexpInputError(f"_target_ {target!r} is not a registered component class: ragexp builds only the "
-                               f"component classes it ships and those registered on this machine; {HOW_TO_REGISTER}",
-                               field=field)
+                               f"component classes it ships and those registered on this machine; {HOW_TO_REGISTER}"
+                               f"{removed}", field=field)
     from hydra.utils import get_object
 
     try:
