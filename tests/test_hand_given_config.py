@@ -1,7 +1,12 @@
 """The checks of :mod:`ragexp.config.untrusted` on hand-given config files, without the CLI: which
 values land in Hydra's node (``hydra:``, a ``# @package`` header, a package in ``defaults``), when a
 value equal to this machine's defaults still differs after interpolation, and which values may read
-the environment. The CLI-level attacks are in tests/test_untrusted_config.py."""
+the environment. The CLI-level attacks are in tests/test_untrusted_config.py.
+
+Fails before: on main before these checks 11 of the 16 fail; the 5 that passed guard what the
+old check already refused (a ``hydra:`` key under ``# @package _global_``, ``hydra/`` groups in
+``defaults``, a ``.hydra`` group) and that ordinary ``defaults`` entries stay allowed. On the
+pre-trust main the module did not exist."""
 
 from __future__ import annotations
 

@@ -4,6 +4,19 @@ Whoever can write to a shared store can edit a run's stored ``config/resolved.ya
 over a folder can edit its ``resolved.yaml`` before ``ragexp run --config-path``. Each test makes
 the edit and asserts that ragexp refuses it in one line with exit code 2, that the victim file is
 untouched, that no request reached a foreign endpoint and that nothing was written.
+
+Fails before: all 45 fail on the pre-trust main (``ee569b6^1``, run with this file and its
+``ragexp`` on ``PYTHONPATH``; Hydra's flags moved before the overrides, as that CLI wanted). 35
+because the attack worked there (a callable built, a FileHandler callback truncating the victim,
+a key sent to the attacker's server, a secret in folder names, params or logs, a temporary folder
+or shared output folder left). 5 were refused there too and fail only on the message: the old
+prefix allow-list (nested FileHandler), Hydra itself (a ``launcher`` key, two URLs its override
+grammar rejects) and a TypeError (``JudgeCalibration.save`` without ``self``). 5 do not fit the
+pre-trust API, so they prove nothing there: ``LabelledClaim`` took ``human_label`` (the two
+``write_labels`` payloads), chunkers and loaders had no ``_target_``, ``tracking.note`` did not
+exist (upload, sweep checks). On main before the package/environment fixes, the 4
+``PRIMARY_HYDRA_FROM_ENV`` cases already passed; the 7 others added with them and the
+``make_encoder`` one failed.
 """
 
 from __future__ import annotations
