@@ -29,12 +29,18 @@ class RagexpInputError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
+        """The one line; a file name or field taken from the input (a JSON key ``"\\n"``) shows its
+        control characters escaped, so it cannot break the line."""
         where = ""
         if self.file is not None:
             where = self.file if self.line is None else f"{self.file}:{self.line}"
-            where += ": "
-        field = f"field '{self.field}': " if self.field else ""
+            where = _escaped(where) + ": "
+        field = f"field '{_escaped(self.field)}': " if self.field else ""
         return f"{where}{field}{self.message}"
+
+
+def _escaped(text: str) -> str:
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class TrackingUnavailable(RuntimeError):

@@ -158,7 +158,7 @@ def test_every_nested_target_is_checked_before_any_import(monkeypatch):
     shipped = {"_target_": "reference_pipelines.hybrid.HybridRetriever",
                "retrievers": [{"_target_": "reference_pipelines.bm25.BM25Retriever"},
                               {"_target_": "reference_pipelines.dense.DenseRetriever",
-                               "encoder": {"_target_": "reference_pipelines.encoders.make_encoder", "model": "minilm"}}]}
+                               "encoder": {"_target_": "reference_pipelines.encoders.Embedding", "model": "minilm"}}]}
     check_component(shipped, "retrieval")  # the shipped configs pass
     hostile = {**shipped, "retrievers": [*shipped["retrievers"], {"_target_": "os.system", "command": "true"}]}
     with pytest.raises(RagexpInputError, match="'os.system' is not a registered component class") as caught:
@@ -194,6 +194,36 @@ def test_functions_methods_and_other_classes_of_shipped_packages_are_refused(tar
     with pytest.raises(RagexpInputError, match="is not a registered component class") as caught:
         check_component({"name": "x", "_target_": target, "path": "/tmp/victim"}, "retrieval")
     assert caught.value.field == "retrieval._target_"
+
+
+def test_a_factory_function_is_no_target_not_even_the_encoder_factory():
+    """Issue #24: a function in the allow-list is what a stored config must never name; the
+    embedding group builds the component class ``Embedding`` instead of ``make_encoder``."""
+    for target in ("reference_pipelines.encoders.make_encoder", "ragexp.models.encoders.make_encoder",
+                   "reference_pipelines.encoders.build_encoder"):
+        with pytest.raises(RagexpInputError, match="is not a registered component class") as caught:
+            check_component({"_target_": target, "model": "minilm"}, "embedding")
+        assert caught.value.field == "embedding._target_"
+    check_component({"_target_": "reference_pipelines.encoders.Embedding", "model": "minilm", "backend": "torch"}, "embedding")
+    with pytest.raises(RagexpInputError, match="unknown parameter of Embedding") as caught:
+        check_component({"_target_": "reference_pipelines.encoders.Embedding", "model": "minilm", "graph": "/x.onnx"},
+                        "embedding")
+    assert caught.value.field == "embedding.graph"
+
+
+def test_the_removed_prefix_allow_list_is_ignored_and_named(monkeypatch):
+    monkeypatch.setenv("RAGEXP_ALLOWED_TARGETS", "my_rag,ragexp")
+    with pytest.raises(RagexpInputError, match=r"RAGEXP_ALLOWED_TARGETS \(set here\) was removed"):
+        check_component({"_target_": "ragexp.judging.calibration.labels.write_labels"}, "retrieval")
+    monkeypatch.delenv("RAGEXP_ALLOWED_TARGETS")
+    with pytest.raises(RagexpInputError) as caught:
+        check_component({"_target_": "my_rag.Retriever"}, "retrieval")
+    assert "RAGEXP_ALLOWED_TARGETS" not in caught.value.message
+
+
+@pytest.mark.parametrize("target", sorted(targets.SHIPPED))
+def test_every_shipped_name_is_a_class_defined_under_that_name(target):
+    assert isinstance(targets.component_class(target, "x"), type)
 
 
 def test_a_registered_name_must_resolve_to_a_class_defined_under_it(monkeypatch):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ragexp.chunking import CHUNKERS, make_chunker
@@ -398,6 +398,7 @@ FUZZ = settings(max_examples=60, deadline=None)
 
 @FUZZ
 @given(lines=st.lists(st.binary(max_size=30) | JSON_VALUES.map(json.dumps).map(str.encode), min_size=1, max_size=4))
+@example(lines=[b'{"\\n":null}'])  # a key that is a newline: the field named in the error line, escaped
 def test_garbage_jsonl_lines_raise_input_errors_only(tmp_path_factory, corpus: Corpus, lines: list[bytes]) -> None:
     path = tmp_path_factory.mktemp("fuzz") / "evalset.jsonl"
     path.write_bytes(json.dumps(GOOD_ITEM).encode() + b"\n" + b"\n".join(lines) + b"\n")

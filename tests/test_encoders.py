@@ -20,12 +20,16 @@ from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import load_evalset
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.pipeline import build_component
+from ragexp.jobs.job import run_job
+from ragexp.models.encoders import effective_backend, with_effective_backends
 from ragexp.models.onnx_export import MIN_COSINE
 from ragexp.models.resolve import resolve_model
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.text_vectors import BACKEND_NOTES, CachedEncoder, encoding_counts, encodings_since
 from reference_pipelines.dense import DenseRetriever
-from reference_pipelines.encoders import OnnxEncoder, SentenceTransformerEncoder, make_encoder
+from ragexp.tracking.run_logger import TAG_EMBEDDING_BACKEND, run_tags
+from reference_pipelines.encoders import Embedding, OnnxEncoder, SentenceTransformerEncoder, make_encoder
+from tests.helpers.configs import compose_run_config
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +131,8 @@ def test_build_component_hands_the_stage_cache_to_a_hybrids_dense_encoder(tmp_pa
     assert isinstance(dense.encoder, CachedEncoder) and dense.encoder.cache.root == tmp_path
 
 
-def test_a_model_onnx_cannot_export_runs_on_torch_and_says_so_once(tmp_path, caplog) -> None:
+def cls_pooling_minilm(tmp_path: Path) -> Path:
+    """all-MiniLM-L6-v2 with CLS pooling: a model the ONNX export refuses (it pools by mean only)."""
     source = resolve_model("minilm").path
     folder = tmp_path / "minilm-cls"
     shutil.copytree(source, folder, ignore=shutil.ignore_patterns("model.safetensors"))
@@ -135,6 +140,11 @@ def test_a_model_onnx_cannot_export_runs_on_torch_and_says_so_once(tmp_path, cap
     pooling = json.loads((folder / "1_Pooling" / "config.json").read_text())
     pooling.update(pooling_mode_cls_token=True, pooling_mode_mean_tokens=False)
     (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    return folder
+
+
+def test_a_model_onnx_cannot_export_runs_on_torch_and_says_so_once(tmp_path, caplog) -> None:
+    folder = cls_pooling_minilm(tmp_path)
     with caplog.at_level(logging.WARNING, logger="ragexp.models.encoders"):
         encoders = [make_encoder(str(folder)) for _ in range(2)]
     assert all(isinstance(encoder, SentenceTransformerEncoder) for encoder in encoders)
@@ -145,6 +155,49 @@ def test_a_model_onnx_cannot_export_runs_on_torch_and_says_so_once(tmp_path, cap
     with pytest.raises(RagexpInputError) as err:
         make_encoder(str(folder), precision="int8")
     assert err.value.field == "precision"
+
+
+def test_the_embedding_group_builds_a_component_class_that_encodes_like_make_encoder(tmp_path) -> None:
+    embedding = build_component(compose_config([]).embedding, "embedding", StageCache(tmp_path))
+    assert isinstance(embedding, Embedding) and isinstance(embedding.encoder, OnnxEncoder)
+    direct = make_encoder("minilm", max_seq_length=256, batch_size=64)
+    assert embedding.identity == direct.identity and embedding.backend == "onnx"
+    np.testing.assert_array_equal(embedding.encode_queries(["a query"]), direct.encode_queries(["a query"]))
+    torch = build_component(compose_config(["embedding.backend=torch"]).embedding, "embedding", StageCache(tmp_path))
+    assert isinstance(torch.encoder, SentenceTransformerEncoder) and torch.backend == "torch"
+    with pytest.raises(RagexpInputError) as err:
+        build_component(compose_config(["embedding.backend=torch", "embedding.precision=int8"]).embedding, "embedding",
+                        StageCache(tmp_path))
+    assert err.value.field == "embedding.precision"
+
+
+def test_a_model_onnx_cannot_export_is_labelled_torch_wherever_it_is_keyed(tmp_path) -> None:
+    folder = cls_pooling_minilm(tmp_path)
+    embedding = Embedding(model=str(folder), backend="onnx")
+    assert embedding.backend == embedding.identity["backend"] == "torch"
+    assert effective_backend(str(folder), "onnx") == "torch" and effective_backend("minilm", "onnx") == "onnx"
+    configured = {"_target_": "reference_pipelines.dense.DenseRetriever",
+                  "encoder": {"_target_": "reference_pipelines.encoders.Embedding", "model": str(folder), "backend": "onnx"}}
+    assert with_effective_backends(configured)["encoder"]["backend"] == "torch"
+    assert with_effective_backends({**configured, "encoder": {"model": "minilm", "backend": "onnx"}}) == \
+        {**configured, "encoder": {"model": "minilm", "backend": "onnx"}}
+
+
+@pytest.mark.slow
+def test_a_run_that_fell_back_to_torch_shares_a_torch_runs_cache_entries_and_logs_torch(tiny_dataset, tmp_path) -> None:
+    folder = cls_pooling_minilm(tmp_path)
+    results = {}
+    for backend in ("onnx", "torch"):
+        cfg = compose_run_config(tiny_dataset, tmp_path / "cache", "retrieval=dense", f"embedding.model={folder}",
+                                 f"embedding.backend={backend}", "eval.bootstrap_resamples=20")
+        job = run_job(cfg, output_dir=tmp_path / backend, overrides=[], log_to_store=False)
+        results[backend] = job.output.results
+        assert run_tags(cfg, job.output, job.evalset)[TAG_EMBEDDING_BACKEND] == "torch"
+    assert results["onnx"].meta["embedding_backend"] == results["torch"].meta["embedding_backend"] == "torch"
+    assert [label.split()[1] for label in results["onnx"].meta["encodings"]] == ["torch"]
+    assert results["torch"].meta["retrieval_from_cache"]  # the fallback run's rankings, keyed by what encoded
+    assert len(list((tmp_path / "cache" / "text-vectors").iterdir())) == 1  # one vector store: one identity
+    assert results["onnx"].per_query == results["torch"].per_query
 
 
 def test_query_log_encoder_runs_on_onnx() -> None:

@@ -4,6 +4,19 @@ Whoever can write to a shared store can edit a run's stored ``config/resolved.ya
 over a folder can edit its ``resolved.yaml`` before ``ragexp run --config-path``. Each test makes
 the edit and asserts that ragexp refuses it in one line with exit code 2, that the victim file is
 untouched, that no request reached a foreign endpoint and that nothing was written.
+
+Fails before: all 45 fail on the pre-trust main (``ee569b6^1``, run with this file and its
+``ragexp`` on ``PYTHONPATH``; Hydra's flags moved before the overrides, as that CLI wanted). 35
+because the attack worked there (a callable built, a FileHandler callback truncating the victim,
+a key sent to the attacker's server, a secret in folder names, params or logs, a temporary folder
+or shared output folder left). 5 were refused there too and fail only on the message: the old
+prefix allow-list (nested FileHandler), Hydra itself (a ``launcher`` key, two URLs its override
+grammar rejects) and a TypeError (``JudgeCalibration.save`` without ``self``). 5 do not fit the
+pre-trust API, so they prove nothing there: ``LabelledClaim`` took ``human_label`` (the two
+``write_labels`` payloads), chunkers and loaders had no ``_target_``, ``tracking.note`` did not
+exist (upload, sweep checks). On main before the package/environment fixes, the 4
+``PRIMARY_HYDRA_FROM_ENV`` cases already passed; the 7 others added with them and the
+``make_encoder`` one failed.
 """
 
 from __future__ import annotations
@@ -119,6 +132,16 @@ def test_a_chunker_or_loader_target_is_checked_like_a_pipeline(store, tmp_path):
     assert victim.read_text(encoding="utf-8") == VICTIM_TEXT
 
 
+def test_reproduce_refuses_the_encoder_factory_function_as_a_target(store, tmp_path):
+    """``make_encoder`` was the one function the registry let through; the embedding group builds
+    the class ``Embedding`` now, and a stored config naming the function is refused."""
+    store_config(store, {**store[4], "embedding": {**store[4]["embedding"],
+                                                    "_target_": "reference_pipelines.encoders.make_encoder"}})
+    line = one_error_line(reproduce(store, tmp_path))
+    assert "field 'embedding._target_'" in line and "not a registered component class" in line, line
+    assert run_count(store) == 1
+
+
 def hand_folder(tmp_path: Path, config: dict) -> Path:
     folder = tmp_path / "handed"
     folder.mkdir(exist_ok=True)
@@ -168,6 +191,68 @@ def test_hydra_options_picked_by_a_hand_given_defaults_list_or_folder_are_refuse
     (folder / "hydra" / "launcher" / "evil.yaml").write_text("_target_: logging.FileHandler\n", encoding="utf-8")
     line = one_error_line(ragexp(tmp_path, "run", "--config-dir", str(folder), "retrieval=bm25"))
     assert f"{folder}/hydra: a hand-given config folder may not hold hydra/ configs" in line, line
+
+
+#: The primary config's own ``hydra:`` node reading this machine's environment: the value Hydra
+#: would write (folder names, ``.hydra/hydra.yaml``, log file names) is the secret.
+PRIMARY_HYDRA_FROM_ENV = {
+    "run-dir": {"run": {"dir": "out/${oc.env:AWS_SECRET_ACCESS_KEY}"}},
+    "job-name": {"job": {"name": "${oc.env:AWS_SECRET_ACCESS_KEY}"}},
+    "sweep-dir": {"sweep": {"dir": "sweeps/${oc.env:AWS_SECRET_ACCESS_KEY}"}},
+    "job-name-other-variable": {"job": {"name": "${oc.env:GITHUB_TOKEN,none}"}},
+}
+
+
+@pytest.mark.parametrize("edit", PRIMARY_HYDRA_FROM_ENV, ids=list(PRIMARY_HYDRA_FROM_ENV))
+def test_the_primary_configs_hydra_node_reading_the_environment_is_refused(store, tmp_path, edit):
+    folder = hand_folder(tmp_path, {**store[4], "hydra": PRIMARY_HYDRA_FROM_ENV[edit]})
+    sweep = ["-m", "retrieval.k1=1.2,1.5"] if edit == "sweep-dir" else []
+    env = {"AWS_SECRET_ACCESS_KEY": SECRET + "aws", "GITHUB_TOKEN": "ghp_" + "a1b2c3d4" * 5}
+    line = one_error_line(ragexp(tmp_path, "run", "--config-path", str(folder), "--config-name", "resolved", *sweep, env=env))
+    assert f"{folder}/resolved.yaml: field 'hydra." in line and SECRET not in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["handed", "tmpdir"]
+    assert _files_containing(tmp_path, SECRET) == [] and _files_containing(tmp_path, "a1b2c3d4") == []
+
+
+#: Config files that put values into Hydra's node without a ``hydra:`` key: a package in the
+#: defaults list, a ``# @package`` header, a group loaded from a hidden folder (``VICTIM`` is replaced).
+FILE_HANDLER = "cb:\n  _target_: logging.FileHandler\n  filename: VICTIM\n  mode: w\n"
+HYDRA_BY_PACKAGE = {
+    "defaults-package-callbacks": ({"evil@hydra.callbacks": "x"}, {"evil/x.yaml": FILE_HANDLER}),
+    "defaults-global-package-job-name": ({"evil@_global_.hydra.job": "x"}, {"evil/x.yaml": "name: ${oc.env:LEAKY}\n"}),
+    "header-callbacks": ({"evil": "x"}, {"evil/x.yaml": "# @package hydra.callbacks\n" + FILE_HANDLER}),
+    "header-run-dir": ({"evil": "x"}, {"evil/x.yaml": "# @package hydra\nrun:\n  dir: out-${oc.env:LEAKY}\n"}),
+    "hidden-folder-callbacks": ({".evil": "x"}, {".evil/x.yaml": "# @package hydra.callbacks\n" + FILE_HANDLER}),
+}
+
+
+@pytest.mark.parametrize("case", HYDRA_BY_PACKAGE, ids=list(HYDRA_BY_PACKAGE))
+def test_hydra_settings_put_in_place_by_a_package_are_refused(store, tmp_path, case):
+    """Each of these built ``logging.FileHandler`` as a Hydra callback (the victim truncated, exit
+    0) or named run folders and log files after an environment variable before the fix."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text(VICTIM_TEXT, encoding="utf-8")
+    default, files = HYDRA_BY_PACKAGE[case]
+    folder = hand_folder(tmp_path, {"defaults": [default, "_self_"], **store[4]})
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text.replace("VICTIM", str(victim)), encoding="utf-8")
+    line = one_error_line(ragexp(tmp_path, "run", "--config-path", str(folder), "--config-name", "resolved",
+                                 env={"LEAKY": "plainleaky"}))
+    assert "hydra" in line or "hidden folder" in line, line
+    assert victim.read_text(encoding="utf-8") == VICTIM_TEXT
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["handed", "tmpdir", "victim.txt"]
+    assert _files_containing(tmp_path, "plainleaky") == []
+
+
+def test_a_hand_given_value_reading_the_environment_is_refused(store, tmp_path):
+    """Outside ``hydra:`` too: the variable's value would be copied into resolved.yaml and the params."""
+    folder = hand_folder(tmp_path, {**store[4], "tracking": {**store[4]["tracking"], "note": "${oc.env:LEAKY}"}})
+    line = one_error_line(ragexp(tmp_path, "run", "--config-path", str(folder), "--config-name", "resolved",
+                                 env={"LEAKY": "plainleaky"}))
+    assert "field 'tracking.note'" in line and "environment" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["handed", "tmpdir"]
+    assert _files_containing(tmp_path, "plainleaky") == []
 
 
 def test_an_unregistered_target_on_the_command_line_is_refused(tmp_path):

@@ -17,16 +17,13 @@ that very name (no function, method, re-exported object or module attribute), an
 checked against the class's own schema, its constructor (:func:`check_component`): every key a
 parameter, simple types matching their annotation, and none of Hydra's call-shaping keys
 (``_partial_``, ``_args_``, ``_recursive_``, ``_convert_``). Only then is it built.
-
-:data:`SHIPPED_FACTORIES` names the one shipped factory function kept as a target
-(``make_encoder`` picks the ONNX or the sentence-transformers encoder class for a model); it is
-matched by exact name like a class and takes only the encoder options.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import os
 import typing
 from collections.abc import Mapping
 from functools import lru_cache
@@ -36,13 +33,16 @@ from typing import Any
 from ragexp.errors import RagexpInputError
 
 ENTRY_POINT_GROUP = "ragexp.components"
+#: The former allow-list of module prefixes; ignored, named in the refusal when it is still set.
+REMOVED_PREFIX_ENV = "RAGEXP_ALLOWED_TARGETS"
 
 #: The component classes ragexp ships, by kind (``module.Class``; strings, so nothing is imported to check one).
 SHIPPED_BY_KIND: dict[str, tuple[str, ...]] = {
     "retriever": ("reference_pipelines.bm25.BM25Retriever", "reference_pipelines.dense.DenseRetriever",
                   "reference_pipelines.hybrid.HybridRetriever"),
     "reranker": ("reference_pipelines.rerank.CrossEncoderReranker", "reference_pipelines.rerank.EmbeddingReranker"),
-    "encoder": ("reference_pipelines.encoders.SentenceTransformerEncoder", "reference_pipelines.encoders.OnnxEncoder"),
+    "encoder": ("reference_pipelines.encoders.Embedding", "ragexp.models.encoders.SentenceTransformerEncoder",
+                "ragexp.models.encoders.OnnxEncoder"),
     "generator": ("reference_pipelines.generators.extractive.ExtractiveGenerator",
                   "reference_pipelines.generators.llm.LLMGenerator"),
     "judge": ("ragexp.judging.judges.LexicalJudge", "ragexp.judging.judges.EmbeddingJudge",
@@ -55,8 +55,7 @@ SHIPPED_BY_KIND: dict[str, tuple[str, ...]] = {
                        "ragexp.data.dataset.SquadDataset", "ragexp.data.dataset.EvalsetDataset"),
     "sweep callback": ("ragexp.tracking.sweep.MlflowSweepCallback",),
 }  # fmt: skip
-SHIPPED_FACTORIES = frozenset({"reference_pipelines.encoders.make_encoder"})
-SHIPPED = frozenset(name for names in SHIPPED_BY_KIND.values() for name in names) | SHIPPED_FACTORIES
+SHIPPED = frozenset(name for names in SHIPPED_BY_KIND.values() for name in names)
 
 #: Hydra keys that change how a target is called (positional arguments, a partial, no recursion).
 CALL_KEYS = frozenset({"_partial_", "_args_", "_recursive_", "_convert_"})
@@ -84,9 +83,11 @@ def component_class(target: Any, field: str) -> Any:
         raise RagexpInputError(f"must be a registered component class such as reference_pipelines.bm25.BM25Retriever, "
                                f"got {target!r}", field=field)
     if not is_registered(target):
+        removed = (f"; ${REMOVED_PREFIX_ENV} (set here) was removed: a module prefix let that module's functions "
+                   "through") if os.environ.get(REMOVED_PREFIX_ENV) else ""
         raise RagexpInputError(f"_target_ {target!r} is not a registered component class: ragexp builds only the "
-                               f"component classes it ships and those registered on this machine; {HOW_TO_REGISTER}",
-                               field=field)
+                               f"component classes it ships and those registered on this machine; {HOW_TO_REGISTER}"
+                               f"{removed}", field=field)
     from hydra.utils import get_object
 
     try:
@@ -94,8 +95,7 @@ def component_class(target: Any, field: str) -> Any:
     except Exception as err:  # noqa: BLE001 - any import failure is a bad _target_
         raise RagexpInputError(f"cannot import {target!r}: {err}", field=field) from None
     defined_as = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}"
-    is_factory = target in SHIPPED_FACTORIES and inspect.isfunction(obj)
-    if not (inspect.isclass(obj) or is_factory) or defined_as != target:
+    if not inspect.isclass(obj) or defined_as != target:
         raise RagexpInputError(f"_target_ {target!r} is registered but is not a class defined under that name "
                                f"({defined_as}); only classes are components", field=field)
     return obj
@@ -127,7 +127,7 @@ def _check_parameters(cls: Any, node: Mapping, field: str) -> None:
     """The block's keys must be parameters of the class's constructor (unless it takes
     ``**kwargs``) and a value of a parameter annotated ``int``/``float``/``str``/``bool`` (or
     ``Optional`` of one) must have that type; no number is NaN or infinite."""
-    init = cls if inspect.isfunction(cls) else cls.__init__
+    init = cls.__init__
     try:
         params = inspect.signature(init).parameters
     except (TypeError, ValueError):

@@ -5,11 +5,17 @@
 anything, :func:`check_run_arguments`:
 
 - refuses a ``hydra:`` node in any of those files unless each value it sets equals this
-  machine's ``conf/config.yaml`` (Hydra builds ``hydra.callbacks``, launchers and sweepers from it,
-  and run/sweep dirs and the job name become folder names); a ``defaults`` entry that picks a
-  ``hydra/...`` option and a ``hydra/`` config folder are refused the same way;
-- screens every value and key of those files for secrets, after ``${oc.env:...}`` is expanded as
-  Hydra would (:mod:`ragexp.config.secrets`), so nothing reaches ``multirun.yaml`` or ``.hydra/``;
+  machine's ``conf/config.yaml`` and refers to nothing outside Hydra's node (Hydra builds
+  ``hydra.callbacks``, launchers and sweepers from it, and run/sweep dirs and the job name become
+  folder names); the same for a file whose ``# @package`` header puts it into Hydra's node
+  (``hydra``, ``hydra.callbacks``, ``_global_.hydra.job``); a ``defaults`` entry that picks a
+  ``hydra/...`` option, puts a config into a ``hydra`` package (``evil@hydra.callbacks: x``) or
+  loads one from a hidden folder, and a ``hydra/`` config folder are refused the same way;
+- refuses a value that reads this machine's environment (``${oc.env:...}``) unless this
+  machine's ``conf/`` has the same value at the same place (it would copy the environment into the
+  run's config, params and folders), and screens every value and key of those files for secrets,
+  after ``${oc.env:...}`` is expanded as Hydra would (:mod:`ragexp.config.secrets`), so nothing
+  reaches ``multirun.yaml`` or ``.hydra/``;
 - refuses a ``_target_`` given on the command line (``hydra.callbacks.x._target_=...``,
   ``+hydra.callbacks.x={_target_: ...}``) that is not a registered component class, and Hydra's
   call keys (``_partial_``, ``_args_``) anywhere on it (:mod:`ragexp.config.targets`).
@@ -89,20 +95,80 @@ def _local_value(local: Any, path: str) -> Any:
     return node
 
 
-def check_hydra_node(data: Mapping, file: Path) -> None:
-    """A file's ``hydra:`` values must equal the local defaults; its ``defaults`` pick no ``hydra/`` option."""
-    local = {"hydra": local_hydra_defaults()}
-    if "hydra" in data:
-        for path, value in _leaves(data["hydra"], "hydra"):
-            if _local_value(local, path) != value:
+_PACKAGE_HEADER = re.compile(r"^\s*#\s*@package\s+(\S+)")
+#: ``${key}`` / ``${key.sub}``: a reference to another config value (``${name:...}`` is a resolver).
+_KEY_REFERENCE = re.compile(r"\$\{\s*([\w.\[\]-]+)\s*\}")
+
+
+def _absolute(package: str) -> str:
+    """A package with Hydra's ``_global_`` root spelled out of it: ``_global_.hydra.job`` -> ``hydra.job``."""
+    return package.removeprefix("_global_").lstrip(".")
+
+
+def is_hydra_package(package: str) -> bool:
+    """Whether a package (``hydra``, ``hydra.callbacks``, ``_global_.hydra``) lands in Hydra's own node."""
+    path = _absolute(package)
+    return path == "hydra" or path.startswith("hydra.")
+
+
+def file_package(text: str) -> str | None:
+    """The ``# @package`` header of a config file (before its first non-comment line), if any."""
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return None
+        found = _PACKAGE_HEADER.match(line)
+        if found:
+            return found.group(1)
+    return None
+
+
+def _placed(data: Mapping, package: str | None) -> Mapping:
+    """``data`` as it lands in the composed config: under its ``# @package`` (root for ``_global_``
+    and for a primary config; a group file without a header stays in its group, off Hydra's node)."""
+    if package is None or not is_hydra_package(package):
+        return data
+    for key in reversed(_absolute(package).split(".")):
+        data = {key: data}
+    return data
+
+
+def _defaults_picks(entry: Any) -> list[tuple[str, str]]:
+    """``(config path, package)`` of each config a ``defaults`` entry loads: ``group@pkg: option``
+    (``override``/``optional`` prefixes dropped), ``path@pkg`` for a string entry."""
+    keys = [entry] if isinstance(entry, str) else [str(key) for key in entry] if isinstance(entry, Mapping) else []
+    picks = []
+    for key in keys:
+        words = key.split()
+        path, _, package = (words[-1] if words else "").partition("@")
+        picks += [(path, part) for part in package.split(":")] if package else [(path, "")]
+    return picks
+
+
+def check_hydra_node(data: Mapping, file: Path, package: str | None = None) -> None:
+    """A file's values that land in Hydra's node (its ``hydra:`` key, or all of it under a
+    ``# @package hydra...`` header) must equal the local defaults and refer to no value outside
+    Hydra's node (equal text then resolves equal); its ``defaults`` load no ``hydra/`` option, put
+    nothing in a ``hydra`` package and load nothing from a hidden folder."""
+    local = local_hydra_defaults()
+    placed = _placed(data, package)
+    if "hydra" in placed:
+        for path, value in _leaves(placed["hydra"], "hydra"):
+            references = _KEY_REFERENCE.findall(value) if isinstance(value, str) else []
+            if _local_value(local, path) != value or any(not is_hydra_package(ref) for ref in references):
                 raise RagexpInputError("hydra settings (callbacks, launcher, sweeper, run/sweep dirs, job name) come "
                                        "from this machine's conf/config.yaml, not from a hand-given config; remove "
-                                       "it or type it on the command line", file=file, field=path)
+                                       "it or type it on the command line", file=file,
+                                       field=path if package is None else f"{path} (# @package {package})")
     for entry in data.get("defaults") or []:
-        text = yaml.safe_dump(entry) if not isinstance(entry, str) else entry
-        if re.search(r"(^|[\s/])hydra(/|\b)", text):
-            raise RagexpInputError("a hand-given config may not pick hydra/ options (launcher, sweeper, callbacks, "
-                                   "logging) in its defaults; type them on the command line", file=file, field="defaults")
+        for path, target_package in _defaults_picks(entry):
+            parts = [part for part in path.split("/") if part]
+            if (parts and parts[0] == "hydra") or is_hydra_package(target_package):
+                raise RagexpInputError("a hand-given config may not pick hydra/ options (launcher, sweeper, callbacks, "
+                                       "logging) or put a config into the hydra package in its defaults; type them on "
+                                       "the command line", file=file, field="defaults")
+            if any(part.startswith(".") for part in parts):
+                raise RagexpInputError(f"a hand-given config may not load {path!r} from a hidden folder (such as a run "
+                                       "folder's .hydra/)", file=file, field="defaults")
 
 
 def _expanded(node: Any) -> Any:
@@ -113,6 +179,46 @@ def _expanded(node: Any) -> Any:
     return expand_env(node) if isinstance(node, str) else node
 
 
+_READS_ENVIRONMENT = re.compile(r"\$\{\s*(?:oc\.env|env)\s*:")
+
+
+def _local_twin(file: Path, argv: Sequence[str]) -> Any:
+    """The config this machine's ``conf/`` has where a hand-given file stands: ``conf/config.yaml``
+    for the primary config, ``conf/<same relative path>`` for a file of a given folder (``{}`` if none)."""
+    given = hand_given(argv)
+    candidates = [CONFIG_DIR / "config.yaml"] if given["path"] and file.parent == Path(given["path"][-1]) and \
+        file.stem == Path((given["name"] or ["config"])[-1]).stem else []
+    for folder in [Path(p) for p in given["path"][-1:] + given["dir"]]:
+        if not candidates and file.is_relative_to(folder):
+            candidates.append(CONFIG_DIR / file.relative_to(folder))
+    try:
+        return yaml.safe_load(candidates[0].read_text(encoding="utf-8")) if candidates and candidates[0].is_file() else {}
+    except (OSError, yaml.YAMLError):
+        return {}
+
+
+def _all_leaves(node: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield from _all_leaves(value, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _all_leaves(value, f"{prefix}[{i}]")
+    else:
+        yield prefix, node
+
+
+def check_environment_reads(data: Mapping, twin: Any, file: Path) -> None:
+    """No value of a hand-given file reads this machine's environment (``${oc.env:...}``), which
+    would copy it into the run's config, params and folders, unless this machine's own ``conf/``
+    has the same value at the same place (``cache_dir``, the OpenAI ``base_url``)."""
+    local = dict(_all_leaves(twin, ""))
+    for path, value in _all_leaves(data, ""):
+        if isinstance(value, str) and _READS_ENVIRONMENT.search(value) and local.get(path) != value:
+            raise RagexpInputError("reads this machine's environment (${oc.env:...}); a hand-given config may not "
+                                   "copy it into the run's logs; type it on the command line", file=file, field=path)
+
+
 def check_hand_given_files(argv: Sequence[str]) -> None:
     for file in hand_given_files(argv):
         try:
@@ -121,7 +227,8 @@ def check_hand_given_files(argv: Sequence[str]) -> None:
             raise RagexpInputError(f"cannot read this config ({str(err).splitlines()[0]})", file=file) from None
         if not isinstance(data, Mapping):
             continue
-        check_hydra_node(data, file)
+        check_hydra_node(data, file, file_package(file.read_text(encoding="utf-8")))
+        check_environment_reads(data, _local_twin(file, argv), file)
         try:
             screen_config(_expanded(data))
         except RagexpInputError as err:

@@ -21,6 +21,7 @@ from ragexp.config.targets import check_component
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
+from ragexp.runtime.text_vectors import with_text_vectors
 
 
 def build_component(node: DictConfig | None, group: str, cache: StageCache) -> Any | None:
@@ -78,7 +79,7 @@ class Pipeline:
     reranker: Any | None
     generator: Any | None
     judge: Any | None = None
-    encoder: Any | None = None  # the embedding model answer relevance compares questions with
+    encoder: Any | None = None  # the embedding group, built when used: answer relevance compares questions with it
 
 
 def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
@@ -93,6 +94,8 @@ def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
     embedding = None
     if component_config(cfg.get("generator")) is not None or any(_interpolates(cfg.get(g), "embedding") for g in groups):
         embedding = build_component(cfg.get("embedding"), "embedding", cache)
+        if hasattr(embedding, "identity") and hasattr(embedding, "encode_queries"):
+            embedding = with_text_vectors(embedding, cache)
     retriever = build_component(cfg.retrieval, "retrieval", cache)
     if retriever is None:
         raise RagexpInputError("needs a _target_ (e.g. retrieval=bm25)", field="retrieval")
@@ -106,7 +109,7 @@ def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
         )
     reranker = build_component(cfg.get("reranker"), "reranker", cache)
     if generator is None:
-        return Pipeline(retriever, reranker, None)
+        return Pipeline(retriever, reranker, None, encoder=embedding)
     judge = build_component(cfg.get("judge"), "judge", cache)
     return Pipeline(retriever, reranker, generator, judge, embedding)
 

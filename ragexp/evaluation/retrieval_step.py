@@ -8,6 +8,9 @@ rankings. Each stage goes through the stage cache, keyed by exactly what determi
   (:func:`~ragexp.metrics.ranking.doc_level`: each document at its first, best-scoring chunk), so
   ``doc_*`` metrics describe the ranking the run returns. A chunk ranking that holds fewer than k
   distinct documents scores ``doc_*_at_k`` over the documents it holds, as trec_eval does.
+- The retriever and reranker configs in the keys name the backend each encoder block actually
+  encodes with (:func:`~ragexp.models.encoders.with_effective_backends`): a model configured
+  ``onnx`` that ONNX could not export runs on torch and shares a ``backend: torch`` run's entries.
 - Warnings the retriever raises about its index (``retriever.warnings``, e.g. BM25 where no term
   has a positive weight) are cached with the rankings, so a cached run records them too.
 """
@@ -25,6 +28,7 @@ from ragexp.data import EvalItem
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.metrics.ranking import Ranking, doc_level, trec_order
+from ragexp.models.encoders import with_effective_backends
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.runtime.stage_cache import StageCache
 
@@ -59,7 +63,7 @@ class _Search:
         """Rankings of ``items`` at ``depth``, reranked when the pipeline has a reranker."""
         queries = [item.query for item in items]
         key = {
-            "retriever": component_config(self.cfg.retrieval),
+            "retriever": with_effective_backends(component_config(self.cfg.retrieval)),
             "chunking": self.data.chunking_config,
             "corpus": self.data.corpus.fingerprint(),
             "queries": stable_hash(queries),
@@ -81,7 +85,7 @@ class _Search:
         if self.pipeline.reranker is None:
             return rankings
         rerank_key = {
-            "reranker": component_config(self.cfg.reranker),
+            "reranker": with_effective_backends(component_config(self.cfg.reranker)),
             "candidates": stable_hash(rankings),
             "depth": depth,
             "corpus": self.data.corpus.fingerprint(),

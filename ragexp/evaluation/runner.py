@@ -87,6 +87,14 @@ def add_context_metrics(per_query: dict[str, dict[str, float]], aggregate: dict[
     aggregate["context_k"] = float(depth)
 
 
+def embedding_backend(pipeline: Pipeline) -> dict[str, str]:
+    """``{"embedding_backend": "onnx"|"torch"}``: the backend the run's embedding model encodes with
+    (``torch`` also when ``onnx`` was configured and ONNX could not export the model); empty when
+    the run uses no embedding model."""
+    backend = (getattr(pipeline.encoder, "identity", None) or {}).get("backend")
+    return {"embedding_backend": backend} if backend else {}
+
+
 def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline: Pipeline, run_name: str) -> RunOutput:
     """Evaluate ``pipeline`` on ``data`` as ``cfg`` (validated by the caller) describes; ``run_name``
     labels the results (:func:`ragexp.tracking.labels.run_name`)."""
@@ -159,6 +167,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
         "context_k": depth_k,
         "retrieval_from_cache": retrieved.from_cache,
         "encodings": encodings_since(encodings_before),  # distinct texts encoded vs read back, per encoder
+        **embedding_backend(pipeline),
         "warnings": [*data.corpus_warnings, *retrieved.warnings, *source_warnings(items)],
         "docs_not_indexed": data.not_indexed[:20],
         "ragexp_version": __version__,

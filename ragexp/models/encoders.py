@@ -272,36 +272,80 @@ def _note_once(model: str, reason: str) -> None:
         log.warning("embedding model %s runs on torch, not ONNX: %s", model, reason)
 
 
-def make_encoder(model: str, backend: str = "onnx", precision: str = "fp32", name: str | None = None, **options: Any) -> Encoder:
-    """The encoder for ``model`` on ``backend`` at ``precision`` (see the module docstring);
-    ``options`` go to its constructor. ``name`` is the config group's label (``embedding=minilm``)
-    and is ignored."""
+def _plan(resolved: ResolvedModel, backend: str) -> tuple[onnx_export.OnnxGraph | None, int | None, str]:
+    """How :func:`make_encoder` runs ``resolved``: ``(graph, max_seq_length of the export, reason)``;
+    ``graph`` is the fp32 ONNX graph to run, ``None`` for torch (``reason``: why torch although
+    ``backend`` is ``onnx``; empty when torch was asked for)."""
+    if resolved.kind == ONNX:
+        return onnx_export.OnnxGraph(resolved.path, resolved.tokenizer), None, ""
+    if backend == "torch":
+        return None, None, ""
+    if resolved.kind != HF_FOLDER:
+        return None, None, f"a {resolved.kind} model is not a sentence-transformers folder ONNX can export"
+    export = onnx_export.exported(resolved)
+    return export.graph, export.max_seq_length, "" if export.graph is not None else export.reason
+
+
+def _check_choice(backend: str, precision: str) -> None:
     if backend not in BACKENDS:
         raise RagexpInputError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}", field="backend")
     if precision not in PRECISIONS:
         raise RagexpInputError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}", field="precision")
+    if backend == "torch" and precision != "fp32":
+        raise RagexpInputError(f"precision {precision!r} needs backend onnx; the torch backend runs fp32", field="precision")
+
+
+def make_encoder(model: str, backend: str = "onnx", precision: str = "fp32", name: str | None = None, **options: Any) -> Encoder:
+    """The encoder for ``model`` on ``backend`` at ``precision`` (see the module docstring);
+    ``options`` go to its constructor. ``name`` is the config group's label (``embedding=minilm``)
+    and is ignored. An ``.onnx`` model runs on ONNX Runtime whatever ``backend`` says; the
+    encoder's :attr:`identity` names the backend that encodes (:func:`effective_backend`)."""
+    _check_choice(backend, precision)
     resolved = resolve_model(model)
-    if resolved.kind == ONNX:
-        graph = onnx_export.OnnxGraph(resolved.path, resolved.tokenizer)
-    elif backend == "torch" or resolved.kind != HF_FOLDER:
-        return SentenceTransformerEncoder(resolved, precision=precision, **options)
-    else:
-        export = onnx_export.exported(resolved)
-        if export.graph is None:
+    graph, export_length, reason = _plan(resolved, backend)
+    if graph is None:
+        if reason:
             if precision != "fp32":
-                raise RagexpInputError(f"precision {precision!r} needs an ONNX export of {model!r}, which was refused: {export.reason}", field="precision")
-            _note_once(model, export.reason)
-            return SentenceTransformerEncoder(resolved, **options)
-        graph = export.graph
-        if options.get("max_seq_length") is None:  # the folder's own limit, as sentence-transformers keeps it
-            options["max_seq_length"] = export.max_seq_length
+                raise RagexpInputError(f"precision {precision!r} needs an ONNX export of {model!r}, which was refused: {reason}", field="precision")
+            _note_once(model, reason)
+        return SentenceTransformerEncoder(resolved, precision=precision, **options)
+    if export_length is not None and options.get("max_seq_length") is None:  # the folder's own limit, as sentence-transformers keeps it
+        options["max_seq_length"] = export_length
     if precision == "int8":
         graph = onnx_export.int8_graph(graph, resolved)
     return OnnxEncoder(resolved, graph=graph.path, tokenizer=graph.tokenizer, precision=precision, **options)
 
 
+def effective_backend(model: str, backend: str = "onnx", precision: str = "fp32") -> str:
+    """The backend :func:`make_encoder` encodes ``model`` with when ``backend`` is configured:
+    ``torch`` where the ONNX export of a sentence-transformers folder was refused, ``onnx`` for an
+    ``.onnx`` model. Cheap once the encoder was built (the export verdict is on disk)."""
+    _check_choice(backend, precision)
+    graph, _, _ = _plan(resolve_model(model), backend)
+    return "torch" if graph is None else "onnx"
+
+
+def with_effective_backends(node: Any) -> Any:
+    """``node`` (a component config) with the ``backend`` of every encoder block in it (a mapping
+    with a ``model`` name and ``backend: onnx|torch``) replaced by :func:`effective_backend`, for
+    stage-cache keys: a run configured ``onnx`` whose model fell back to torch computes what a
+    ``torch`` run computes and shares its entries. A block whose model cannot be resolved stays as
+    it is (building it failed already)."""
+    if isinstance(node, Mapping):
+        out = {key: with_effective_backends(value) for key, value in node.items()}
+        if isinstance(out.get("model"), str) and out.get("backend") in BACKENDS:
+            try:
+                out["backend"] = effective_backend(out["model"], out["backend"], out.get("precision", "fp32"))
+            except RagexpInputError:
+                pass
+        return out
+    if isinstance(node, (list, tuple)):
+        return [with_effective_backends(value) for value in node]
+    return node
+
+
 def build_encoder(spec: Mapping[str, Any] | Encoder, cache: Any = None) -> Encoder:
-    """An encoder from config: a built :class:`Encoder`, a mapping with ``_target_`` (Hydra), or a
+    """An encoder from config: a built :class:`Encoder`, a mapping with a registered ``_target_``, or a
     plain mapping for :func:`make_encoder`. With a stage cache, every text is encoded once per
     encoder identity (:class:`ragexp.runtime.text_vectors.CachedEncoder`)."""
     if isinstance(spec, Encoder):
@@ -310,6 +354,9 @@ def build_encoder(spec: Mapping[str, Any] | Encoder, cache: Any = None) -> Encod
     if "_target_" in config:
         from hydra.utils import instantiate
 
+        from ragexp.config.targets import check_component
+
+        check_component(config, "encoder")  # a registered encoder class (Embedding), before any import
         return with_text_vectors(instantiate(config), cache)
     if "model" not in config:
         raise unloadable_model_error("<missing>", "the encoder config has no 'model'", field="encoder.model")

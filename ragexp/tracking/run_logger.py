@@ -5,7 +5,7 @@ uses (:mod:`~ragexp.tracking.labels`), plus the run's constants (query and chunk
 metrics: every aggregate and stage timing under its section prefix (``1_headline/``,
 ``retrieval/``, ``doc/``, ``generation/``, ``tag/<tag>/``, ``ci/``, ``time/``;
 :mod:`~ragexp.tracking.metric_names`); tags: config hash, corpus and eval-set fingerprints, eval-set
-name and gold level, code version, package versions, the sweep's axis values (``axis.<key>``),
+name and gold level, the embedding backend that encoded (``ragexp.embedding_backend``), code version, package versions, the sweep's axis values (``axis.<key>``),
 ``mlflow.runType=evaluation``; with a judge, its calibration next to faithfulness
 (:func:`judge_fields`); artifacts: resolved config and Hydra overrides, the portable
 ``ragexp_results.json``, the per-query table (MLflow's table artifact, flat columns: :func:`per_query_table`),
@@ -49,6 +49,9 @@ from ragexp.tracking.sweep import terminal_status
 TAG_WARNINGS = "ragexp.warnings"  # what the run warned about (also in ragexp_results.json, meta.warnings)
 TAG_LIMIT = 5000
 TAG_JUDGE_WARNING = "ragexp.judge_warning"
+#: The backend the embedding model actually encoded with (``meta.embedding_backend``): ``torch`` where
+#: ``embedding.backend=onnx`` fell back because ONNX could not export the model.
+TAG_EMBEDDING_BACKEND = "ragexp.embedding_backend"
 
 
 def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float], dict[str, str]]:
@@ -238,6 +241,7 @@ def run_tags(cfg: DictConfig, output: RunOutput, evalset: EvalSet) -> dict[str, 
         store.TAG_CODE_VERSION: store.code_version(),
         store.TAG_VERSION: meta["ragexp_version"],
         "ragexp.dataset": str(cfg.dataset.get("name", "")),
+        **({TAG_EMBEDDING_BACKEND: meta["embedding_backend"]} if meta.get("embedding_backend") else {}),
         **({TAG_WARNINGS: " | ".join(meta["warnings"])[:TAG_LIMIT]} if meta.get("warnings") else {}),
         **store.package_versions(),
     }

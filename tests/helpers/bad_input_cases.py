@@ -214,6 +214,10 @@ def _unknown_model(c: Case) -> list[str]:
     return c.run("retrieval=dense", "embedding.model=nope")
 
 
+def _int8_on_torch(c: Case) -> list[str]:
+    return c.run("retrieval=dense", "embedding.backend=torch", "embedding.precision=int8")
+
+
 # --- config and overrides ---------------------------------------------------------------------------
 
 
@@ -603,6 +607,8 @@ CASES = [
             ("field 'chunking.overlap'", "(120)")),
     CliCase("unknown-model", "`embedding.model=nope`", _unknown_model,
             ("field 'embedding.model'", "'nope'", "minilm", "paraphrase-minilm-l3")),
+    CliCase("int8-on-torch", "`embedding.backend=torch embedding.precision=int8` (int8 is ONNX only)", _int8_on_torch,
+            ("field 'embedding.precision'", "needs backend onnx")),
     CliCase("typo-in-key", "`chunking.sise=256` (typo)", _typo_in_a_key,
             ("field 'chunking.sise': unknown key; did you mean 'size'?",)),
     CliCase("unknown-option", "`embedding=nope`", _unknown_group_option,
