@@ -98,7 +98,9 @@ def sweep_seconds(workdir: Path, sweep: str = "full", extra: Sequence[str] = ())
         f"hydra.sweep.dir={workdir}/multirun",
     ]
     started = time.perf_counter()
-    subprocess.run(command, cwd=workdir, env=ENV, check=True, capture_output=True)
+    done = subprocess.run(command, cwd=workdir, env=ENV, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"the sweep in {workdir} exited with {done.returncode}:\n{done.stderr[-3000:]}")
     return time.perf_counter() - started
 
 
