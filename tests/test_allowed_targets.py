@@ -18,9 +18,11 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 import yaml
+from omegaconf import OmegaConf
 
 from ragexp.config import targets
-from ragexp.config.targets import check_component
+from ragexp.config.schema import load_saved_config
+from ragexp.config.targets import RENAMED, check_component
 from ragexp.errors import RagexpInputError
 from ragexp.tracking.metric_names import results_view
 from tests.helpers.cli import ENV, dataset_args, job_runs
@@ -201,7 +203,9 @@ def test_a_factory_function_is_no_target_not_even_the_encoder_factory():
     embedding group builds the component class ``Embedding`` instead of ``make_encoder``."""
     for target in ("reference_pipelines.encoders.make_encoder", "ragexp.models.encoders.make_encoder",
                    "reference_pipelines.encoders.build_encoder"):
-        with pytest.raises(RagexpInputError, match="is not a registered component class") as caught:
+        expected = "was replaced by the component class 'reference_pipelines.encoders.Embedding'" if target in RENAMED \
+            else "is not a registered component class"
+        with pytest.raises(RagexpInputError, match=expected) as caught:
             check_component({"_target_": target, "model": "minilm"}, "embedding")
         assert caught.value.field == "embedding._target_"
     check_component({"_target_": "reference_pipelines.encoders.Embedding", "model": "minilm", "backend": "torch"}, "embedding")
@@ -284,3 +288,23 @@ def test_the_shipped_configs_name_only_registered_classes():
         node = {k: v for k, v in (yaml.safe_load(file.read_text(encoding="utf-8")) or {}).items() if k != "defaults"}
         check_component(node.get("hydra", node), f"{file.parent.name}/{file.stem}")
     assert sum("_target_:" in file.read_text(encoding="utf-8") for file in files) >= 24  # chunkers and loaders too
+
+
+def test_a_saved_config_of_an_earlier_release_is_read_with_the_class_that_replaced_its_factory(tmp_path, capsys):
+    """Runs saved before 2026-12-04 name ``make_encoder`` wherever an encoder is built; a saved
+    config is read with ``Embedding`` in each place (said on stderr), then checked as any other."""
+    saved = tmp_path / "resolved.yaml"
+    factory = "reference_pipelines.encoders.make_encoder"
+    saved.write_text(yaml.safe_dump({
+        "embedding": {"_target_": factory, "model": "minilm"},
+        "reranker": {"name": "embedding", "_target_": "reference_pipelines.rerank.EmbeddingReranker",
+                     "encoder": {"_target_": factory, "model": "paraphrase-minilm-l3"}},
+    }), encoding="utf-8")
+    cfg = load_saved_config(saved)
+    assert cfg.embedding._target_ == cfg.reranker.encoder._target_ == "reference_pipelines.encoders.Embedding"
+    notes = capsys.readouterr().err.splitlines()
+    assert [n.split(": ", 2)[2] for n in notes] == [
+        f"embedding._target_: {factory} -> reference_pipelines.encoders.Embedding (a run saved by an earlier release)",
+        f"reranker.encoder._target_: {factory} -> reference_pipelines.encoders.Embedding (a run saved by an earlier release)",
+    ]
+    check_component(OmegaConf.to_container(cfg.embedding), "embedding")

@@ -16,7 +16,8 @@ pre-trust API, so they prove nothing there: ``LabelledClaim`` took ``human_label
 ``write_labels`` payloads), chunkers and loaders had no ``_target_``, ``tracking.note`` did not
 exist (upload, sweep checks). On main before the package/environment fixes, the 4
 ``PRIMARY_HYDRA_FROM_ENV`` cases already passed; the 7 others added with them and the
-``make_encoder`` one failed.
+``make_encoder`` one failed. (That one now asserts that a saved ``make_encoder`` is read as the
+class ``Embedding`` and checked against it, so runs saved before the change still reproduce.)
 """
 
 from __future__ import annotations
@@ -132,13 +133,24 @@ def test_a_chunker_or_loader_target_is_checked_like_a_pipeline(store, tmp_path):
     assert victim.read_text(encoding="utf-8") == VICTIM_TEXT
 
 
-def test_reproduce_refuses_the_encoder_factory_function_as_a_target(store, tmp_path):
+def test_reproduce_reads_the_encoder_factory_of_earlier_releases_as_the_class_that_replaced_it(store, tmp_path):
     """``make_encoder`` was the one function the registry let through; the embedding group builds
-    the class ``Embedding`` now, and a stored config naming the function is refused."""
-    store_config(store, {**store[4], "embedding": {**store[4]["embedding"],
-                                                    "_target_": "reference_pipelines.encoders.make_encoder"}})
-    line = one_error_line(reproduce(store, tmp_path))
-    assert "field 'embedding._target_'" in line and "not a registered component class" in line, line
+    the class ``Embedding`` now. A stored config naming the function (every run saved before
+    2026-12-04) is read with the class, said on stderr, and checked against the class: the
+    function's extra parameters (``cache``, any ``**options``) are refused, so nothing reaches it
+    that the class does not take."""
+    factory = {**store[4]["embedding"], "_target_": "reference_pipelines.encoders.make_encoder"}
+    store_config(store, {**store[4], "embedding": factory})
+    proc = reproduce(store, tmp_path, "--no-log")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert ("embedding._target_: reference_pipelines.encoders.make_encoder -> reference_pipelines.encoders.Embedding"
+            in proc.stderr), proc.stderr[-3000:]
+    store_config(store, {**store[4], "embedding": {**factory, "cache": "/tmp/elsewhere"}})
+    refused = reproduce(store, tmp_path)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("ragexp reproduce: error")]
+    assert len(errors) == 1 and "field 'embedding.cache'" in errors[0] and "unknown parameter of Embedding" in errors[0], \
+        refused.stderr[-3000:]
     assert run_count(store) == 1
 
 
@@ -258,7 +270,7 @@ def test_a_hand_given_value_reading_the_environment_is_refused(store, tmp_path):
 def test_an_unregistered_target_on_the_command_line_is_refused(tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text(VICTIM_TEXT, encoding="utf-8")
-    for args in ([f"+hydra.callbacks.evil._target_=logging.FileHandler", f"+hydra.callbacks.evil.filename={victim}"],
+    for args in (["+hydra.callbacks.evil._target_=logging.FileHandler", f"+hydra.callbacks.evil.filename={victim}"],
                  [f"+hydra.callbacks.evil={{_target_: logging.FileHandler, filename: {victim}, mode: w}}"],
                  ["retrieval._target_=ragexp.judging.calibration.labels.write_labels"],
                  ["+retrieval._partial_=true"]):

@@ -8,6 +8,7 @@ mappings: their parameters are checked by the component's constructor at start-u
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field, fields
 from os import PathLike
 from typing import Any, Optional
@@ -17,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ragexp.config.secrets import screen_config
+from ragexp.config.targets import rename_saved_targets
 from ragexp.errors import RagexpInputError
 
 
@@ -166,7 +168,8 @@ def component_config(node: DictConfig | None) -> dict | None:
 def load_saved_config(path: str | PathLike[str]) -> DictConfig:
     """A run's saved ``resolved.yaml`` (a run's output folder, or its MLflow artifact) on the schema.
 
-    A saved config is fully resolved, so an interpolation (``${...}``) in it was put there by
+    ``_target_`` s that earlier releases saved and a shipped class has replaced are read with the
+    new name, said on stderr (:data:`ragexp.config.targets.RENAMED`). A saved config is fully resolved, so an interpolation (``${...}``) in it was put there by
     hand: refused, since resolving ``${oc.env:...}`` would copy this machine's environment (keys)
     into the new run's logs. Its ``_target_`` s are checked when the components are built.
     """
@@ -182,9 +185,12 @@ def load_saved_config(path: str | PathLike[str]) -> DictConfig:
         if isinstance(value, str) and "${" in value:
             raise RagexpInputError("a saved config holds no interpolation (${...}); this file was edited, refusing it",
                                    file=path, field=key_path)
+    stored = OmegaConf.to_container(loaded, resolve=False)
+    for renamed in rename_saved_targets(stored):
+        print(f"note: {path}: {renamed} (a run saved by an earlier release)", file=sys.stderr)
     try:
-        screen_config(OmegaConf.to_container(loaded, resolve=False))
-        return OmegaConf.merge(OmegaConf.structured(RagexpConfig), loaded)
+        screen_config(stored)
+        return OmegaConf.merge(OmegaConf.structured(RagexpConfig), stored)
     except RagexpInputError as err:
         raise RagexpInputError(err.message, file=path, field=err.field) from None
     except OmegaConfBaseException as err:

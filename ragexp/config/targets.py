@@ -56,6 +56,11 @@ SHIPPED_BY_KIND: dict[str, tuple[str, ...]] = {
     "sweep callback": ("ragexp.tracking.sweep.MlflowSweepCallback",),
 }  # fmt: skip
 SHIPPED = frozenset(name for names in SHIPPED_BY_KIND.values() for name in names)
+#: Targets that runs saved by earlier releases name, and the shipped class that replaced each with
+#: the same parameters (the embedding group built its encoder through a factory function until
+#: 2026-12-04). :func:`ragexp.config.schema.load_saved_config` reads a saved config with the new
+#: name and says so; anywhere else the old name is refused with the new one in the message.
+RENAMED: dict[str, str] = {"reference_pipelines.encoders.make_encoder": "reference_pipelines.encoders.Embedding"}
 
 #: Hydra keys that change how a target is called (positional arguments, a partial, no recursion).
 CALL_KEYS = frozenset({"_partial_", "_args_", "_recursive_", "_convert_"})
@@ -82,6 +87,10 @@ def component_class(target: Any, field: str) -> Any:
     if not isinstance(target, str) or not target:
         raise RagexpInputError(f"must be a registered component class such as reference_pipelines.bm25.BM25Retriever, "
                                f"got {target!r}", field=field)
+    if target in RENAMED:
+        raise RagexpInputError(f"_target_ {target!r} was replaced by the component class {RENAMED[target]!r} (same "
+                               "parameters): change the _target_; `ragexp reproduce` reads a saved run's config "
+                               "with the new name", field=field)
     if not is_registered(target):
         removed = (f"; ${REMOVED_PREFIX_ENV} (set here) was removed: a module prefix let that module's functions "
                    "through") if os.environ.get(REMOVED_PREFIX_ENV) else ""
@@ -99,6 +108,23 @@ def component_class(target: Any, field: str) -> Any:
         raise RagexpInputError(f"_target_ {target!r} is registered but is not a class defined under that name "
                                f"({defined_as}); only classes are components", field=field)
     return obj
+
+
+def rename_saved_targets(node: Any, field: str = "") -> list[str]:
+    """Replace every :data:`RENAMED` ``_target_`` in ``node`` (a plain container, changed in place)
+    by its new name; the fields changed, as ``field: old -> new``."""
+    changed = []
+    if isinstance(node, dict):
+        target = node.get("_target_")
+        if isinstance(target, str) and target in RENAMED:
+            node["_target_"] = RENAMED[target]
+            changed.append(f"{field + '.' if field else ''}_target_: {target} -> {RENAMED[target]}")
+        for key, value in node.items():
+            changed += rename_saved_targets(value, f"{field}.{key}" if field else str(key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            changed += rename_saved_targets(value, f"{field}[{i}]")
+    return changed
 
 
 def check_component(node: Any, field: str) -> None:
