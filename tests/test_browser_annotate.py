@@ -27,7 +27,14 @@ from mlflow.tracking import MlflowClient
 
 from tests.helpers.cli import ENV, ragexp
 from tests.helpers.mlflow_server import free_port
-from tests.helpers.page_server import CHROMIUM, CHROMIUM_ARGS, drag_select, settled_save_state, start_page, stop_page
+from tests.helpers.page_server import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    drag_select,
+    settled_save_state,
+    start_page,
+    stop_page,
+)
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 

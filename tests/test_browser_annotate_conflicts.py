@@ -21,7 +21,14 @@ import pytest
 
 from ragexp.annotation.session import entry_id
 from tests.helpers.mlflow_server import free_port
-from tests.helpers.page_server import CHROMIUM, CHROMIUM_ARGS, drag_select, settled_save_state, start_page, stop_page
+from tests.helpers.page_server import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    drag_select,
+    settled_save_state,
+    start_page,
+    stop_page,
+)
 from tests.helpers.tiny_dataset import TINY_DOCS, write_tiny_dataset
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")

@@ -15,7 +15,6 @@ from hydra import compose, initialize_config_dir
 
 from ragexp.config.compose import CONFIG_DIR
 from ragexp.config.schema import register_schema
-from ragexp.evaluation.results import RunResults
 from ragexp.jobs.job import run_job
 
 WEBHOOK_TEXT = "Failed webhook deliveries are retried with exponential backoff for 24 hours."

@@ -13,7 +13,11 @@ import pytest
 from ragexp.data.convert import CONVERTERS, ConvertOptions, converter_for
 from ragexp.data.convert.html import decode_html
 from ragexp.data.datasets import demo_paths
-from ragexp.data.loaders.corpus import CONVERSION_STAGE, load_corpus, persist_conversions
+from ragexp.data.loaders.corpus import (
+    CONVERSION_STAGE,
+    load_corpus,
+    persist_conversions,
+)
 from ragexp.data.loaders.evalset import read_evalset
 from ragexp.data.loaders.visible_text import project, visible_spans
 from ragexp.errors import RagexpInputError

@@ -25,10 +25,20 @@ from ragexp.models.encoders import effective_backend, with_effective_backends
 from ragexp.models.onnx_export import MIN_COSINE
 from ragexp.models.resolve import resolve_model
 from ragexp.runtime.stage_cache import StageCache
-from ragexp.runtime.text_vectors import BACKEND_NOTES, CachedEncoder, encoding_counts, encodings_since
-from reference_pipelines.dense import DenseRetriever
+from ragexp.runtime.text_vectors import (
+    BACKEND_NOTES,
+    CachedEncoder,
+    encoding_counts,
+    encodings_since,
+)
 from ragexp.tracking.run_logger import TAG_EMBEDDING_BACKEND, run_tags
-from reference_pipelines.encoders import Embedding, OnnxEncoder, SentenceTransformerEncoder, make_encoder
+from reference_pipelines.dense import DenseRetriever
+from reference_pipelines.encoders import (
+    Embedding,
+    OnnxEncoder,
+    SentenceTransformerEncoder,
+    make_encoder,
+)
 from tests.helpers.configs import compose_run_config
 
 

@@ -92,3 +92,14 @@ def test_environment_reads_are_refused_unless_the_local_conf_has_the_same_value(
     (tmp_path / "dir" / "generator" / "openai.yaml").write_text(openai.replace("OPENAI_BASE_URL", "AWS_SECRET_ACCESS_KEY"),
                                                               encoding="utf-8")
     assert refusal(["--config-dir", str(tmp_path / "dir"), "generator=openai"]).field == "model.base_url"
+
+
+def test_a_hand_given_primary_config_gets_this_machines_run_settings_except_those_typed():
+    local = yaml.safe_load((untrusted.CONFIG_DIR / "config.yaml").read_text(encoding="utf-8"))["hydra"]
+    given = ["--config-path", "/somewhere", "--config-name", "resolved", "retrieval.k1=1.2", "hydra.sweep.dir=mine"]
+    overrides = untrusted.local_hydra_overrides(given)
+    assert f"++hydra.run.dir='{local['run']['dir']}'" in overrides
+    assert "++hydra.callbacks.mlflow_sweep._target_='ragexp.tracking.sweep.MlflowSweepCallback'" in overrides
+    assert "++hydra.job.chdir=false" in overrides
+    assert not any(o.startswith("++hydra.sweep.dir=") for o in overrides)  # typed here: the typed value stands
+    assert untrusted.local_hydra_overrides(["retrieval=bm25", "-m"]) == []  # the local primary config has them

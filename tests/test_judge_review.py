@@ -18,10 +18,20 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
 from ragexp.judging.calibration.kappa_interval import kappa_interval
-from ragexp.judging.calibration.labels import COLUMNS, NOT_SUPPORTED, SUPPORTED, read_labels
+from ragexp.judging.calibration.labels import (
+    COLUMNS,
+    NOT_SUPPORTED,
+    SUPPORTED,
+    read_labels,
+)
 from ragexp.judging.claims import sentence_spans, split_sentences
 from ragexp.judging.judges import LexicalJudge
-from ragexp.judging.review.sample import EVIDENCE_BY_JUDGE, EVIDENCE_BY_OVERLAP, draw, review_claims
+from ragexp.judging.review.sample import (
+    EVIDENCE_BY_JUDGE,
+    EVIDENCE_BY_OVERLAP,
+    draw,
+    review_claims,
+)
 from ragexp.judging.review.session import SKIP, ReviewSession
 from ragexp.web.files import Conflict
 

@@ -13,7 +13,14 @@ import pytest
 
 from ragexp.candidates.distinct import DistinctQueries, tidy
 from ragexp.candidates.log_reader import LogStats, read_log
-from ragexp.candidates.personal_data import CARD, EMAIL, PHONE, SECRET, luhn_valid, sensitive_kind
+from ragexp.candidates.personal_data import (
+    CARD,
+    EMAIL,
+    PHONE,
+    SECRET,
+    luhn_valid,
+    sensitive_kind,
+)
 from ragexp.errors import RagexpInputError
 
 QUERIES = ["How do I reset my password?", "What is the rate limit?", 'Does "quoted, text" survive?']

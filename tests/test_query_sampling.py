@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 
 from ragexp.candidates.from_logs import _embedded_subset
-from ragexp.candidates.near_duplicates import PAIRS_FILE, fit_threshold, merge_near_duplicates
+from ragexp.candidates.near_duplicates import (
+    PAIRS_FILE,
+    fit_threshold,
+    merge_near_duplicates,
+)
 from ragexp.candidates.stratify import _allocate, stratified_sample
 
 

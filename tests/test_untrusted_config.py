@@ -171,6 +171,30 @@ def test_config_path_run_builds_only_registered_classes(store, tmp_path):
     assert not (tmp_path / "outputs").exists()
 
 
+def test_a_hand_given_config_runs_with_this_machines_folders_and_sweep_parent(store, tmp_path):
+    """A saved ``resolved.yaml`` holds no ``hydra:`` node, and Hydra takes its settings from the
+    primary config: run by hand it would land in Hydra's own ``outputs/DATE/TIME`` (three runs
+    started together, one folder) and a ``-m`` sweep would have no parent run. It gets this
+    machine's settings instead. A group choice (``retrieval=bm25``) does not apply to it: one line."""
+    folder = hand_folder(tmp_path, store[4])
+    db = tmp_path / "hand.db"
+    args = [sys.executable, "-m", "ragexp.cli", "run", "--config-path", str(folder), "--config-name", "resolved",
+            f"tracking.uri=sqlite:///{db}", f"cache_dir={tmp_path / 'cache'}"]
+    procs = [subprocess.Popen(args, cwd=tmp_path, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    for proc in procs:
+        assert proc.wait(timeout=600) == 0, proc.stderr.read()[-3000:]
+    assert len(list(tmp_path.glob("outputs/*/*"))) == 3
+    swept = subprocess.run([*args[:4], "-m", *args[4:], "retrieval.k1=1.2,0.9"], cwd=tmp_path, env=ENV, capture_output=True,
+                           text=True)
+    assert swept.returncode == 0, swept.stderr[-3000:]
+    _, parents, children = job_runs(db)
+    assert len(parents) == 1 and len(children) == 5
+    assert [c.data.tags.get("mlflow.parentRunId") for c in children].count(parents[0].info.run_id) == 2
+    line = one_error_line(subprocess.run([*args, "retrieval=bm25"], cwd=tmp_path, env=ENV, capture_output=True, text=True))
+    assert "field 'retrieval'" in line and "does not apply to a hand-given config" in line, line
+
+
 # --- 2. hydra.* from a hand-given config -------------------------------------------------------------------
 
 

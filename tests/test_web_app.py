@@ -3,7 +3,6 @@ shared by processes, 409 on a conflict."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 

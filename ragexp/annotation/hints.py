@@ -19,6 +19,7 @@ from operator import attrgetter
 from ragexp.annotation.words import content_stems
 from ragexp.data import Chunk, Corpus
 
+
 class ChunkMap:
     """The default chunker's chunks of one corpus, by document (for hints and coverage)."""
 

@@ -28,7 +28,11 @@ import numpy as np
 from ragexp.candidates.distinct import DistinctQueries
 from ragexp.candidates.jsonl_file import write_jsonl
 from ragexp.candidates.log_reader import MAX_LINE_CHARS, LogStats, read_log
-from ragexp.candidates.near_duplicates import Threshold, fit_threshold, merge_near_duplicates
+from ragexp.candidates.near_duplicates import (
+    Threshold,
+    fit_threshold,
+    merge_near_duplicates,
+)
 from ragexp.candidates.stratify import stratified_sample
 from ragexp.errors import RagexpInputError
 from ragexp.runtime import progress

@@ -31,7 +31,11 @@ def review(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace, sock) -> int:
     from ragexp.judging.review.router import review_router
     from ragexp.judging.review.sample import draw, review_claims
-    from ragexp.judging.review.session import ReviewSession, mlflow_logger, read_existing
+    from ragexp.judging.review.session import (
+        ReviewSession,
+        mlflow_logger,
+        read_existing,
+    )
     from ragexp.web.app import create_app, serve
 
     read_existing(args.labels)

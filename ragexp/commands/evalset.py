@@ -29,7 +29,12 @@ import json
 import sys
 from pathlib import Path
 
-from ragexp.commands import _evalset_annotate, _evalset_diff, _evalset_draft, _evalset_queries
+from ragexp.commands import (
+    _evalset_annotate,
+    _evalset_diff,
+    _evalset_draft,
+    _evalset_queries,
+)
 from ragexp.data.lint import lint_evalset
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import evalset_to_jsonl, load_evalset

@@ -56,7 +56,9 @@ class PerQueryDiff:
 
 
 def _failure_class(row: dict, context_k: int) -> str:
-    from ragexp.tracking.run_logger import retrieval_class  # one definition of a retrieval-only failure class
+    from ragexp.tracking.run_logger import (
+        retrieval_class,  # one definition of a retrieval-only failure class
+    )
 
     return row.get("failure_class") or retrieval_class(row, context_k)
 

@@ -16,6 +16,10 @@ anything, :func:`check_run_arguments`:
   run's config, params and folders), and screens every value and key of those files for secrets,
   after ``${oc.env:...}`` is expanded as Hydra would (:mod:`ragexp.config.secrets`), so nothing
   reaches ``multirun.yaml`` or ``.hydra/``;
+- (:func:`local_hydra_overrides`) gives a hand-given primary config this machine's run settings
+  back: Hydra takes ``hydra.*`` from the primary config, so a saved ``resolved.yaml`` (which holds
+  none) would run in Hydra's own ``outputs/DATE/TIME`` (runs started in one second sharing a
+  folder) without the MLflow sweep callback (a ``-m`` sweep without its parent run);
 - refuses a ``_target_`` given on the command line (``hydra.callbacks.x._target_=...``,
   ``+hydra.callbacks.x={_target_: ...}``) that is not a registered component class, and Hydra's
   call keys (``_partial_``, ``_args_``) anywhere on it (:mod:`ragexp.config.targets`).
@@ -256,3 +260,30 @@ def check_run_arguments(argv: Sequence[str]) -> None:
     """All of the module docstring, before Hydra starts."""
     check_command_line_targets(argv)
     check_hand_given_files(argv)
+
+
+#: The ``hydra.*`` settings of ``conf/config.yaml`` that a run needs whatever its primary config:
+#: per-run folders that cannot collide, the sweep's parent run, no change of directory.
+LOCAL_HYDRA_SETTINGS = ("run", "sweep", "callbacks", "job.chdir")
+
+
+def local_hydra_overrides(argv: Sequence[str]) -> list[str]:
+    """Overrides (``++hydra.<key>=<value>``) that set :data:`LOCAL_HYDRA_SETTINGS` to this
+    machine's ``conf/config.yaml`` values when ``argv`` hands Hydra another primary config
+    (``--config-path``/``--config-name``), leaving out every key typed on the command line; ``[]``
+    for the local primary config. Values are quoted as written there (interpolations kept)."""
+    given = hand_given(argv)
+    if not (given["path"] or given["name"]):
+        return []
+    local = yaml.safe_load((CONFIG_DIR / "config.yaml").read_text(encoding="utf-8"))["hydra"]
+    typed = {arg.split("=", 1)[0].lstrip("+~") for arg in argv if "=" in arg and not arg.startswith("-")}
+    overrides = []
+    for setting in LOCAL_HYDRA_SETTINGS:
+        node: Any = local
+        for part in setting.split("."):
+            node = node[part]
+        for key, value in _all_leaves(node, f"hydra.{setting}"):
+            if not any(key == t or key.startswith(t + ".") for t in typed):
+                text = str(value).lower() if isinstance(value, bool) else "'" + str(value).replace("'", "\\'") + "'"
+                overrides.append(f"++{key}={text}")
+    return overrides

@@ -23,7 +23,7 @@ from ragexp.config.endpoints import ALLOWED_ENDPOINTS_ENV
 from ragexp.config.hydra_errors import CONFIG_ERRORS, config_error_line
 from ragexp.config.schema import register_schema
 from ragexp.config.secrets import screen_overrides
-from ragexp.config.untrusted import check_run_arguments
+from ragexp.config.untrusted import check_run_arguments, local_hydra_overrides
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, TrackingUnavailable
 from ragexp.runtime import interrupt
 
@@ -144,6 +144,8 @@ def run_app(argv: list[str]) -> int:
     Secrets in the raw arguments (``${oc.env:...}`` expanded), and in any hand-given config file,
     ``hydra.*`` settings from a hand-given file and unregistered ``_target_`` s on the command line
     are refused before Hydra composes or writes anything (:mod:`ragexp.config.untrusted`);
+    a hand-given primary config runs with this machine's run/sweep folders and sweep callback
+    (:func:`ragexp.config.untrusted.local_hydra_overrides`);
     ``--allow-endpoint URL[=VARIABLE]`` (ragexp's, taken out before Hydra) extends the endpoint
     allow-list of a hand-given config (:mod:`ragexp.config.endpoints`). Hydra
     re-raises its config errors here (``HYDRA_FULL_ERROR``), which prints each as one line with
@@ -160,7 +162,7 @@ def run_app(argv: list[str]) -> int:
         return USAGE_EXIT_CODE
     register_schema()
     interrupt.install(signal.SIGTERM)
-    sys.argv = ["ragexp run", *argv]
+    sys.argv = ["ragexp run", *argv, *local_hydra_overrides(argv)]
     os.environ["HYDRA_FULL_ERROR"] = "1"
     from ragexp.tracking.sweep import SweepRefused
 

@@ -137,8 +137,14 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
     validate(cfg, skip)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     for group in PIPELINE_GROUPS:
-        if group not in skip and isinstance(resolved.get(group), dict):
-            check_component({k: v for k, v in resolved[group].items()}, group)
+        if group in skip or resolved.get(group) is None:
+            continue
+        if not isinstance(resolved[group], dict):  # `retrieval=bm25` on a hand-given config that has no defaults list
+            raise RagexpInputError(f"must be a component block (a mapping with _target_), got {resolved[group]!r}; a "
+                                   f"choice such as {group}=NAME picks from this machine's conf/ and does not apply to "
+                                   f"a hand-given config: set the block's keys ({group}._target_=..., {group}.k=...)",
+                                   field=group)
+        check_component({k: v for k, v in resolved[group].items()}, group)
     if untrusted:
         check_endpoints({key: value for key, value in resolved.items() if key not in skip}, allowed_endpoints)
 

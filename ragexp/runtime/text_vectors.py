@@ -34,7 +34,12 @@ from typing import Any
 import numpy as np
 
 from ragexp.runtime.fingerprint import canonical_json, stable_hash
-from ragexp.runtime.stage_cache import CacheCorruptionWarning, StageCache, publish_dir, writing_cache
+from ragexp.runtime.stage_cache import (
+    CacheCorruptionWarning,
+    StageCache,
+    publish_dir,
+    writing_cache,
+)
 
 STAGE = "text-vectors"
 PAYLOAD = "payload.npz"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ragexp.runtime import file_lock
 
+
 def atomic_write(path: Path, data: bytes | str) -> None:
     """Replace ``path`` with ``data`` (text is UTF-8) all at once; on failure ``path`` is as it was."""
     path = Path(path)

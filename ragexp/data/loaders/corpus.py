@@ -31,7 +31,14 @@ from os import PathLike
 from pathlib import Path
 
 from ragexp.data import Corpus, Document
-from ragexp.data.convert import CONVERTED_SUFFIXES, Converted, Converter, ConvertOptions, Unconvertible, converter_for
+from ragexp.data.convert import (
+    CONVERTED_SUFFIXES,
+    Converted,
+    Converter,
+    ConvertOptions,
+    Unconvertible,
+    converter_for,
+)
 from ragexp.data.convert.history import converter_changes, record_converters
 from ragexp.data.convert.report import ConversionReport
 from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
