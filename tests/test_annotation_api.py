@@ -29,7 +29,8 @@ from tests.helpers.tiny_dataset import TINY_DOCS, write_tiny_dataset
 def start_server(evalset, corpus_dir) -> TestClient:
     """A server as ``ragexp evalset annotate`` starts it: everything read from the files (a restart)."""
     annotation = Annotation(Session(evalset), LiveCorpus(corpus_dir), Pooler(["bm25"], depth=3))
-    return TestClient(create_app(routers(annotation), "annotate.html"), raise_server_exceptions=False)
+    return TestClient(create_app(routers(annotation), "annotate.html"), raise_server_exceptions=False,
+                      base_url="http://127.0.0.1")
 
 
 @pytest.fixture
