@@ -251,3 +251,24 @@ def test_a_malformed_save_is_refused_with_422_and_writes_nothing(page):
         reply = put(client, item, changes, before)
         assert reply.status_code == 422, (changes, reply.text)
     assert files(evalset) == written
+
+
+def test_hostile_saves_and_questions_are_refused_and_write_nothing(page):
+    """A quote that is not a string, a question that is not a string or is a whole file, a 10 MB
+    gold answer: 4xx naming the field (they used to be stored: a list became the question "['a']",
+    a 10 MB answer went into both files)."""
+    client, evalset, _ = page
+    item = client.get("/api/state").json()["entries"][0]["id"]
+    written = files(evalset)
+    quote_is_a_number = put(client, item, {"evidence": [{"doc_id": "webhooks", "start": 0, "end": 4, "quote": 5}]},
+                            {"evidence": []})
+    assert quote_is_a_number.status_code == 422 and "a string quote" in quote_is_a_number.json()["detail"]
+    for body, message in (({"query": ["a list"]}, "query: the question"), ({"query": 5}, "query: the question"),
+                          ({"query": "   "}, "query: the question"), ({"query": "x " * 5000}, "is not a question")):
+        reply = client.post("/api/entries", json=body)
+        assert reply.status_code == 422 and message in reply.json()["detail"], (body, reply.text)
+    huge = put(client, item, {"gold_answer": "y" * 10_000_000}, {"gold_answer": ""})
+    assert huge.status_code == 413 and "larger than" in huge.json()["detail"]
+    assert files(evalset) == written
+    assert client.post("/api/entries", json={"query": "  A question typed on the page?  "}).json()["entry"]["query"] == \
+        "A question typed on the page?"

@@ -137,9 +137,10 @@ def check_changes(changes: dict) -> None:
     for i, e in enumerate(changes.get("evidence", [])):
         ok = (isinstance(e, dict) and isinstance(e.get("doc_id"), str) and type(e.get("grade", 1)) is int
               and e.get("grade", 1) >= 0 and (e.get("start") is None) == (e.get("end") is None)
+              and (e.get("quote") is None or isinstance(e["quote"], str))
               and (e.get("start") is None or (type(e["start"]) is int and type(e["end"]) is int and 0 <= e["start"] < e["end"])))
         if not ok:
-            raise ValueError(f"evidence[{i}]: needs doc_id, start < end (integers) and an integer grade >= 0")
+            raise ValueError(f"evidence[{i}]: needs doc_id, start < end (integers), a string quote and an integer grade >= 0")
     for key in ("tags", "key_facts"):
         if key in changes and not (isinstance(changes[key], list) and all(isinstance(v, str) for v in changes[key])):
             raise ValueError(f"{key}: a list of strings")

@@ -11,6 +11,9 @@ Listening on 127.0.0.1 keeps other machines out, but not other web sites open in
   that is not a GET/HEAD; a write whose ``Origin`` is not ``http://<Host>`` is refused with 403.
   A request without ``Origin`` (curl, a script run by the user) is allowed: no browser sent it
   on a site's behalf.
+- **Huge bodies**: a write's body is read up to :data:`MAX_BODY_BYTES` (1 MiB, far above any
+  page's change); a longer one is refused with 413 before the page's code sees it, so no
+  multi-megabyte "answer" lands in the files.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+MAX_BODY_BYTES = 1 << 20
 
 
 def host_name(host: str) -> str | None:
@@ -51,7 +55,35 @@ class LocalOnly:
         if scope["method"] not in SAFE_METHODS and origin is not None and origin.lower() != f"http://{host}".lower():
             await _refuse(send, 403, f"a page on {origin!r} may not change this page's files (only http://{host} may)")
             return
+        if scope["method"] not in SAFE_METHODS:
+            receive = await _bounded_body(receive)
+            if receive is None:
+                await _refuse(send, 413, f"the request body is larger than {MAX_BODY_BYTES:,} bytes; nothing was written")
+                return
         await self.app(scope, receive, send)
+
+
+async def _bounded_body(receive):
+    """The body read whole (at most :data:`MAX_BODY_BYTES`) and a ``receive`` replaying it; ``None`` when longer."""
+    body, more = bytearray(), True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":  # the client went away: let the app see it
+            break
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+        if len(body) > MAX_BODY_BYTES:
+            return None
+    replayed = False
+
+    async def replay():
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+        return await receive()
+
+    return replay
 
 
 async def _refuse(send, status: int, message: str) -> None:
