@@ -516,6 +516,12 @@ def _annotate_broken_queue(c: Case) -> list[str]:
     return _annotate(c, c.inputs / "built.jsonl", "--queue-only")
 
 
+def _annotate_queries_not_jsonl(c: Case) -> list[str]:
+    queries = c.inputs / "questions.txt"  # a plain query log, not the candidates file made from it
+    queries.write_text("How long are deliveries retried?\n", encoding="utf-8")
+    return _annotate(c, c.dir / "built.jsonl", "--queries", str(queries), "--queue-only")
+
+
 SIMULATED_ENOSPC = """
 import errno, os, sys
 cache, rename = os.environ["RAGEXP_FULL_DISK_UNDER"], os.rename
@@ -725,6 +731,8 @@ CASES = [
             _annotate_failures_without_run, ("field '--failures': --failures needs --from-run RUN_ID",)),
     CliCase("annotate-yaml", "`ragexp evalset annotate` on a YAML eval set", _annotate_yaml,
             ("<dir>/in/evalset.yaml: annotate writes the JSONL eval-set format",)),
+    CliCase("annotate-queries-not-jsonl", "`ragexp evalset annotate --queries LOG` (a plain log, not candidates)",
+            _annotate_queries_not_jsonl, ("<dir>/in/questions.txt:1", "JSON")),
     CliCase("annotate-broken-queue", "`ragexp evalset annotate` with a cut-off `.annotation.json` queue", _annotate_broken_queue,
             ("<dir>/in/built.annotation.json: cannot read the annotation queue",)),
     CliCase("disk-full", "a full disk under `cache_dir` (ENOSPC)", _full_disk_under_cache_dir,
