@@ -522,6 +522,10 @@ def _annotate_queries_not_jsonl(c: Case) -> list[str]:
     return _annotate(c, c.dir / "built.jsonl", "--queries", str(queries), "--queue-only")
 
 
+def _draft_out_is_a_folder(c: Case) -> list[str]:
+    return ["evalset", "draft", "--corpus", str(c.corpus), "--per-category", "1", "--out", str(c.inputs)]
+
+
 SIMULATED_ENOSPC = """
 import errno, os, sys
 cache, rename = os.environ["RAGEXP_FULL_DISK_UNDER"], os.rename
@@ -733,6 +737,8 @@ CASES = [
             ("<dir>/in/evalset.yaml: annotate writes the JSONL eval-set format",)),
     CliCase("annotate-queries-not-jsonl", "`ragexp evalset annotate --queries LOG` (a plain log, not candidates)",
             _annotate_queries_not_jsonl, ("<dir>/in/questions.txt:1", "JSON")),
+    CliCase("draft-out-is-a-folder", "`ragexp evalset draft --out DIR` (an existing folder)", _draft_out_is_a_folder,
+            ("field '--out'", "is a folder")),
     CliCase("annotate-broken-queue", "`ragexp evalset annotate` with a cut-off `.annotation.json` queue", _annotate_broken_queue,
             ("<dir>/in/built.annotation.json: cannot read the annotation queue",)),
     CliCase("disk-full", "a full disk under `cache_dir` (ENOSPC)", _full_disk_under_cache_dir,
