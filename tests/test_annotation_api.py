@@ -279,6 +279,8 @@ def test_hostile_saves_and_questions_are_refused_and_write_nothing(page):
     ({"ragexp_annotation": 1, "entries": [{"query": "no id"}]}, None, "field 'entries[0]': each entry needs a string id and query"),
     ({"ragexp_annotation": 1, "entries": [5]}, None, "field 'entries[0]': each entry needs a string id and query"),
     ({"ragexp_annotation": 1, "entries": [{"id": "a", "query": "q", "evidence": 5}]}, None, "evidence: a list of spans"),
+    ({"ragexp_annotation": 1, "entries": [{"id": "a", "query": "q", "review": {"units": [{"doc_id": "webhooks"}]}}]}, None,
+     "field 'entries[0]': review: needs units"),
     (None, {"id": "a", "query": "q", "evidence": "oops"}, "built.jsonl:1: evidence: a list of spans"),
     (None, {"id": "a", "query": "q", "evidence": [{"doc_id": "webhooks", "start": "a"}]}, "built.jsonl:1: evidence[0]: needs"),
     (None, {"id": "a", "query": "q", "tags": "synonym"}, "built.jsonl:1: tags: a list of strings"),

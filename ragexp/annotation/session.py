@@ -153,6 +153,14 @@ def check_changes(changes: dict) -> None:
         raise ValueError("gold_answer: a string")
 
 
+def _is_review(review) -> bool:
+    """Whether a sidecar entry's ``review`` (units of a run queued by ``--from-run``) has the shape the page reads."""
+    units = review.get("units") if isinstance(review, dict) else None
+    return isinstance(units, list) and all(
+        isinstance(u, dict) and isinstance(u.get("unit_id"), str) and isinstance(u.get("doc_id"), str)
+        and type(u.get("start")) is int and type(u.get("end")) is int and 0 <= u["start"] <= u["end"] for u in units)
+
+
 def _check_fields(entry: dict, *, file: Path, line: int | None = None, field: str | None = None) -> None:
     """:class:`RagexpInputError` when a stored entry's editable fields hold what a page could not send
     (:func:`check_changes`): a file edited by hand is refused at load, not a 500 on the page."""
@@ -189,6 +197,9 @@ class Session:
                 raise RagexpInputError("each entry needs a string id and query; move the file away to start a new queue",
                                        file=self.sidecar, field=f"entries[{index}]")
             _check_fields(entry, file=self.sidecar, field=f"entries[{index}]")
+            if entry.get("review") is not None and not _is_review(entry["review"]):
+                raise RagexpInputError("review: needs units, each with unit_id, doc_id and integer start <= end; move the file "
+                                       "away to start a new queue", file=self.sidecar, field=f"entries[{index}]")
         by_id = {entry["id"]: entry for entry in side.get("entries", [])}
         order = [entry["id"] for entry in side.get("entries", [])]
         self.header = {VERSION_KEY: FORMAT_VERSION, "name": self.evalset.stem}
