@@ -19,6 +19,7 @@ from ragexp.annotation.session import Session, sidecar_path
 from ragexp.chunking import make_chunker
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import load_evalset
+from ragexp.errors import RagexpInputError
 from ragexp.evaluation.relevance import chunk_qrels
 from ragexp.evaluation.results import RunResults
 from ragexp.metrics.judged import judged_at_k
@@ -29,7 +30,8 @@ from tests.helpers.tiny_dataset import TINY_DOCS, write_tiny_dataset
 def start_server(evalset, corpus_dir) -> TestClient:
     """A server as ``ragexp evalset annotate`` starts it: everything read from the files (a restart)."""
     annotation = Annotation(Session(evalset), LiveCorpus(corpus_dir), Pooler(["bm25"], depth=3))
-    return TestClient(create_app(routers(annotation), "annotate.html"), raise_server_exceptions=False)
+    return TestClient(create_app(routers(annotation), "annotate.html"), raise_server_exceptions=False,
+                      base_url="http://127.0.0.1")
 
 
 @pytest.fixture
@@ -250,3 +252,56 @@ def test_a_malformed_save_is_refused_with_422_and_writes_nothing(page):
         reply = put(client, item, changes, before)
         assert reply.status_code == 422, (changes, reply.text)
     assert files(evalset) == written
+
+
+def test_hostile_saves_and_questions_are_refused_and_write_nothing(page):
+    """A quote that is not a string, a question that is not a string or is a whole file, a 10 MB
+    gold answer: 4xx naming the field (they used to be stored: a list became the question "['a']",
+    a 10 MB answer went into both files)."""
+    client, evalset, _ = page
+    item = client.get("/api/state").json()["entries"][0]["id"]
+    written = files(evalset)
+    quote_is_a_number = put(client, item, {"evidence": [{"doc_id": "webhooks", "start": 0, "end": 4, "quote": 5}]},
+                            {"evidence": []})
+    assert quote_is_a_number.status_code == 422 and "a string quote" in quote_is_a_number.json()["detail"]
+    for body, message in (({"query": ["a list"]}, "query: the question"), ({"query": 5}, "query: the question"),
+                          ({"query": "   "}, "query: the question"), ({"query": "x " * 5000}, "is not a question")):
+        reply = client.post("/api/entries", json=body)
+        assert reply.status_code == 422 and message in reply.json()["detail"], (body, reply.text)
+    huge = put(client, item, {"gold_answer": "y" * 10_000_000}, {"gold_answer": ""})
+    assert huge.status_code == 413 and "larger than" in huge.json()["detail"]
+    assert files(evalset) == written
+    assert client.post("/api/entries", json={"query": "  A question typed on the page?  "}).json()["entry"]["query"] == \
+        "A question typed on the page?"
+
+
+@pytest.mark.parametrize(("sidecar", "evalset_line", "message"), [
+    ({"ragexp_annotation": 1, "entries": [{"query": "no id"}]}, None, "field 'entries[0]': each entry needs a string id and query"),
+    ({"ragexp_annotation": 1, "entries": [5]}, None, "field 'entries[0]': each entry needs a string id and query"),
+    ({"ragexp_annotation": 1, "entries": [{"id": "a", "query": "q", "evidence": 5}]}, None, "evidence: a list of spans"),
+    ({"ragexp_annotation": 1, "entries": [{"id": "a", "query": "q", "review": {"units": [{"doc_id": "webhooks"}]}}]}, None,
+     "field 'entries[0]': review: needs units"),
+    (None, {"id": "a", "query": "q", "evidence": "oops"}, "built.jsonl:1: evidence: a list of spans"),
+    (None, {"id": "a", "query": "q", "evidence": [{"doc_id": "webhooks", "start": "a"}]}, "built.jsonl:1: evidence[0]: needs"),
+    (None, {"id": "a", "query": "q", "tags": "synonym"}, "built.jsonl:1: tags: a list of strings"),
+])
+def test_files_edited_by_hand_into_shapes_a_page_cannot_send_fail_at_load(tmp_path, sidecar, evalset_line, message):
+    """They used to raise KeyError/TypeError/AttributeError with a traceback at start, or answer
+    500 on /api/state (an evidence span without an end)."""
+    evalset = tmp_path / "built.jsonl"
+    if sidecar is not None:
+        sidecar_path(evalset).write_text(json.dumps(sidecar), encoding="utf-8")
+    if evalset_line is not None:
+        evalset.write_text(json.dumps(evalset_line) + "\n", encoding="utf-8")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(RagexpInputError, match="move the file away") as err:
+        Session(evalset)
+    assert message in str(err.value), str(err.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_save_with_evidence_that_is_not_a_list_is_refused_with_422(page):
+    client, evalset, _ = page
+    item = client.get("/api/state").json()["entries"][0]["id"]
+    reply = put(client, item, {"evidence": 5}, {"evidence": []})
+    assert reply.status_code == 422 and reply.json()["detail"] == "evidence: a list of spans"

@@ -94,6 +94,9 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, tmp_path: Path) -
         assert (folder / "in" / "victim.txt").read_text(encoding="utf-8") == "precious\n"  # never opened for writing
     if case.id.startswith("log-"):
         assert not list(folder.glob("*candidates*"))  # no candidates file, not even a partial one
+        assert not list(folder.rglob("*.partial"))
+    if case.id == "log-out-is-the-log":
+        assert (folder / "in" / "queries.txt").read_text(encoding="utf-8").count("retried?") == 2  # the log untouched
     if case.id == "compare-missing-store":
         assert not (folder / "missing.db").exists()  # a reading command creates no empty store
 

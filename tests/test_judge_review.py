@@ -243,7 +243,7 @@ def test_a_verdict_written_before_the_server_died_is_retried_without_conflict(tm
 
     def start() -> TestClient:
         return TestClient(create_app([review_router(session(tmp_path, Recorder()))], "review.html"),
-                          raise_server_exceptions=False)
+                          raise_server_exceptions=False, base_url="http://127.0.0.1")
 
     client = start()
     first = client.get("/api/review").json()["claims"][0]["id"]
@@ -334,7 +334,7 @@ def test_the_page_api_answers_409_404_and_422(tmp_path: Path) -> None:
     from ragexp.web.app import create_app
 
     review = session(tmp_path, Recorder())
-    client = TestClient(create_app([review_router(review)], "review.html"))
+    client = TestClient(create_app([review_router(review)], "review.html"), base_url="http://127.0.0.1")
     state = client.get("/api/review").json()
     first, second = (c["id"] for c in state["claims"][:2])
     saved = client.put("/api/review/label", json={"id": first, "label": S, "before": ""})

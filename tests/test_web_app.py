@@ -77,9 +77,52 @@ def test_app_serves_home_static_files_and_routers_with_409(tmp_path):
 
     home = tmp_path / "page.html"
     home.write_text("<h1>hello</h1>")
-    client = TestClient(create_app([router], home))
+    client = TestClient(create_app([router], home), base_url=LOCAL)
     assert "hello" in client.get("/").text
     for name in ("common.css", "saving.js", "keys.js"):
         assert client.get(f"/static/{name}").status_code == 200
     refused = client.put("/api/data", json={"field": "gold_answer"})
     assert refused.status_code == 409 and refused.json()["detail"] == {"message": "gold_answer changed elsewhere"}
+
+
+LOCAL = "http://127.0.0.1"
+
+
+def local_app(tmp_path) -> TestClient:
+    router = APIRouter()
+
+    @router.post("/api/data")
+    def post(body: dict):
+        return {"got": body}
+
+    return create_app([router], "annotate.html")
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:5050", "127.0.0.1.evil.example", "127.0.0.1@evil.example",
+                                  "10.0.0.5:5050", ""])
+def test_a_host_that_is_not_this_machine_is_refused(tmp_path, host):
+    """DNS rebinding: another site's name resolving to 127.0.0.1 must not reach the page or its API."""
+    client = TestClient(local_app(tmp_path), base_url=LOCAL)
+    for method, path in (("get", "/"), ("get", "/health"), ("post", "/api/data")):
+        refused = client.request(method, path, headers={"Host": host}, json={"x": 1})
+        assert refused.status_code == 400 and "is not this machine" in refused.json()["detail"]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:5050", "localhost:5050", "[::1]:5050", "127.0.0.1", "LOCALHOST:5050"])
+def test_loopback_hosts_reach_the_page(tmp_path, host):
+    client = TestClient(local_app(tmp_path), base_url=LOCAL)
+    assert client.get("/health", headers={"Host": host}).json() == {"ok": True}
+    posted = client.post("/api/data", headers={"Host": host, "Origin": f"http://{host}"}, json={"x": 1})
+    assert posted.json() == {"got": {"x": 1}}
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "http://127.0.0.1:8000", "http://localhost:5050", "null",
+                                    "https://127.0.0.1:5050"])
+def test_a_write_from_another_origin_is_refused_and_reads_are_not(tmp_path, origin):
+    """CSRF: a page on another site or another local port must not change the files."""
+    client = TestClient(local_app(tmp_path), base_url=LOCAL)
+    refused = client.post("/api/data", headers={"Host": "127.0.0.1:5050", "Origin": origin}, json={"x": 1})
+    assert refused.status_code == 403 and origin in refused.json()["detail"]
+    assert client.get("/health", headers={"Host": "127.0.0.1:5050", "Origin": origin}).status_code == 200
+    # a script without a browser sends no Origin: allowed
+    assert client.post("/api/data", headers={"Host": "127.0.0.1:5050"}, json={"x": 1}).status_code == 200

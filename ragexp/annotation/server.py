@@ -29,9 +29,11 @@ from ragexp.annotation.live_corpus import LiveCorpus, span_problem
 from ragexp.annotation.pool import Pooler, default_chunker, page_label, passage
 from ragexp.annotation.search import CorpusSearch
 from ragexp.annotation.session import Session, check_changes, is_complete
+from ragexp.candidates.log_reader import MAX_LINE_CHARS
 from ragexp.web.files import Conflict
 
 MAX_DOCUMENT_CHARS = 400_000
+MAX_QUERY_CHARS = MAX_LINE_CHARS  # a longer line of a query log is not a query either
 
 
 class Annotation:
@@ -154,9 +156,12 @@ def routers(annotation: Annotation) -> list:
 
     @api.post("/entries")
     def add(body: dict = Body(...)) -> dict:
-        query = str(body.get("query", "")).strip()
-        if not query:
-            raise HTTPException(422, "the question is empty")
+        query = body.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise HTTPException(422, "query: the question (a non-empty string)")
+        query = query.strip()
+        if len(query) > MAX_QUERY_CHARS:
+            raise HTTPException(422, f"query: {len(query):,} characters is not a question (at most {MAX_QUERY_CHARS:,})")
         with annotation.session.lock:
             return {"entry": annotation.view(annotation.session.add(query))}
 

@@ -134,12 +134,15 @@ def check_changes(changes: dict) -> None:
     unknown = set(changes) - set(EDITABLE)
     if unknown:
         raise ValueError(f"fields that cannot be edited: {', '.join(sorted(unknown))}")
+    if not isinstance(changes.get("evidence", []), list):
+        raise ValueError("evidence: a list of spans")
     for i, e in enumerate(changes.get("evidence", [])):
         ok = (isinstance(e, dict) and isinstance(e.get("doc_id"), str) and type(e.get("grade", 1)) is int
               and e.get("grade", 1) >= 0 and (e.get("start") is None) == (e.get("end") is None)
+              and (e.get("quote") is None or isinstance(e["quote"], str))
               and (e.get("start") is None or (type(e["start"]) is int and type(e["end"]) is int and 0 <= e["start"] < e["end"])))
         if not ok:
-            raise ValueError(f"evidence[{i}]: needs doc_id, start < end (integers) and an integer grade >= 0")
+            raise ValueError(f"evidence[{i}]: needs doc_id, start < end (integers), a string quote and an integer grade >= 0")
     for key in ("tags", "key_facts"):
         if key in changes and not (isinstance(changes[key], list) and all(isinstance(v, str) for v in changes[key])):
             raise ValueError(f"{key}: a list of strings")
@@ -148,6 +151,24 @@ def check_changes(changes: dict) -> None:
             raise ValueError(f"{key}: true or false")
     if "gold_answer" in changes and not isinstance(changes["gold_answer"], str):
         raise ValueError("gold_answer: a string")
+
+
+def _is_review(review) -> bool:
+    """Whether a sidecar entry's ``review`` (units of a run queued by ``--from-run``) has the shape the page reads."""
+    units = review.get("units") if isinstance(review, dict) else None
+    return isinstance(units, list) and all(
+        isinstance(u, dict) and isinstance(u.get("unit_id"), str) and isinstance(u.get("doc_id"), str)
+        and type(u.get("start")) is int and type(u.get("end")) is int and 0 <= u["start"] <= u["end"] for u in units)
+
+
+def _check_fields(entry: dict, *, file: Path, line: int | None = None, field: str | None = None) -> None:
+    """:class:`RagexpInputError` when a stored entry's editable fields hold what a page could not send
+    (:func:`check_changes`): a file edited by hand is refused at load, not a 500 on the page."""
+    try:
+        check_changes({key: entry[key] for key in EDITABLE if entry.get(key) is not None})
+    except ValueError as err:
+        raise RagexpInputError(f"{err}; correct it by hand (ragexp evalset lint names the problem) or move the file away",
+                               file=file, line=line, field=field) from None
 
 
 class Session:
@@ -171,6 +192,14 @@ class Session:
     def _load(self) -> None:
         evalset_bytes, sidecar_bytes = _bytes_of(self.evalset), _bytes_of(self.sidecar)
         side = self._read_sidecar(sidecar_bytes)
+        for index, entry in enumerate(side.get("entries", [])):
+            if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not isinstance(entry.get("query"), str):
+                raise RagexpInputError("each entry needs a string id and query; move the file away to start a new queue",
+                                       file=self.sidecar, field=f"entries[{index}]")
+            _check_fields(entry, file=self.sidecar, field=f"entries[{index}]")
+            if entry.get("review") is not None and not _is_review(entry["review"]):
+                raise RagexpInputError("review: needs units, each with unit_id, doc_id and integer start <= end; move the file "
+                                       "away to start a new queue", file=self.sidecar, field=f"entries[{index}]")
         by_id = {entry["id"]: entry for entry in side.get("entries", [])}
         order = [entry["id"] for entry in side.get("entries", [])]
         self.header = {VERSION_KEY: FORMAT_VERSION, "name": self.evalset.stem}
@@ -182,6 +211,7 @@ class Session:
             if not isinstance(item_id, str) or not isinstance(obj.get("query"), str):
                 raise RagexpInputError("an eval-set item needs a string id and query", file=self.evalset, line=line_no,
                                        field="id")
+            _check_fields(obj, file=self.evalset, line=line_no)
             entry = by_id.get(item_id, {"id": item_id, "origin": {"from": "evalset"}})
             for key in ITEM_KEYS:
                 entry.pop(key, None)

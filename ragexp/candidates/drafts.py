@@ -215,6 +215,8 @@ def read_queue(path: Path) -> list[dict]:
 
     if not path.parent.is_dir():
         raise RagexpInputError("the folder to write the queue into does not exist", file=path.parent, field="--out")
+    if path.is_dir():
+        raise RagexpInputError("is a folder; name the queue file to append to, e.g. drafts.jsonl", file=path, field="--out")
     return [obj for _, obj in iter_jsonl_objects(path)] if path.exists() else []
 
 

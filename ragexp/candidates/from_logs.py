@@ -17,6 +17,7 @@ Every step's count is in the returned :class:`ImportReport`; nothing is dropped 
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -138,6 +139,12 @@ def import_queries(
         raise RagexpInputError(f"must be at least 2, got {max_distinct}", field="--max-distinct")
     if not out.parent.is_dir():
         raise RagexpInputError("the folder to write the candidates into does not exist", file=out.parent, field="--out")
+    if out.is_dir():
+        raise RagexpInputError("is a folder; name the candidates file to write, e.g. candidates.jsonl", file=out, field="--out")
+    for log in logs:
+        if log.exists() and out.exists() and os.path.samefile(log, out):
+            raise RagexpInputError("is one of the logs read (it would be overwritten by the candidates); name another file",
+                                   file=out, field="--out")
     report = ImportReport()
     table = _read_logs(logs, field_name, fmt, report)
     for line in report.reading_lines():

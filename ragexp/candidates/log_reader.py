@@ -203,9 +203,12 @@ def read_log(path: Path, *, field: str | None = None, fmt: str | None = None, st
         queries = _jsonl_queries(path, field or DEFAULT_FIELD, stats)
     else:
         queries = _csv_queries(path, field or DEFAULT_FIELD, "," if kind == "csv" else "\t", stats)
-    found = False
+    found, too_long_before = False, stats.too_long
     for number, query in queries:
         found = True
         yield number, query
+    if not found and stats.too_long > too_long_before:
+        raise RagexpInputError(f"no query in it: {stats.too_long - too_long_before:,} line(s) longer than {MAX_LINE_CHARS:,} "
+                               "characters skipped (not queries) and no other line holds one; a log holds one query a line", file=path)
     if not found:
         raise RagexpInputError("empty log: no query in it; a log holds one query a line, or JSONL/CSV records with the query in --field", file=path)

@@ -89,9 +89,9 @@ def run(args: argparse.Namespace) -> int:
 
         session = Session(args.evalset)
         corpus = LiveCorpus(args.corpus)
+        rows = [obj for _, obj in iter_jsonl_objects(args.queries)] if args.queries is not None else []  # bad: before any output
         print(f"{len(session.entries)} entries in {session.sidecar.name}, {len(session.items())} items in {args.evalset}")
         if args.queries is not None:
-            rows = [obj for _, obj in iter_jsonl_objects(args.queries)]
             print(f"queued {session.queue(rows, str(args.queries))} new questions of {len(rows)} in {args.queries}")
         if args.from_run:
             print(_queue_run(args, session, corpus.current()))

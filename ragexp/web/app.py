@@ -2,7 +2,8 @@
 
 ``create_app(routers, home)`` builds a FastAPI app from the page's routers, serves
 ``ragexp/web/static/`` under ``/static`` (shared CSS and JS, no build step) and the page's HTML at
-``/``. ``reserve_port(port)`` binds 127.0.0.1 before anything slow happens; a taken port raises
+``/``; requests another web site could have made (a rebound DNS name in ``Host``, a write from
+another origin) are refused (:mod:`ragexp.web.local_only`). ``reserve_port(port)`` binds 127.0.0.1 before anything slow happens; a taken port raises
 :class:`ragexp.errors.RagexpInputError` (one line, exit 2, as ``ragexp ui``). ``serve(app, port)``
 prints the URL and runs uvicorn on that socket until Ctrl+C or SIGTERM. The socket is bound by this
 process and handed to uvicorn, so no other program can take the port between check and serve, and
@@ -17,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
+from ragexp.web.local_only import LocalOnly
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 LOOPBACK = "127.0.0.1"
@@ -34,6 +36,7 @@ def create_app(routers: Iterable, home: Path | str, *, title: str = "ragexp"):
     if not home_path.is_file():
         raise FileNotFoundError(home_path)
     app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(LocalOnly)
     for router in routers:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -464,6 +464,24 @@ def _truncated_gzip_log(c: Case) -> list[str]:
     return _queries(c, log)
 
 
+def _log_of_one_huge_line(c: Case) -> list[str]:
+    log = c.inputs / "queries.txt"
+    log.write_text("x" * 1_000_000 + "\n", encoding="utf-8")
+    return _queries(c, log)
+
+
+def _out_is_the_log(c: Case) -> list[str]:
+    log = c.inputs / "queries.txt"
+    log.write_text("How long are deliveries retried?\nHow long are deliveries retried?\n", encoding="utf-8")
+    return ["evalset", "queries", str(log), "--sample", "5", "--out", str(log)]
+
+
+def _out_is_a_folder(c: Case) -> list[str]:
+    log = c.inputs / "queries.txt"
+    log.write_text("How long are deliveries retried?\n", encoding="utf-8")
+    return ["evalset", "queries", str(log), "--sample", "5", "--out", str(c.inputs)]
+
+
 # --- the annotation page (ragexp evalset annotate) ------------------------------------------------------
 
 BUSY_PORT = 59123  # fixed, so the table reads the same on every run
@@ -496,6 +514,16 @@ def _annotate_yaml(c: Case) -> list[str]:
 def _annotate_broken_queue(c: Case) -> list[str]:
     (c.inputs / "built.annotation.json").write_text('{"ragexp_annotation": 1, "entries": [', encoding="utf-8")
     return _annotate(c, c.inputs / "built.jsonl", "--queue-only")
+
+
+def _annotate_queries_not_jsonl(c: Case) -> list[str]:
+    queries = c.inputs / "questions.txt"  # a plain query log, not the candidates file made from it
+    queries.write_text("How long are deliveries retried?\n", encoding="utf-8")
+    return _annotate(c, c.dir / "built.jsonl", "--queries", str(queries), "--queue-only")
+
+
+def _draft_out_is_a_folder(c: Case) -> list[str]:
+    return ["evalset", "draft", "--corpus", str(c.corpus), "--per-category", "1", "--out", str(c.inputs)]
 
 
 SIMULATED_ENOSPC = """
@@ -693,6 +721,12 @@ CASES = [
             ("ragexp evalset: error: <dir>/in/queries.txt: empty log",)),
     CliCase("log-missing-field", "`ragexp evalset queries` on JSONL without the query field", _log_without_the_field,
             ("<dir>/in/search.jsonl:1: field 'query': no such field in this line (its keys: ts, q)", "--field")),
+    CliCase("log-one-huge-line", "`ragexp evalset queries` on a log of one 1 MB line", _log_of_one_huge_line,
+            ("queries.txt", "1 line(s) longer than 4,096 characters skipped")),
+    CliCase("log-out-is-the-log", "`ragexp evalset queries LOG --out LOG` (the log itself)", _out_is_the_log,
+            ("field '--out'", "is one of the logs read")),
+    CliCase("log-out-is-a-folder", "`ragexp evalset queries --out DIR` (an existing folder)", _out_is_a_folder,
+            ("field '--out'", "is a folder")),
     CliCase("log-truncated-gzip", "`ragexp evalset queries` on a cut-off gzip log", _truncated_gzip_log,
             ("<dir>/in/queries.txt.gz:", "not a readable gzip file")),
     CliCase("annotate-busy-port", "`ragexp evalset annotate --port P` while P is taken", _annotate_busy_port,
@@ -701,6 +735,10 @@ CASES = [
             _annotate_failures_without_run, ("field '--failures': --failures needs --from-run RUN_ID",)),
     CliCase("annotate-yaml", "`ragexp evalset annotate` on a YAML eval set", _annotate_yaml,
             ("<dir>/in/evalset.yaml: annotate writes the JSONL eval-set format",)),
+    CliCase("annotate-queries-not-jsonl", "`ragexp evalset annotate --queries LOG` (a plain log, not candidates)",
+            _annotate_queries_not_jsonl, ("<dir>/in/questions.txt:1", "JSON")),
+    CliCase("draft-out-is-a-folder", "`ragexp evalset draft --out DIR` (an existing folder)", _draft_out_is_a_folder,
+            ("field '--out'", "is a folder")),
     CliCase("annotate-broken-queue", "`ragexp evalset annotate` with a cut-off `.annotation.json` queue", _annotate_broken_queue,
             ("<dir>/in/built.annotation.json: cannot read the annotation queue",)),
     CliCase("disk-full", "a full disk under `cache_dir` (ENOSPC)", _full_disk_under_cache_dir,

@@ -3,7 +3,8 @@
 Folder
     Every ``*.md``, ``*.markdown``, ``*.txt``, ``*.html``, ``*.htm``, ``*.pdf`` and ``*.docx`` file
     below the folder (suffix case-insensitive; files and folders whose name starts with ``.`` are
-    skipped), in sorted order of their relative path. Document id = relative POSIX path without
+    skipped; a symbolic link to a file outside the folder is not read but reported as skipped, so
+    an uploaded folder cannot pull in ``~/.aws/credentials``), in sorted order of their relative path. Document id = relative POSIX path without
     the suffix (``webhooks/retries.md`` -> ``webhooks/retries``). Markdown and text: text = the
     file's bytes decoded as UTF-8 *exactly* (no stripping, no newline translation), because
     evidence offsets index into this text; title = text of the first Markdown ``# `` heading
@@ -152,11 +153,15 @@ def _read_folder(root: Path, options: ConvertOptions, report: ConversionReport, 
     )
     documents: list[Document] = []
     source_of: dict[str, Path] = {}
+    real_root = root.resolve()
     for file in progress.bar(files, desc=f"reading {root.name}", unit=" files", disable=None, leave=False):
         relative = file.relative_to(root)
         suffix = file.suffix.lower()
         if suffix not in DOCUMENT_SUFFIXES:
             report.unsupported[suffix] += 1
+            continue
+        if not file.resolve().is_relative_to(real_root):
+            report.skipped.append((relative.as_posix(), "a symbolic link to a file outside the corpus folder (not read)"))
             continue
         doc_id = relative.with_suffix("").as_posix()
         if doc_id in source_of:

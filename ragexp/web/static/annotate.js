@@ -122,7 +122,8 @@
 
   function passageHTML(p, index, kind) {
     const e = entry();
-    const textStart = p.context_start, textEnd = p.end + p.after.length;
+    const chars = RagexpText.chars(p.before + p.text + p.after);  // offsets count code points (text.js)
+    const textStart = p.context_start, textEnd = textStart + chars.length;
     const cuts = new Set([textStart, p.start, p.end, textEnd]);
     const clip = (x) => Math.min(textEnd, Math.max(textStart, x));
     const hits = kind === "hit" ? (p.matches || [[p.start, p.end]]).map(([a, b]) => [clip(a), clip(b)]) : [];
@@ -131,12 +132,11 @@
                                                 && x.start < textEnd && x.end > textStart);
     marks.forEach((m) => { cuts.add(Math.max(textStart, m.start)); cuts.add(Math.min(textEnd, m.end)); });
     const points = [...cuts].sort((a, b) => a - b);
-    const full = p.before + p.text + p.after;
     let html = "";
     for (let i = 0; i + 1 < points.length; i++) {
       const a = points[i], b = points[i + 1];
       if (a >= b) continue;
-      let piece = esc(full.slice(a - textStart, b - textStart));
+      let piece = RagexpText.html(chars.slice(a - textStart, b - textStart).join(""));
       if (marks.some((m) => m.start <= a && m.end >= b)) piece = `<mark class="pos">${piece}</mark>`;
       else if (hits.some(([s, t]) => s <= a && t >= b)) piece = `<mark class="hit">${piece}</mark>`;
       if (a < p.start || b > p.end) piece = `<span class="context">${piece}</span>`;
@@ -195,14 +195,20 @@
     if (!start || start !== end) return;
     const p = passageOf(start);
     const full = p.before + p.text + p.after;
-    let a = textOffset(start, range.startContainer, range.startOffset);
-    let b = textOffset(start, range.endContainer, range.endOffset);
-    while (a < b && /\s/.test(full[a])) a++;
-    while (b > a && /\s/.test(full[b - 1])) b--;
     selection.removeAllRanges();
+    if (start.textContent !== full) {  // the offsets below would address other characters: save nothing
+      $("save-status").textContent = "this passage is not shown as the document reads; open the document (o) and select there";
+      $("save-status").dataset.state = "error";
+      return;
+    }
+    const chars = RagexpText.chars(full);  // the server counts code points, the DOM UTF-16 units
+    let a = RagexpText.points(full, textOffset(start, range.startContainer, range.startOffset));
+    let b = RagexpText.points(full, textOffset(start, range.endContainer, range.endOffset));
+    while (a < b && /\s/u.test(chars[a])) a++;
+    while (b > a && /\s/u.test(chars[b - 1])) b--;
     if (a >= b) return;
     const base = Number(start.dataset.base);
-    addSpan({doc_id: start.dataset.doc, start: base + a, end: base + b, quote: full.slice(a, b), grade: 1});
+    addSpan({doc_id: start.dataset.doc, start: base + a, end: base + b, quote: chars.slice(a, b).join(""), grade: 1});
   });
 
   function judgePassage(p, grade) {

@@ -19,6 +19,9 @@
     return value === null || value === undefined ? "undefined" : Number(value).toFixed(digits);
   }
 
+  /* The UTF-16 offset of the server's code-point offset `points` in text (text.js). */
+  function utf16(text, points) { return RagexpText.chars(text).slice(0, points).join("").length; }
+
   /* Put `text` into `el` with [start, end) wrapped in <mark> (text nodes only: nothing is parsed as HTML). */
   function marked(el, text, start, end) {
     el.textContent = "";
@@ -37,7 +40,7 @@
     const at = c.answer.indexOf(c.claim);
     marked($("answer"), c.answer, at, at + c.claim.length);
     $("claim").textContent = c.claim;
-    const [start, end] = c.evidence || [null, null];
+    const [start, end] = (c.evidence || [null, null]).map((x) => x === null ? null : utf16(c.context, x));
     const mark = marked($("context"), c.context, start, end);
     $("evidence-by").textContent = !c.evidence ? "the judge names no part of it"
       : c.evidence_by === "judge" ? "highlighted: the sentence the judge's verdict rests on"
