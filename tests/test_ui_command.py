@@ -73,6 +73,12 @@ def test_serves_the_printed_url_and_stops_its_whole_process_group(tmp_path):
         assert f"http://127.0.0.1:{port}/#/experiments/{experiment_id}/runs?viewStateShareKey=ragexp" in text, \
             text + ui.stderr.read() if ui.poll() is not None else text
         assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200  # the URL is served
+        # MLflow's own guards stay on (ragexp passes no --allowed-hosts / --cors-allowed-origins):
+        # another site reaching the store through a rebound name, or writing from its page, is refused
+        assert httpx.get(f"http://127.0.0.1:{port}/", headers={"Host": "evil.example"}, timeout=10).status_code == 403
+        write = httpx.post(f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/create", json={"name": "planted"},
+                           headers={"Origin": "http://evil.example"}, timeout=10)
+        assert write.status_code == 403 and client.get_experiment_by_name("planted") is None
         [server] = [pid for pid, (ppid, _, _) in processes().items() if ppid == ui.pid]
         group = processes()[server][1]
         assert group == server  # its own process group, which the command stops as a whole
