@@ -28,6 +28,7 @@ from mlflow.tracking import MlflowClient
 from tests.helpers.cli import ENV, ragexp
 from tests.helpers.mlflow_server import free_port
 from tests.helpers.page_server import (
+    BROWSER_MARKS,
     CHROMIUM,
     CHROMIUM_ARGS,
     drag_select,
@@ -48,11 +49,7 @@ TIMEOUT_MS = 240_000
 LOG_IDS = ("q001", "q003", "q005", "q010", "q015", "q020", "q025", "q030", "q040", "q132")
 EMAIL_QUERY = "please email me at jane.doe@example.com about my refund"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM}"),
-]
+pytestmark = BROWSER_MARKS
 
 
 def demo_items() -> dict[str, dict]:

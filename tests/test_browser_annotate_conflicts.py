@@ -22,6 +22,7 @@ import pytest
 from ragexp.annotation.session import entry_id
 from tests.helpers.mlflow_server import free_port
 from tests.helpers.page_server import (
+    BROWSER_MARKS,
     CHROMIUM,
     CHROMIUM_ARGS,
     drag_select,
@@ -39,11 +40,7 @@ DOCS_IMAGES = REPO / "docs" / "images"
 TIMEOUT_MS = 180_000
 QUESTION = "How long are webhooks retried?"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM}"),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture

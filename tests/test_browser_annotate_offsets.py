@@ -18,7 +18,15 @@ import pytest
 
 from ragexp.annotation.session import entry_id
 from tests.helpers.mlflow_server import free_port
-from tests.helpers.page_server import CHROMIUM, CHROMIUM_ARGS, drag_select, settled_save_state, start_page, stop_page
+from tests.helpers.page_server import (
+    BROWSER_MARKS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    drag_select,
+    settled_save_state,
+    start_page,
+    stop_page,
+)
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
@@ -29,11 +37,7 @@ DOCUMENTS = {
     "refunds.md": "# Refunds\r\n\r\nFirst line.\r\nSecond line.\r\nThe refund window is thirty days.\r\n",
 }
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM}"),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from ragexp.judging.calibration.labels import read_labels
 from tests.helpers.cli import ragexp
-from tests.helpers.page_server import start_page, stop_page
+from tests.helpers.page_server import BROWSER_MARKS, start_page, stop_page
 from tests.helpers.tiny_dataset import write_tiny_dataset
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
@@ -43,12 +43,7 @@ KEYS = {"y": "supported", "n": "not_supported", "s": "skip"}
 GENERATOR = ["generator=local"] if UPDATE_SCREENSHOTS else ["generator=extractive", "+generator.min_overlap=0.1"]
 PATTERN = "ynsyn"  # the verdicts typed, claim after claim (repeated if there are more claims)
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.timeout(600),
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)"),
-]
+pytestmark = [*BROWSER_MARKS, pytest.mark.timeout(600)]
 
 
 def test_a_person_labels_claims_with_the_keyboard_and_agreement_reaches_mlflow(tmp_path: Path) -> None:

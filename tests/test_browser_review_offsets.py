@@ -17,15 +17,11 @@ from ragexp.judging.calibration.labels import LabelledClaim
 from ragexp.judging.review.sample import ReviewClaim
 from ragexp.judging.review.session import ReviewSession
 from ragexp.web.app import STATIC_DIR
-from tests.helpers.page_server import CHROMIUM, CHROMIUM_ARGS
+from tests.helpers.page_server import BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM}"),
-]
+pytestmark = BROWSER_MARKS
 
 CONTEXT = "🎉🎉 Party time 🎉! The cake is served at noon sharp. Drinks are free."
 RELIED_ON = "The cake is served at noon sharp."

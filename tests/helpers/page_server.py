@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.cli import ENV
 
 
@@ -44,6 +46,12 @@ def stop_page(server: subprocess.Popen) -> None:
 
 #: Debian's Chromium, driven by Playwright through ``executable_path``.
 CHROMIUM = Path("/usr/bin/chromium")
+#: The marks of every browser test module: ``browser``, ``slow``, skipped without Debian's Chromium.
+BROWSER_MARKS = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)"),
+]
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 
