@@ -13,15 +13,13 @@ from collections.abc import Sequence
 
 import Stemmer
 
+from ragexp.annotation.words import (
+    ENGLISH_STOPWORDS,  # Lucene's English list, one copy for ragexp and the pipeline
+)
 from ragexp.errors import RagexpInputError
 
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 
-# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (also bm25s' "english" list).
-ENGLISH_STOPWORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their "
-    "then there these they this to was will with".split()
-)
 STEMMER_PREFIX = "snowball-"
 
 

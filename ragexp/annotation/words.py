@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-#: Lucene's EnglishAnalyzer stopwords (the BM25 pipeline's default list).
-STOPWORDS = frozenset("a an and are as at be but by for if in into is it no not of on or such that the their then "
-                      "there these they this to was will with".split())
+#: Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (also bm25s' "english" list): the one copy,
+#: which the BM25 pipeline's ``english`` stopwords (``reference_pipelines.tokenize``) use too.
+ENGLISH_STOPWORDS = frozenset("a an and are as at be but by for if in into is it no not of on or such that the their "
+                              "then there these they this to was will with".split())
 WORD = re.compile(r"\w\w+")
 
 
@@ -23,7 +24,7 @@ def _stemmer():
 
 def word_stems(text: str) -> list[tuple[str, int, int]]:
     """``(stem, start, end)`` of every content word of ``text``, in order (offsets into ``text``)."""
-    matches = [m for m in WORD.finditer(text) if m.group().lower() not in STOPWORDS]
+    matches = [m for m in WORD.finditer(text) if m.group().lower() not in ENGLISH_STOPWORDS]
     stems = _stemmer().stemWords([m.group().lower() for m in matches])
     return [(stem, m.start(), m.end()) for stem, m in zip(stems, matches)]
 
