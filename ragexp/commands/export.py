@@ -16,6 +16,7 @@ from pathlib import Path
 from ragexp.commands._runs import add_tracking_argument, load_results
 from ragexp.errors import RagexpInputError
 from ragexp.metrics.ranking import doc_level
+from ragexp.runtime.atomic_file import atomic_write
 
 _WHITESPACE = re.compile(r"\s")
 
@@ -53,6 +54,6 @@ def run(args: argparse.Namespace) -> int:
             qrels_lines.append(f"{qid} 0 {unit} {grade}")
     for path, lines in ((args.run, run_lines), (args.qrels, qrels_lines)):
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        atomic_write(path, "\n".join(lines) + "\n")
     print(f"wrote {len(run_lines)} run lines to {args.run} and {len(qrels_lines)} qrels lines to {args.qrels}")
     return 0

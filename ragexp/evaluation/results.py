@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
+from ragexp.runtime.atomic_file import atomic_write
 
 FORMAT = "ragexp-results/1"
 ARTIFACT_NAME = "ragexp_results.json"
@@ -52,12 +53,10 @@ class RunResults:
         return f'{{"format": {dumps(FORMAT)},\n "meta": {meta},\n "aggregates": {aggregates},\n "per_query": {rows}}}\n'
 
     def save(self, path: str | Path) -> Path:
-        """Write :meth:`to_json` to ``path`` atomically (a temporary file renamed over it)."""
+        """Write :meth:`to_json` to ``path`` whole or not at all (:mod:`ragexp.runtime.atomic_file`)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.to_json(), encoding="utf-8")
-        tmp.replace(path)
+        atomic_write(path, self.to_json())
         return path
 
     @classmethod

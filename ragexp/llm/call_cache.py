@@ -5,7 +5,7 @@ An entry's key is ``stable_hash({"model_id", "template", "messages", "params"})`
 raw calls), ``messages`` are the full chat messages sent, and ``params`` every setting that
 changes the output (max_tokens, temperature, stop, endpoint). Each entry is one JSON file
 ``<root>/<key[:2]>/<key>.json`` holding the key parts and the :class:`LLMResponse`; it is
-written to a temporary file and published with ``os.replace``, so readers see whole entries or
+written whole or not at all (:mod:`ragexp.runtime.atomic_file`), so readers see whole entries or
 none. An unreadable entry is a miss (and is overwritten by the fresh call), never trusted.
 Only JSON is read back, never pickle.
 """
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ragexp.llm.base import LLMCallError, LLMResponse
+from ragexp.runtime.atomic_file import atomic_write
 from ragexp.runtime.fingerprint import canonical_json, stable_hash
 from ragexp.runtime.stage_cache import writing_cache
 
@@ -74,14 +74,7 @@ class CallCache:
         payload = canonical_json({"key": parts, "response": stored})
         with writing_cache(self.root):
             path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as out:
-                    out.write(payload)
-                os.replace(temporary, path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
+            atomic_write(path, payload)
 
 
 def cached_call(

@@ -27,13 +27,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ragexp.models.resolve import ResolvedModel, model_fingerprint
+from ragexp.runtime.atomic_file import replacing
 from ragexp.runtime.stage_cache import publish_dir, writing_cache
 
 EXPORT_DIR_ENV = "RAGEXP_ONNX_EXPORT_DIR"
@@ -97,13 +97,8 @@ def int8_graph(graph: OnnxGraph, model: ResolvedModel) -> OnnxGraph:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / f".tmp-{uuid.uuid4().hex}.onnx"
-        try:
-            with writing_cache(export_root()):
-                quantize_dynamic(str(graph.path), str(partial), weight_type=QuantType.QInt8, per_channel=True)
-                os.replace(partial, target)
-        finally:
-            partial.unlink(missing_ok=True)
+        with writing_cache(export_root()), replacing(target) as partial:
+            quantize_dynamic(str(graph.path), str(partial), weight_type=QuantType.QInt8, per_channel=True)
     return OnnxGraph(target, graph.tokenizer)
 
 

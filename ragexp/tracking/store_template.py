@@ -30,6 +30,7 @@ from pathlib import Path
 import mlflow
 
 from ragexp.runtime import file_lock
+from ragexp.runtime.atomic_file import replacing
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +51,8 @@ def create_from_template(database: Path) -> bool:
         with file_lock.locked(file_lock.open_lock_file(template.with_name(template.name + ".lock"))):
             if not is_valid(template):
                 _build(template)
-        partial = database.with_name(f".{database.name}.{os.getpid()}.partial")
-        try:
+        with replacing(database) as partial:  # never a half-copied store under the store's name
             shutil.copyfile(template, partial)
-            os.replace(partial, database)  # never a half-copied store under the store's name
-        finally:
-            partial.unlink(missing_ok=True)
     except (OSError, sqlite3.Error, subprocess.SubprocessError) as err:
         log.info("new MLflow store %s not created from the schema template (%s); MLflow migrates it", database, err)
         return False

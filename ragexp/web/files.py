@@ -1,7 +1,7 @@
 """Files a page edits: written whole or not at all, changed under one lock across processes.
 
-- ``atomic_write(path, data)``: a temporary file beside ``path`` (user's umask), flushed and
-  fsynced, renamed over it; a killed process leaves the old file or the new one, never half.
+- ``atomic_write(path, data)``: ragexp's one whole-or-nothing write
+  (:mod:`ragexp.runtime.atomic_file`), the write a page's edit ends in.
 - ``EditLock(path)``: held around every read-check-write of ``path`` (and the files that go with
   it): the requests of one server wait for each other, and other processes (a second server on
   the same file) wait on an exclusive ``flock`` of ``<path>.lock``
@@ -15,27 +15,13 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from pathlib import Path
 
 from ragexp.runtime import file_lock
+from ragexp.runtime.atomic_file import atomic_write
 
-
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Replace ``path`` with ``data`` (text is UTF-8) all at once; on failure ``path`` is as it was."""
-    path = Path(path)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
-    try:
-        with partial.open("wb") as out:
-            out.write(raw)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+__all__ = ["Conflict", "EditLock", "atomic_write", "lock_path"]
 
 
 def lock_path(path: Path) -> Path:

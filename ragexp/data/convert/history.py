@@ -8,11 +8,10 @@ data is accepted; unlike a stage-cache entry its content changes while its name 
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from ragexp.runtime.atomic_file import atomic_write
 from ragexp.runtime.fingerprint import stable_hash
 
 FOLDER = "corpus_converters"
@@ -36,9 +35,7 @@ def converter_changes(cache_root: Path, folder: Path, converters: Mapping[str, s
 
 
 def record_converters(cache_root: Path, folder: Path, converters: Mapping[str, str]) -> None:
-    """Replace ``folder``'s record with ``converters`` (a temporary file renamed over it)."""
+    """Replace ``folder``'s record with ``converters``, whole or not at all."""
     path = _record_path(cache_root, folder)
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".tmp-{uuid.uuid4().hex}")
-    staging.write_text(json.dumps({"folder": str(folder.resolve()), "converters": dict(converters)}), encoding="utf-8")
-    os.replace(staging, path)
+    atomic_write(path, json.dumps({"folder": str(folder.resolve()), "converters": dict(converters)}))

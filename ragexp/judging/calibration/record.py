@@ -48,6 +48,7 @@ from ragexp.judging.calibration.threshold import (
     fit_threshold,
     verdicts_at,
 )
+from ragexp.runtime.atomic_file import atomic_write
 from ragexp.runtime.fingerprint import file_hash
 
 FORMAT = "ragexp-judge-calibration/1"
@@ -84,7 +85,7 @@ class JudgeCalibration:
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        atomic_write(path, json.dumps(self.to_dict(), indent=2) + "\n")
         return path
 
     def render(self) -> str:
