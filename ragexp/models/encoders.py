@@ -282,8 +282,13 @@ def _plan(resolved: ResolvedModel, backend: str) -> tuple[onnx_export.OnnxGraph 
         return None, None, ""
     if resolved.kind != HF_FOLDER:
         return None, None, f"a {resolved.kind} model is not a sentence-transformers folder ONNX can export"
-    export = onnx_export.exported(resolved)
+    export = onnx_export.exported(resolved, _graph_vectors)
     return export.graph, export.max_seq_length, "" if export.graph is not None else export.reason
+
+
+def _graph_vectors(graph: onnx_export.OnnxGraph, max_seq_length: int | None, texts: list[str]) -> np.ndarray:
+    """Passage vectors of an ONNX graph alone, one thread (the export's check against torch)."""
+    return OnnxEncoder.from_graph(graph, max_seq_length=max_seq_length, threads=1).encode_passages(texts)
 
 
 def _check_choice(backend: str, precision: str) -> None:

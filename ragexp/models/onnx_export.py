@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,12 +79,18 @@ def _folder(model: ResolvedModel) -> Path:
     return export_root() / model_fingerprint(model)
 
 
-def exported(model: ResolvedModel) -> Export:
-    """The checked fp32 ONNX export of a sentence-transformers folder, exported on first call."""
+#: ``encode(graph, max_seq_length, texts)``: the normalised vectors an encoder over ``graph`` gives
+#: (the caller's ONNX encoder: :mod:`ragexp.models.encoders` imports this module, not the reverse).
+GraphEncoder = Callable[[OnnxGraph, int | None, list[str]], np.ndarray]
+
+
+def exported(model: ResolvedModel, encode: GraphEncoder) -> Export:
+    """The checked fp32 ONNX export of a sentence-transformers folder, exported on first call;
+    ``encode`` runs the exported graph for the check against torch."""
     folder = _folder(model)
     if not (folder / "check.json").is_file():
         with writing_cache(export_root()):
-            publish_dir(folder, lambda staging: _export(model, staging))
+            publish_dir(folder, lambda staging: _export(model, staging, encode))
     verdict = json.loads((folder / "check.json").read_text("utf-8"))
     graph = OnnxGraph(folder / "model.onnx", folder / "tokenizer.json") if verdict["ok"] else None
     return Export(graph, verdict["reason"], verdict.get("min_cosine"), verdict.get("max_seq_length"))
@@ -107,7 +114,7 @@ def _write_verdict(staging: Path, ok: bool, reason: str, min_cosine: float | Non
     (staging / "check.json").write_text(json.dumps(verdict), "utf-8")
 
 
-def _export(model: ResolvedModel, staging: Path) -> None:
+def _export(model: ResolvedModel, staging: Path, encode: GraphEncoder) -> None:
     """Export into ``staging`` and write the verdict (a refusal leaves only ``check.json``)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.models import Normalize, Pooling, Transformer
@@ -136,7 +143,7 @@ def _export(model: ResolvedModel, staging: Path) -> None:
     except Exception as err:  # noqa: BLE001 - any exporter failure means "use torch"
         (staging / "model.onnx").unlink(missing_ok=True)
         return _write_verdict(staging, False, f"torch.onnx.export failed ({type(err).__name__}: {str(err)[:200]})")
-    min_cosine = _probe_cosine(st, OnnxGraph(staging / "model.onnx", staging / "tokenizer.json"))
+    min_cosine = _probe_cosine(st, OnnxGraph(staging / "model.onnx", staging / "tokenizer.json"), encode)
     if min_cosine < MIN_COSINE:
         (staging / "model.onnx").unlink()
         return _write_verdict(staging, False, f"ONNX vectors differ from torch's (min cosine {min_cosine:.6f} < {MIN_COSINE})", min_cosine)
@@ -177,10 +184,7 @@ def _torch_export(transformer, path: Path) -> None:
         )
 
 
-def _probe_cosine(st, graph: OnnxGraph) -> float:
-    from ragexp.models.encoders import OnnxEncoder
-
+def _probe_cosine(st, graph: OnnxGraph, encode: GraphEncoder) -> float:
     reference = np.asarray(st.encode(list(PROBE_TEXTS), normalize_embeddings=True, convert_to_numpy=True), dtype=np.float64)
-    encoder = OnnxEncoder.from_graph(graph, max_seq_length=st.max_seq_length, threads=1)
-    vectors = encoder.encode_passages(list(PROBE_TEXTS)).astype(np.float64)
+    vectors = np.asarray(encode(graph, st.max_seq_length, list(PROBE_TEXTS)), dtype=np.float64)
     return float(np.min(np.sum(reference * vectors, axis=1)))
