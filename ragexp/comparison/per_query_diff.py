@@ -8,7 +8,7 @@ For runs A and B paired by ``query_id`` (queries both scored) and a cut-off ``k`
   (``None``, nothing relevant retrieved, counts as a rank below every other).
 
 Each split lists the query, its tags and each run's failure class (a generation run's own, else
-:func:`ragexp.tracking.run_logger.retrieval_class` at the run's ``context_k``). Splits come first,
+:func:`ragexp.evaluation.results.failure_class`: the retrieval-only class at the run's ``context_k``). Splits come first,
 then rank moves, largest move first. Rendered for the terminal, as JSON and as HTML (the
 artifact ``per_query_diff/<other run id>.html`` logged to both runs by ``ragexp compare --per-query``).
 """
@@ -20,7 +20,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from ragexp.comparison.gate import first_relevant_rank
-from ragexp.evaluation.results import RunResults
+from ragexp.evaluation.results import RunResults, failure_class
 
 A_ONLY, B_ONLY, RANK_MOVED = "A hits, B misses", "B hits, A misses", "rank moved"
 KINDS = (A_ONLY, B_ONLY, RANK_MOVED)
@@ -55,14 +55,6 @@ class PerQueryDiff:
                            "queries": [asdict(split) for split in self.splits]}, indent=1, ensure_ascii=False)
 
 
-def _failure_class(row: dict, context_k: int) -> str:
-    from ragexp.tracking.run_logger import (
-        retrieval_class,  # one definition of a retrieval-only failure class
-    )
-
-    return row.get("failure_class") or retrieval_class(row, context_k)
-
-
 def _move(split: QuerySplit) -> float:
     a, b = split.a_rank, split.b_rank
     return abs((a or float("inf")) - (b or float("inf"))) if a is not None and b is not None else float("inf")
@@ -86,7 +78,7 @@ def per_query_diff(a: RunResults, b: RunResults, k: int, a_label: str = "A", b_l
         else:
             continue
         splits.append(QuerySplit(query_id, ra.get("query", ""), list(ra.get("tags", [])), kind, rank_a, rank_b,
-                                 _failure_class(ra, a_k), _failure_class(rb, b_k)))
+                                 failure_class(ra, a_k), failure_class(rb, b_k)))
     splits.sort(key=lambda s: (KINDS.index(s.kind), -_move(s), s.query_id))
     return PerQueryDiff(a_label, b_label, k, len(a_rows.keys() & b_rows.keys()), splits)
 

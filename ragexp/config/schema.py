@@ -119,7 +119,6 @@ def validate(cfg: DictConfig, skip: frozenset[str] = frozenset()) -> None:
     for group in ("dataset", "retrieval"):
         if cfg.get(group) is None:
             raise RagexpInputError(f"config group '{group}' is not set", field=group)
-    check_data_components(cfg, skip)
 
 
 def _validate_eval(cfg: DictConfig) -> None:
@@ -141,18 +140,6 @@ def _validate_eval(cfg: DictConfig) -> None:
     if cfg.eval.bootstrap_resamples < 1:
         raise RagexpInputError("must be a positive integer (resamples of the confidence intervals)",
                                field="eval.bootstrap_resamples")
-
-
-def check_data_components(cfg: DictConfig, skip: frozenset[str] = frozenset()) -> None:
-    """Build the chunker and the dataset loader (checks only: nothing is read or chunked), so
-    their bad options fail before any work, also for a whole sweep before its first job."""
-    from ragexp.chunking import make_chunker
-    from ragexp.data.dataset import dataset_loader
-
-    if "dataset" not in skip:
-        dataset_loader(cfg.dataset)
-    if "chunking" not in skip:
-        make_chunker(chunker_options(cfg.chunking))
 
 
 def component_config(node: DictConfig | None) -> dict | None:

@@ -44,6 +44,19 @@ _OPTIONS = {"--config-path": "path", "-cp": "path", "--config-name": "name", "-c
 _TARGET_IN_VALUE = re.compile(r"""['"]?_target_['"]?\s*:\s*['"]?([^'",}\s]+)""")
 
 
+def hand_given_config() -> bool:
+    """Whether the running Hydra job's config came from outside this machine's ``conf/``
+    (``--config-path``, ``--config-dir``): then its endpoints must be named here
+    (:mod:`ragexp.config.endpoints`)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return False
+    local = f"file://{CONFIG_DIR}"
+    return any(source.provider in ("main", "command-line") and source.path != local and source.schema == "file"
+               for source in HydraConfig.get().runtime.config_sources)
+
+
 def hand_given(argv: Sequence[str]) -> dict[str, list[str]]:
     """The values of ``--config-path``/``--config-name``/``--config-dir`` (and short forms) in ``argv``."""
     found: dict[str, list[str]] = {"path": [], "name": [], "dir": []}

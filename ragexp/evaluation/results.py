@@ -23,10 +23,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
+from ragexp.judging.failure import FailureClass, gold_in_context
 from ragexp.runtime.atomic_file import atomic_write
 
 FORMAT = "ragexp-results/1"
 ARTIFACT_NAME = "ragexp_results.json"
+
+
+def failure_class(row: dict, context_k: int) -> str:
+    """A query's failure class: a generation run's own (``row["failure_class"]``), else the
+    retrieval-only one: ``retrieval_failure`` when no relevant unit is among the ``context_k`` a
+    generator would be shown (:func:`~ragexp.judging.failure.gold_in_context`, as in generation
+    runs), ``ok`` when one is, ``no_gold`` for items without gold evidence."""
+    if row.get("failure_class"):
+        return row["failure_class"]
+    if not any(g > 0 for g in row["relevant"].values()):
+        return "no_gold"
+    found = gold_in_context([cid for cid, _ in row["ranking"][:context_k]], row["relevant"])
+    return FailureClass.OK.value if found else FailureClass.RETRIEVAL_FAILURE.value
 
 
 @dataclass

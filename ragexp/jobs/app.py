@@ -23,7 +23,7 @@ from ragexp.config.endpoints import ALLOWED_ENDPOINTS_ENV
 from ragexp.config.hydra_errors import CONFIG_ERRORS, config_error_line
 from ragexp.config.schema import register_schema
 from ragexp.config.secrets import screen_overrides
-from ragexp.config.untrusted import check_run_arguments, local_hydra_overrides
+from ragexp.config.untrusted import check_run_arguments, hand_given_config, local_hydra_overrides
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, TrackingUnavailable
 from ragexp.runtime import interrupt
 
@@ -40,16 +40,6 @@ def register_resolvers() -> None:
 
 
 register_resolvers()  # at import: sweep workers resolve the folder names too
-
-
-def hand_given_config() -> bool:
-    """Whether this job's config came from outside this machine's ``conf/`` (``--config-path``,
-    ``--config-dir``): then its endpoints must be named here (:mod:`ragexp.config.endpoints`)."""
-    if not HydraConfig.initialized():
-        return False
-    local = f"file://{CONFIG_DIR}"
-    return any(source.provider in ("main", "command-line") and source.path != local and source.schema == "file"
-               for source in HydraConfig.get().runtime.config_sources)
 
 
 def run_one_job(cfg: DictConfig) -> None:
@@ -172,7 +162,8 @@ def run_app(argv: list[str]) -> int:
         print(f"ragexp run: error: {refused.args[0]}", file=sys.stderr)
         return USAGE_EXIT_CODE
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM via ragexp.runtime.interrupt
-        from ragexp.tracking.sweep import close_open_parent, terminal_status
+        from ragexp.tracking.store import terminal_status
+        from ragexp.tracking.sweep import close_open_parent
 
         signum = getattr(err, "signum", signal.SIGINT)
         parent = close_open_parent(terminal_status(err))  # KILLED

@@ -1,6 +1,6 @@
 """One job: a resolved config in, an evaluated and logged run out. ``ragexp run`` (every sweep
 job), ``ragexp reproduce`` and ``ragexp upload`` all go through :func:`run_job`, and each is
-validated once, there (:func:`validate_job`).
+validated once, there (:func:`~ragexp.evaluation.checks.validate_job`).
 
 Order, so that bad input fails before any work and a store outage loses nothing:
 validate the config (secrets refused; every ``_target_`` a registered class fitting its schema; for
@@ -23,14 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from ragexp.config.endpoints import check_endpoints
-from ragexp.config.schema import validate
-from ragexp.config.secrets import screen_overrides
-from ragexp.config.targets import check_component
 from ragexp.data import EvalSet
 from ragexp.errors import RagexpInputError, TrackingUnavailable
+from ragexp.evaluation.checks import validate_job
 from ragexp.evaluation.pipeline import build_pipeline
 from ragexp.evaluation.prepared import prepare_data
 from ragexp.evaluation.results import RunResults
@@ -122,31 +119,6 @@ def run_job(
         output_dir,
     )
     return JobResult(output, run_id, data.evalset)
-
-
-PIPELINE_GROUPS = ("embedding", "retrieval", "reranker", "generator", "judge")
-
-
-def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool = False,
-                 allowed_endpoints: Sequence[str] = (), skip: frozenset[str] = frozenset()) -> None:
-    """Everything a job checks before any work: the config and its overrides screened for
-    secrets, its values (:func:`~ragexp.config.schema.validate`), every component block against the
-    registry and its class's schema, and, for an ``untrusted`` config, its endpoints. ``skip``:
-    top-level groups checked for secrets only (a sweep's swept groups, checked per job)."""
-    screen_overrides(overrides)
-    validate(cfg, skip)
-    resolved = OmegaConf.to_container(cfg, resolve=True)
-    for group in PIPELINE_GROUPS:
-        if group in skip or resolved.get(group) is None:
-            continue
-        if not isinstance(resolved[group], dict):  # `retrieval=bm25` on a hand-given config that has no defaults list
-            raise RagexpInputError(f"must be a component block (a mapping with _target_), got {resolved[group]!r}; a "
-                                   f"choice such as {group}=NAME picks from this machine's conf/ and does not apply to "
-                                   f"a hand-given config: set the block's keys ({group}._target_=..., {group}.k=...)",
-                                   field=group)
-        check_component({k: v for k, v in resolved[group].items()}, group)
-    if untrusted:
-        check_endpoints({key: value for key, value in resolved.items() if key not in skip}, allowed_endpoints)
 
 
 def _log_saved(cfg: DictConfig, results: RunResults, folder: Path, overrides: list[str],

@@ -35,16 +35,14 @@ from omegaconf import DictConfig, OmegaConf
 from ragexp.chunking import make_chunker
 from ragexp.config.schema import chunker_options
 from ragexp.data import EvalSet
-from ragexp.evaluation.results import ARTIFACT_NAME
+from ragexp.evaluation.results import ARTIFACT_NAME, failure_class
 from ragexp.evaluation.runner import RunOutput, semantic_config
-from ragexp.judging.failure import FailureClass, gold_in_context
 from ragexp.runtime import interrupt
 from ragexp.tracking import store
 from ragexp.tracking.experiments import gold_level
 from ragexp.tracking.labels import run_params
 from ragexp.tracking.metric_names import split_for_mlflow, to_mlflow
 from ragexp.tracking.recall_plot import recall_curve_svg
-from ragexp.tracking.sweep import terminal_status
 
 TAG_WARNINGS = "ragexp.warnings"  # what the run warned about (also in ragexp_results.json, meta.warnings)
 TAG_LIMIT = 5000
@@ -107,21 +105,11 @@ def _outcome(row: dict, ks: list[int]) -> str:
     return text
 
 
-def retrieval_class(row: dict, context_k: int) -> str:
-    """A retrieval-only run's failure class of one query: ``retrieval_failure`` when no relevant
-    unit is among the ``context_k`` a generator would be shown (:func:`gold_in_context`, as in
-    generation runs), ``ok`` when one is, ``no_gold`` for items without gold evidence."""
-    if not any(g > 0 for g in row["relevant"].values()):
-        return "no_gold"
-    found = gold_in_context([cid for cid, _ in row["ranking"][:context_k]], row["relevant"])
-    return "ok" if found else FailureClass.RETRIEVAL_FAILURE.value
-
-
 def per_query_table(output: RunOutput) -> dict[str, list]:
     """The per-query table, flat columns a user filters and compares across runs in MLflow's
     evaluation view: ``query_id`` (the default group-by), ``outcome`` (the default compare column,
-    :func:`_outcome`), the query, tags, failure class (the generation run's, else
-    :func:`retrieval_class`), rank of the first relevant unit (empty when none was retrieved),
+    :func:`_outcome`), the query, tags, failure class (the generation run's, else the retrieval-only
+    one: :func:`~ragexp.evaluation.results.failure_class`), rank of the first relevant unit (empty when none was retrieved),
     ``hit@k`` and ``ndcg@k`` per k, ``rr`` (reciprocal rank), the top-3 retrieved (with their page,
     ``(p. 3)``, in a PDF) and the gold ids, ``gold_pages`` (``"manual p. 3"`` per evidence span) when
     the corpus has paged documents, then generation columns when the run has a generator."""
@@ -133,7 +121,7 @@ def per_query_table(output: RunOutput) -> dict[str, list]:
         "outcome": [_outcome(r, ks) for r in rows],
         "query": [r["query"] for r in rows],
         "tags": [", ".join(r["tags"]) for r in rows],
-        "failure_class": [r.get("failure_class") or retrieval_class(r, context_k) for r in rows],
+        "failure_class": [failure_class(r, context_k) for r in rows],
         "first_relevant_rank": [r["first_relevant_rank"] for r in rows],
     }
     for k in ks:
@@ -308,7 +296,7 @@ def _close(client: MlflowClient, run_id: str, error: BaseException | None, end_t
     logs a complete run, so a half-written copy would only be debris (e.g. a sqlite lock under
     parallel workers). If the store is down the run stays FAILED or RUNNING, never FINISHED."""
     try:
-        client.set_terminated(run_id, status=terminal_status(error), end_time=end_time)
+        client.set_terminated(run_id, status=store.terminal_status(error), end_time=end_time)
     except Exception:
         _discard(client, run_id)
         raise

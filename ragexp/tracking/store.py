@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 
 import mlflow
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
@@ -252,6 +252,16 @@ def find_finished_run(client: MlflowClient, experiment_id: str, config_hash: str
         max_results=1,
     )
     return runs[0].info.run_id if runs else None
+
+
+def terminal_status(error: BaseException | None) -> str:
+    """The status a run closes with: FINISHED, KILLED for interrupts and termination signals,
+    FAILED for anything else."""
+    if error is None:
+        return RunStatus.to_string(RunStatus.FINISHED)
+    if isinstance(error, (KeyboardInterrupt, SystemExit)):
+        return RunStatus.to_string(RunStatus.KILLED)
+    return RunStatus.to_string(RunStatus.FAILED)
 
 
 def log_batched(client: MlflowClient, run_id: str, *, params: Mapping[str, str] = {}, metrics: Mapping[str, float] = {},

@@ -25,7 +25,6 @@ import psutil
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from mlflow.entities import RunStatus
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
@@ -75,13 +74,13 @@ class MlflowSweepCallback(Callback):
 
 
 def _validate_sweep(config: DictConfig) -> None:
-    """The job checks (:func:`ragexp.jobs.job.validate_job`) on the sweep's config before any
+    """The job checks (:func:`ragexp.evaluation.checks.validate_job`) on the sweep's config before any
     value is swept: bad input shared by every job (a secret in a config file, an overlap not below
     the size, a missing eval set) stops the sweep before it writes anything. A top-level group
     with a swept key is screened for secrets only: its values here are no job's (each job checks
     its own)."""
-    from ragexp.jobs.app import hand_given_config
-    from ragexp.jobs.job import validate_job
+    from ragexp.config.untrusted import hand_given_config
+    from ragexp.evaluation.checks import validate_job
 
     task = OmegaConf.masked_copy(config, [key for key in config.keys() if key != "hydra"])
     overrides = list(config.hydra.overrides.task)
@@ -212,11 +211,3 @@ def current_sweep_axes() -> list[str]:
         return []
     return [axis for axis in str(HydraConfig.get().job.env_set.get(AXES_ENV) or "").split(",") if axis]
 
-
-def terminal_status(error: BaseException | None) -> str:
-    """FINISHED, KILLED for interrupts and termination signals, FAILED for anything else."""
-    if error is None:
-        return RunStatus.to_string(RunStatus.FINISHED)
-    if isinstance(error, (KeyboardInterrupt, SystemExit)):
-        return RunStatus.to_string(RunStatus.KILLED)
-    return RunStatus.to_string(RunStatus.FAILED)

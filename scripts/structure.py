@@ -1,0 +1,125 @@
+"""ragexp's import graph, read from the source: which module imports which, and its circles.
+
+Every ``import`` and ``from ... import`` statement of a module counts, also one inside a function
+(a deferred import still makes the two modules depend on each other), except under
+``if TYPE_CHECKING:``. ``from package import name`` is an edge to ``package.name`` when that is a
+module, else to ``package``.
+
+    python scripts/structure.py            # the circles, if any (exit 1 when there is one)
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = "ragexp"
+
+
+def modules(root: Path = REPO, package: str = PACKAGE) -> dict[str, Path]:
+    """``{dotted module name: file}`` of every module of ``package`` under ``root`` (``a.b`` for ``a/b/__init__.py``)."""
+    found = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(child) for stmt in node.body for child in ast.walk(stmt))
+    return skipped
+
+
+def imported_modules(name: str, path: Path, known: Iterable[str]) -> set[str]:
+    """The modules of ``known`` that module ``name`` (at ``path``) imports (module docstring)."""
+    known = set(known)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    skipped = _type_checking_nodes(tree)
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in known)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                if f"{module}.{alias.name}" in known:
+                    found.add(f"{module}.{alias.name}")
+                elif module in known:
+                    found.add(module)
+    found.discard(name)
+    return found
+
+
+def import_graph(root: Path = REPO, package: str = PACKAGE) -> dict[str, set[str]]:
+    """``{module: modules of the package it imports}`` (module docstring)."""
+    known = modules(root, package)
+    return {name: imported_modules(name, path, known) for name, path in known.items()}
+
+
+def circles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan, iterative), each sorted;
+    a graph without circles has none."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            for succ in successors:
+                if succ not in index:
+                    index[succ] = low[succ] = len(index)
+                    stack.append(succ)
+                    on_stack.add(succ)
+                    work.append((succ, iter(sorted(graph.get(succ, ())))))
+                    break
+                if succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return sorted(found)
+
+
+def main(argv: list[str]) -> int:
+    found = circles(import_graph())
+    for circle in found:
+        print("import circle: " + " -> ".join(circle))
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,45 @@
+"""ragexp's modules import one another in one direction: no import circle (``scripts/structure.py``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _structure():
+    spec = importlib.util.spec_from_file_location("ragexp_structure", REPO / "scripts" / "structure.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+structure = _structure()
+
+
+def test_ragexp_has_no_import_circle():
+    found = structure.circles(structure.import_graph())
+    assert found == [], "import circles in ragexp/ (python scripts/structure.py):\n" + "\n".join(
+        " -> ".join(circle) for circle in found)
+
+
+def test_the_graph_sees_deferred_relative_and_from_imports(tmp_path):
+    """A circle closed by an import inside a function, a relative import or ``from pkg import mod``
+    is found; an import under ``if TYPE_CHECKING:`` is not an edge."""
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg.sub import b\n")
+    (package / "sub" / "b.py").write_text("def f():\n    from ..c import value\n")
+    (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.d\n"
+                                  "def g():\n    import pkg.a\n")
+    (package / "d.py").write_text("import pkg.c\n")
+    graph = structure.import_graph(tmp_path, "pkg")
+    assert graph["pkg.a"] == {"pkg.sub.b"} and graph["pkg.sub.b"] == {"pkg.c"} and graph["pkg.c"] == {"pkg.a"}
+    assert structure.circles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
+    (package / "c.py").write_text("VALUE = 1\n")
+    assert structure.circles(structure.import_graph(tmp_path, "pkg")) == []
