@@ -4,6 +4,11 @@ responds to (for answer relevance).
 Every judge exposes ``model_id``, ``split_claims(answer)``, ``judge_claims(claims, context) ->
 list[Verdict]`` and ``generate_question(answer) -> str | None``.
 
+Every judge reads the context's document text only
+(:func:`~ragexp.judging.evidence.document_text`): the ``[i] doc-id > Heading`` label lines
+ragexp puts in front of each retrieved chunk for the generator are not evidence, and the
+shipped thresholds were fitted on contexts without them.
+
 - :class:`LLMJudge` asks a chat model the faithfulness prompt and parses the reply strictly: the
   first word, lower-cased and stripped of punctuation, must be ``yes`` or ``no``; anything else
   (and any :class:`~ragexp.llm.LLMCallError`) is a judge failure (``supported=None``).
@@ -38,6 +43,7 @@ from typing import Any
 import numpy as np
 import Stemmer
 
+from ragexp.data.context import passage_spans
 from ragexp.errors import RagexpInputError
 from ragexp.judging.answer_relevance import QUESTION_PROMPT, generate_questions
 from ragexp.judging.calibration.record import (
@@ -49,9 +55,13 @@ from ragexp.judging.claims import (
     ClaimSplitter,
     SentenceClaimSplitter,
     make_claim_splitter,
-    sentence_spans,
 )
-from ragexp.judging.evidence import closest_sentence, sentence_token_sets
+from ragexp.judging.evidence import (
+    closest_sentence,
+    document_sentence_spans,
+    document_text,
+    sentence_token_sets,
+)
 from ragexp.judging.faithfulness import FAITHFULNESS_PROMPT, Verdict
 from ragexp.llm.base import (
     ChatModel,
@@ -134,7 +144,7 @@ class LLMJudge:
         """:meth:`judge_claims` for several ``(claims, context)`` items; all prompts go to the
         chat model together (:func:`~ragexp.llm.base.complete_all`)."""
         flat = [(claim, context) for claims, context in items for claim in claims]
-        prompts = [self.template.format(context=context, claim=claim) for claim, context in flat]
+        prompts = [self.template.format(context=document_text(context), claim=claim) for claim, context in flat]
         responses = complete_all(self.chat_model, prompts, max_tokens=self.max_tokens, temperature=0.0)
         verdicts = [self._verdict(claim, response) for (claim, _), response in zip(flat, responses)]
         out, at = [], 0
@@ -172,6 +182,7 @@ class LexicalJudge:
 
         support(claim, context) = |content(claim) ∩ content(context)| / |content(claim)|
 
+    over the context's document text (label lines left out: :mod:`ragexp.judging.evidence`),
     where ``content(t)`` is the set of Snowball-stemmed lower-case alphanumeric runs of ``t``
     (``idempotency_conflict`` -> ``idempot``, ``conflict``) minus English stop words. Supported
     iff ``support >= threshold``. A claim with no content token (``"Yes."``) cannot be judged: a
@@ -205,7 +216,7 @@ class LexicalJudge:
         return self.claim_splitter.split(answer)
 
     def judge_claims(self, claims: Sequence[str], context: str) -> list[Verdict]:
-        context_tokens = self.content_tokens(context)
+        context_tokens = self.content_tokens(document_text(context))
         sentences = sentence_token_sets(context, self.content_tokens)
         return [self._judge(claim, context_tokens, sentences) for claim in claims]
 
@@ -231,7 +242,8 @@ class EmbeddingJudge:
 
         s = max_j cos(encode_query(claim), encode_passage(sentence_j))
 
-    over the context's sentences (split like answers, :func:`~ragexp.judging.claims.sentence_spans`)
+    over the sentences of the context's document text (split like answers, label lines left out:
+    :func:`~ragexp.judging.evidence.document_sentence_spans`)
     with the sentence encoder the config builds (``encoder: ${embedding}`` in ``conf/judge/embedding.yaml``:
     the run's embedding model). Supported iff ``s >= threshold``. Similar is
     not entailed: a claim that negates or changes a number of a context sentence stays close to it.
@@ -276,7 +288,7 @@ class EmbeddingJudge:
         """Each claim's best cosine and the ``[start, end]`` of that context sentence."""
         if not claims:
             return []
-        spans = sentence_spans(context) or [(0, len(context))]
+        spans = document_sentence_spans(context) or passage_spans(context)
         sentences = [context[start:end] for start, end in spans]
         similarity = _unit_rows(self.encoder.encode_queries(list(claims))) @ _unit_rows(self.encoder.encode_passages(sentences)).T
         return [(float(row.max()), list(spans[int(row.argmax())])) for row in similarity]
@@ -398,7 +410,7 @@ class LocalLikelihoodJudge:
 
     def scores_batch(self, items: Sequence[tuple[Sequence[str], str]]) -> list[list[float]]:
         """:meth:`scores` for every ``(claims, context)`` item, from one ``logprobs`` call."""
-        plans = [self._plan(self.method, list(claims), context) for claims, context in items]
+        plans = [self._plan(self.method, list(claims), document_text(context)) for claims, context in items]
         logprobs = self.scoring_model.logprobs([pair for pairs, _ in plans for pair in pairs])
         out, at = [], 0
         for pairs, combine in plans:

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 
 from ragexp.judging.calibration.labels import LabelledClaim, label_of
-from ragexp.judging.evidence import closest_sentence, sentence_token_sets
+from ragexp.judging.evidence import closest_sentence, sentence_token_sets, within_document
 
 #: How a claim's highlighted span was found (:mod:`ragexp.judging.evidence`).
 EVIDENCE_BY_JUDGE = "judge"
@@ -48,7 +48,9 @@ def review_claims(per_query: list[dict], prefix: str = "", *, with_evidence: boo
     """Every judged claim of the rows, in order, except claims judged against an empty context
     (nothing retrieved: unsupported by construction, and a labels row needs a context). A verdict
     without a stored ``evidence`` (an LLM judge, or a run from before it was stored) gets the
-    context sentence sharing most words with the claim, marked ``evidence_by = "shared words"``."""
+    document sentence sharing most words with the claim, marked ``evidence_by = "shared words"``;
+    so does a stored span outside the document text (a label line, as runs before labels were
+    left out could store), so the page highlights document text only."""
     tokens_of = None
     if with_evidence:
         from ragexp.judging.judges import LexicalJudge
@@ -72,7 +74,7 @@ def review_claims(per_query: list[dict], prefix: str = "", *, with_evidence: boo
                 judge_raw=verdict.get("raw", ""),
             )
             evidence, by = verdict.get("evidence"), EVIDENCE_BY_JUDGE
-            if tokens_of is not None and evidence is None:
+            if tokens_of is not None and (evidence is None or not within_document(context, evidence)):
                 sentences = sentences if sentences is not None else sentence_token_sets(context, tokens_of)
                 evidence, by = closest_sentence(tokens_of(row.claim), sentences), EVIDENCE_BY_OVERLAP
             claims.append(ReviewClaim(row, record.get("query", ""), record.get("answer", ""), evidence,
