@@ -30,7 +30,8 @@ EXAMPLES = {
                 "ragexp evalset diff evalset_v1.jsonl evalset_v2.jsonl --corpus my_docs/",
                 "ragexp evalset draft --corpus my_docs/ --per-category 5 --out drafts.jsonl",
                 "ragexp evalset annotate my_evalset.jsonl --corpus my_docs/ --queries candidates.jsonl",
-                "ragexp evalset annotate my_evalset.jsonl --corpus my_docs/ --from-run RUN_ID --failures"],
+                "ragexp evalset annotate my_evalset.jsonl --corpus my_docs/ --from-run RUN_ID --failures",
+                "ragexp evalset agreement alice.jsonl bob.jsonl --corpus my_docs/ --queue adjudicated.jsonl"],
     "reproduce": ["ragexp reproduce RUN_ID",
                   "ragexp reproduce RUN_ID --tracking-uri sqlite:////new/place/mlflow.db --artifacts /new/place/mlruns",
                   "ragexp reproduce RUN_ID --allow-endpoint http://localhost:11434/v1=OLLAMA_KEY"],
@@ -51,7 +52,7 @@ EXAMPLES = {
 }
 
 COMMANDS = {
-    "evalset": "build and inspect eval sets (lint, resolve, queries from logs, diff, draft, annotate)",
+    "evalset": "build and inspect eval sets (lint, resolve, queries from logs, diff, draft, annotate, agreement)",
     "reproduce": "re-run a logged run from its saved config and diff the metrics",
     "compare": "side-by-side metric table of runs",
     "export": "write a run's ranking and derived relevance in TREC format",

@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 
 from ragexp.commands import (
+    _evalset_agreement,
     _evalset_annotate,
     _evalset_diff,
     _evalset_draft,
@@ -41,7 +42,7 @@ from ragexp.data.loaders.evalset import evalset_to_jsonl, load_evalset
 
 #: Sub-actions that live in their own modules (``add_arguments(parser)``, ``run(args)``, ``HELP``).
 EVALSET_TOOLS = {"queries": _evalset_queries, "diff": _evalset_diff, "draft": _evalset_draft,
-                 "annotate": _evalset_annotate}
+                 "annotate": _evalset_annotate, "agreement": _evalset_agreement}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,104 @@
+"""``ragexp evalset agreement A B --corpus DIR [--queue FILE] [--span-threshold T] [--experiment NAME]
+[--tracking-uri URI] [--no-log]``: how far two annotators of the same questions agree.
+
+Prints Cohen's kappa on answerability and on document relevance (with 95 % intervals), the
+evidence overlap F1 and the items they disagree on (:mod:`ragexp.annotation.agreement`);
+``--queue FILE`` queues those items for adjudication on ``ragexp evalset annotate FILE``
+(:mod:`ragexp.annotation.adjudication`); unless ``--no-log`` the numbers go into the description
+of A's MLflow experiment, where its runs are (:mod:`ragexp.tracking.agreement_note`).
+Exit 0, or 2 on unusable input (each one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+from pathlib import Path
+
+from ragexp.annotation.agreement import DEFAULT_SPAN_THRESHOLD
+from ragexp.errors import RagexpInputError
+
+HELP = "agreement of two annotators of the same questions: kappa, evidence overlap, disagreements to adjudicate"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("first", metavar="A", type=Path, help="one annotator's eval set (its MLflow experiment gets the note)")
+    parser.add_argument("second", metavar="B", type=Path, help="the other annotator's eval set of the same questions")
+    parser.add_argument("--corpus", type=Path, help="corpus folder or corpus .jsonl both resolve against (needed: "
+                        "evidence is compared as characters of its text)")
+    parser.add_argument("--queue", type=Path, metavar="FILE",
+                        help="queue the disagreements for adjudication in eval set FILE (.jsonl, new or a copy of one "
+                             "annotator's file); then: ragexp evalset annotate FILE --corpus DIR")
+    parser.add_argument("--span-threshold", type=float, default=DEFAULT_SPAN_THRESHOLD, metavar="T",
+                        help=f"an item whose evidence overlap F1 is below T is a disagreement (default {DEFAULT_SPAN_THRESHOLD})")
+    parser.add_argument("--experiment", help="MLflow experiment to note the agreement in (default: A's, named as a run on A names it)")
+    parser.add_argument("--tracking-uri", default=None, help="MLflow store (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)")
+    parser.add_argument("--no-log", action="store_true", help="print only; write nothing to MLflow")
+
+
+def _check(args: argparse.Namespace) -> None:
+    if not 0.0 <= args.span_threshold <= 1.0:
+        raise RagexpInputError("an F1 threshold between 0 and 1", field="--span-threshold")
+    for path in (args.first, args.second):
+        if not path.is_file():
+            raise RagexpInputError("no such file; pass two annotators' eval sets (.jsonl, .yaml or .yml)", file=path)
+    if os.path.samefile(args.first, args.second) or args.first.read_bytes() == args.second.read_bytes():
+        raise RagexpInputError(f"the same file (or the same bytes) as {args.first}; pass the other annotator's file",
+                               file=args.second)
+    if args.corpus is None:
+        raise RagexpInputError("needed: quotes and whole documents are resolved against its text, and the "
+                               "evidence overlap F1 is measured in its characters", field="--corpus")
+    if args.queue is not None:
+        if args.queue.suffix.lower() != ".jsonl":
+            raise RagexpInputError("the adjudication queue goes into a .jsonl eval set (the annotation page's format)",
+                                   file=args.queue, field="--queue")
+        if any(args.queue.exists() and os.path.samefile(args.queue, path) for path in (args.first, args.second)):
+            raise RagexpInputError(f"queueing into an annotator's file would rewrite it; copy it first (cp {args.queue} "
+                                   "adjudicated.jsonl) and queue into the copy", file=args.queue, field="--queue")
+
+
+def names_of(first: Path, second: Path) -> tuple[str, str]:
+    """The annotators as the report names them: the file names without suffix, or the paths when those are equal."""
+    return (first.stem, second.stem) if first.stem != second.stem else (str(first), str(second))
+
+
+def run(args: argparse.Namespace) -> int:
+    _check(args)
+    from ragexp.annotation.agreement import agreement
+    from ragexp.annotation.judgments import paired_judgments
+    from ragexp.data.loaders.corpus import load_corpus
+    from ragexp.data.loaders.evalset import load_evalset
+
+    corpus = load_corpus(args.corpus)
+    first, second = load_evalset(args.first, corpus), load_evalset(args.second, corpus)
+    names = names_of(args.first, args.second)
+    result = agreement(paired_judgments(first, second, corpus), names, args.span_threshold)
+    print(result.render(f"{names[0]} ({args.first})", f"{names[1]} ({args.second})"))
+    if args.queue is not None:
+        from ragexp.annotation.adjudication import queue_disagreements
+        from ragexp.annotation.session import Session
+
+        items = ({item.id: item for item in first}, {item.id: item for item in second})
+        queued = queue_disagreements(Session(args.queue), result, items, names, corpus)
+        print(f"queued {queued.entries} disagreements ({queued.new} new questions, {queued.units} passages to judge) in "
+              f"{args.queue}; adjudicate with: ragexp evalset annotate {args.queue} --corpus {args.corpus}")
+    if not args.no_log:
+        _note(args, result, names, corpus, first)
+    return 0
+
+
+def _note(args: argparse.Namespace, result, names: tuple[str, str], corpus, evalset) -> None:
+    from ragexp.tracking import store
+    from ragexp.tracking.agreement_note import write_note
+    from ragexp.tracking.experiments import describe_once, experiment_name
+
+    uri = args.tracking_uri or store.default_tracking_uri()
+    client = store.connect(uri)
+    name = experiment_name(args.experiment, evalset)
+    experiment_id = store.ensure_experiment(client, name)
+    if not args.experiment:
+        describe_once(client, experiment_id, corpus, evalset)  # a run on A finds its experiment described
+    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    write_note(client, experiment_id, result, names, when)
+    print(f"noted in the description of MLflow experiment {name!r} at {uri}")

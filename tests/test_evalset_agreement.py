@@ -1,0 +1,203 @@
+"""``ragexp evalset agreement``: two annotators' files of the same questions compared against
+independent truth (scikit-learn's kappa, hand-counted characters, a bootstrap), the disagreements
+queued in a form the annotation page loads, the note in MLflow, and bad input refused in one line."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from mlflow.tracking import MlflowClient
+from sklearn.metrics import cohen_kappa_score
+
+from ragexp.annotation.agreement import agreement
+from ragexp.annotation.judgments import ItemJudgments, paired_judgments
+from ragexp.annotation.live_corpus import LiveCorpus
+from ragexp.annotation.pool import Pooler
+from ragexp.annotation.server import Annotation, routers
+from ragexp.annotation.session import Session
+from ragexp.cli import main
+from ragexp.data.loaders.corpus import load_corpus
+from ragexp.data.loaders.evalset import load_evalset
+from ragexp.tracking import store
+from ragexp.tracking.agreement_note import AGREEMENT_TAG, SECTION_TITLE
+from ragexp.web.app import create_app
+from tests.helpers.cli import ragexp
+from tests.helpers.tiny_dataset import TINY_DOCS
+
+REFUNDS = len(TINY_DOCS["refunds"])
+
+
+def ev(doc_id, start=None, end=None, grade=1) -> dict:
+    out = {"doc_id": doc_id} | ({"start": start, "end": end} if start is not None else {})
+    return out | ({"grade": grade} if grade != 1 else {})
+
+
+def item(item_id, evidence, answerable=True) -> dict:
+    return {"id": item_id, "query": f"question {item_id}?", "evidence": evidence} | ({} if answerable else {"answerable": False})
+
+
+#: The crafted pair: what each annotator judged, item by item (comments: the truth counted by hand).
+ALICE = [
+    item("i1", [ev("webhooks", 0, 40)]),                             # overlap [20, 40): F1 2*20/80 = 0.5
+    item("i2", [ev("keys", 10, 30)]),                                # identical: F1 1
+    item("i3", [ev("keys", 0, 50)]),                                 # bob: unanswerable, keys not relevant
+    item("i4", [ev("limits", grade=0)], answerable=False),           # both: limits not relevant
+    item("i5", [ev("limits", 0, 30), ev("refunds", grade=0)]),       # refunds: alice no, bob yes
+    item("i6", [ev("refunds")]),                                     # whole document vs [0, 10)
+    item("i7", [], answerable=False),                                # both: nothing
+    item("i8", [ev("webhooks", 0, 10)]),                             # bob: other document; each judged by one
+    item("i9", [ev("webhooks", 5, 15, grade=2)]),                    # bob grade 1: relevant both
+    item("i10", [], answerable=False),                               # bob: answerable
+]
+BOB = [
+    item("i1", [ev("webhooks", 20, 60)]),
+    item("i2", [ev("keys", 10, 30)]),
+    item("i3", [ev("keys", 0, 50, grade=0)], answerable=False),
+    item("i4", [ev("limits", grade=0)], answerable=False),
+    item("i5", [ev("limits", 0, 30), ev("refunds", 0, 20)]),
+    item("i6", [ev("refunds", 0, 10)]),
+    item("i7", [], answerable=False),
+    item("i8", [ev("keys", 0, 10)]),
+    item("i9", [ev("webhooks", 5, 15)]),
+    item("i10", [ev("webhooks", 0, 10)]),
+]  # fmt: skip
+ANSWERABLE = ([1, 1, 1, 0, 1, 1, 0, 1, 1, 0], [1, 1, 0, 0, 1, 1, 0, 1, 1, 1])
+#: (item, document) both judged: i1 webhooks, i2 keys, i3 keys, i4 limits, i5 limits, i5 refunds, i6 refunds, i9 webhooks
+RELEVANT = ([1, 1, 1, 0, 1, 0, 1, 1], [1, 1, 0, 0, 1, 1, 1, 1])
+#: Per item with evidence: (characters both covered, characters alice + bob covered).
+SPANS = {"i1": (20, 80), "i2": (20, 40), "i3": (0, 50), "i5": (30, 80), "i6": (10, REFUNDS + 10), "i8": (0, 20),
+         "i9": (10, 20), "i10": (0, 10)}
+
+
+def write(path, items) -> str:
+    path.write_text("\n".join(json.dumps(x) for x in [{"ragexp_evalset": 1, "name": "support"}, *items]) + "\n")
+    return str(path)
+
+
+@pytest.fixture
+def pair(tiny_dataset, tmp_path):
+    corpus, _ = tiny_dataset
+    return str(corpus), write(tmp_path / "alice.jsonl", ALICE), write(tmp_path / "bob.jsonl", BOB)
+
+
+def test_kappas_equal_scikit_learn_and_overlap_the_hand_count(pair):
+    corpus_dir, alice, bob = pair
+    corpus = load_corpus(corpus_dir)
+    result = agreement(paired_judgments(load_evalset(alice, corpus), load_evalset(bob, corpus), corpus), ("alice", "bob"))
+
+    assert result.items == 10
+    assert result.answerable.interval.kappa == pytest.approx(cohen_kappa_score(*ANSWERABLE), abs=1e-12)
+    assert result.answerable.agreed == 8
+    assert result.relevance.interval.kappa == pytest.approx(cohen_kappa_score(*RELEVANT), abs=1e-12)
+    assert (result.relevance.n, result.relevance.agreed, result.judged_by_one) == (8, 6, 3)  # i8 twice, i10 once
+    assert result.span_items == len(SPANS)
+    both, total = (sum(values) for values in zip(*SPANS.values()))
+    assert result.span_micro_f1 == pytest.approx(2 * both / total)
+    assert result.span_macro_f1 == pytest.approx(sum(2 * b / t for b, t in SPANS.values()) / len(SPANS))
+    # i1's F1 is exactly 0.5, not below the default threshold
+    assert [d.item_id for d in result.disagreements] == ["i3", "i5", "i6", "i8", "i10"]
+    reasons = {d.item_id: d.reasons for d in result.disagreements}
+    assert reasons["i3"] == ("answerable: alice yes, bob no", "keys: alice relevant, bob not relevant", "evidence F1 0.00")
+    assert reasons["i5"] == ("refunds: alice not relevant, bob relevant",)
+    assert reasons["i6"] == (f"evidence F1 {20 / (REFUNDS + 10):.2f}",)
+
+
+def test_interval_is_the_spread_of_a_bootstrap():
+    """Over 300 items, the analytic standard errors of both kappas are within 10 % of the standard
+    deviation of kappa (scikit-learn's) over 2000 resamples of the items."""
+    rng = random.Random(3)
+    labels = {"answerable": ([], []), "relevant": ([], [])}
+    pairs = []
+    for i in range(300):
+        truth, relevant = rng.random() < 0.7, rng.random() < 0.5
+        answerable = (truth, truth if rng.random() < 0.85 else not truth)
+        found = (relevant, relevant if rng.random() < 0.75 else not relevant)
+        pair = []
+        for side in (0, 1):
+            labels["answerable"][side].append(answerable[side])
+            labels["relevant"][side].append(found[side])
+            pair.append(ItemJudgments(f"q{i}", "?", answerable[side], (), {"keys": found[side]}, {}))
+        pairs.append(tuple(pair))
+    result = agreement(pairs, ("a", "b"))
+
+    draws = np.random.default_rng(5)
+    for kappa, (first, second) in ((result.answerable, labels["answerable"]), (result.relevance, labels["relevant"])):
+        first, second = np.array(first), np.array(second)
+        assert kappa.interval.kappa == pytest.approx(cohen_kappa_score(first, second), abs=1e-12)
+        boot = []
+        for _ in range(2000):
+            index = draws.integers(0, 300, 300)
+            boot.append(cohen_kappa_score(first[index], second[index]))
+        assert kappa.interval.se == pytest.approx(float(np.std(boot, ddof=1)), rel=0.10)
+        assert kappa.interval.low == pytest.approx(kappa.interval.kappa - 1.959964 * kappa.interval.se, abs=1e-5)
+
+
+def test_command_prints_queues_for_the_page_and_notes_in_mlflow(pair, tmp_path, monkeypatch):
+    corpus_dir, alice, bob = pair
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    queue = tmp_path / "adjudicated.jsonl"
+    out = ragexp(tmp_path, "evalset", "agreement", alice, bob, "--corpus", corpus_dir, "--queue", str(queue),
+                 "--tracking-uri", uri).stdout
+    kappa = cohen_kappa_score(*ANSWERABLE)
+    assert f"answerability       kappa {kappa:.3f} (95% CI " in out
+    assert "agreed on 6/8 documents both judged (3 judged by one only, not counted)" in out
+    assert "disagreements       5 items" in out and "    i5: refunds: alice not relevant, bob relevant" in out
+    assert f"queued 5 disagreements (5 new questions, 8 passages to judge) in {queue}" in out
+
+    # the annotation page's own loader and API read the queue: each disputed item is to be reviewed
+    monkeypatch.chdir(tmp_path)
+    page = TestClient(create_app(routers(Annotation(Session(queue), LiveCorpus(corpus_dir), Pooler(["bm25"], depth=3))),
+                                 "annotate.html"), base_url="http://127.0.0.1")
+    state = page.get("/api/state").json()
+    assert [(e["id"], e["status"]) for e in state["entries"]] == [(i, "review") for i in ("i3", "i5", "i6", "i8", "i10")]
+    i5 = next(e for e in state["entries"] if e["id"] == "i5")
+    assert i5["evidence"] == [{"doc_id": "limits", "start": 0, "end": 30, "quote": TINY_DOCS["limits"][:30]}]  # agreed
+    assert i5["review"]["reason"] == "alice and bob disagree: refunds: alice not relevant, bob relevant"
+    candidates = page.get("/api/entries/i5/candidates").json()
+    assert candidates["kind"] == "review"
+    assert [(c["doc_id"], c["start"], c["end"]) for c in candidates["candidates"]] == [("refunds", 0, REFUNDS), ("refunds", 0, 20)]
+    assert candidates["candidates"][1]["text"] == TINY_DOCS["refunds"][:20]
+    i3 = next(e for e in state["entries"] if e["id"] == "i3")
+    assert i3["evidence"] == [] and i3["answerable"] is True  # nothing agreed; the flag is the adjudicator's call
+    assert queue.read_text().count("\n") == 1  # nothing confirmed yet: the eval set holds its header only
+
+    experiment = MlflowClient(uri).get_experiment_by_name(f"support-{load_evalset(alice, load_corpus(corpus_dir)).fingerprint()[:8]}")
+    description = experiment.tags[store.DESCRIPTION_TAG]
+    assert description.startswith("**ragexp** runs on eval set **support**")  # the description a run would write
+    assert f"{SECTION_TITLE} (alice vs bob, 10 questions" in description and f"answerability kappa {kappa:.3f}" in description
+    assert json.loads(experiment.tags[AGREEMENT_TAG])["answerable"]["kappa"] == pytest.approx(kappa)
+
+    again = ragexp(tmp_path, "evalset", "agreement", alice, bob, "--corpus", corpus_dir, "--tracking-uri", uri,
+                   "--experiment", experiment.name).stdout
+    assert "noted in the description" in again
+    assert MlflowClient(uri).get_experiment(experiment.experiment_id).tags[store.DESCRIPTION_TAG].count(SECTION_TITLE) == 1
+
+
+def run_cli(capsys, *args) -> tuple[int, list[str]]:
+    code = main(["evalset", "agreement", *args, "--no-log"])
+    return code, capsys.readouterr().err.splitlines()
+
+
+def test_bad_input_is_one_line_and_exit_2(pair, tmp_path, capsys):
+    corpus_dir, alice, bob = pair
+    fewer = write(tmp_path / "carol.jsonl", BOB[:-1])
+    renamed = write(tmp_path / "dave.jsonl", [*BOB[:-1], {**BOB[-1], "query": "something else?"}])
+    candidates = tmp_path / "candidates.jsonl"
+    candidates.write_text(json.dumps({"query": "How do I reset my password?", "source": "log"}) + "\n")
+    cases = {
+        "only in": (alice, fewer, "--corpus", corpus_dir),
+        "asks 'question i10?'": (alice, renamed, "--corpus", corpus_dir),
+        "field 'id'": (alice, str(candidates), "--corpus", corpus_dir),
+        "the same file": (alice, alice, "--corpus", corpus_dir),
+        "field '--corpus': needed": (alice, bob),
+        "copy it first": (alice, bob, "--corpus", corpus_dir, "--queue", bob),
+        "between 0 and 1": (alice, bob, "--corpus", corpus_dir, "--span-threshold", "1.5"),
+    }
+    for expected, args in cases.items():
+        code, err = run_cli(capsys, *args)
+        assert code == 2 and len(err) == 1 and expected in err[0], (expected, err)
+        assert err[0].startswith("ragexp evalset: error: ")
