@@ -37,16 +37,18 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from ragexp.data import evalset_schema as schema
+from ragexp.data.evalset_schema import VERSION_KEY, HeaderRecord, ItemRecord
 from ragexp.data.lint import normalise_query
-from ragexp.data.loaders.evalset import FORMAT_VERSION, VERSION_KEY
 from ragexp.data.model import ITEM_SOURCES
 from ragexp.errors import RagexpInputError
+from ragexp.stored.limits import parse_json
 from ragexp.web.files import Conflict, EditLock, atomic_write
 
 SIDECAR_VERSION = 1
 SIDECAR_KEY = "ragexp_annotation"
 #: Entry fields the eval set stores (the rest lives in the sidecar only).
-ITEM_KEYS = ("id", "query", "evidence", "gold_answer", "answers", "key_facts", "tags", "answerable", "source", "added")
+ITEM_KEYS = schema.ITEM_FIELDS
 #: Entry fields a page may set.
 EDITABLE = ("evidence", "gold_answer", "key_facts", "tags", "answerable", "skipped", "confirmed", "reviewed")
 #: What an editable field holds when the entry does not set it.
@@ -94,21 +96,26 @@ def is_complete(entry: dict) -> bool:
     return any(e.get("grade", 1) >= 1 for e in entry.get("evidence", []))
 
 
+def item_record(entry: dict, *, file: Path | None = None, line: int | None = None) -> ItemRecord:
+    """The eval-set record of an entry's item fields (:mod:`ragexp.data.evalset_schema`: unknown
+    or mistyped values raise :class:`RagexpInputError`)."""
+    return schema.item_from_json({key: entry[key] for key in ITEM_KEYS if entry.get(key) is not None},
+                                 file=file, line=line)
+
+
 def as_item(entry: dict) -> dict:
     """The eval-set line of a complete entry: empty fields left out, ``answerable`` only when false."""
-    item = {"id": entry["id"], "query": entry["query"], "evidence": [_evidence_line(e) for e in entry.get("evidence", [])]}
-    for key in ("gold_answer",):
-        if entry.get(key):
-            item[key] = entry[key]
-    for key in ("answers", "key_facts", "tags"):
-        if entry.get(key):
-            item[key] = list(entry[key])
-    if entry.get("answerable", True) is False:
-        item["answerable"] = False
-    for key in ("source", "added"):
-        if entry.get(key):
-            item[key] = entry[key]
-    return item
+    return schema.item_to_json(item_record(entry))
+
+
+def check_queue_row(row: dict, *, file: Path | str | None = None, line: int | None = None) -> None:
+    """:class:`RagexpInputError` when a row to queue (candidates, drafts, failures: ``query`` plus
+    eval-set fields, any other key kept as its origin) holds an item field the eval set refuses,
+    so the page never shows a value the eval set could not store."""
+    query = row.get("query")
+    item_id = row.get("id") or (entry_id(query) if isinstance(query, str) else None)
+    schema.item_from_json({"id": item_id, **{key: row[key] for key in ITEM_KEYS if key != "id" and row.get(key) is not None}},
+                          file=None if file is None else Path(file), line=line)
 
 
 def _evidence_line(evidence: dict) -> dict:
@@ -143,9 +150,16 @@ def check_changes(changes: dict) -> None:
               and (e.get("start") is None or (type(e["start"]) is int and type(e["end"]) is int and 0 <= e["start"] < e["end"])))
         if not ok:
             raise ValueError(f"evidence[{i}]: needs doc_id, start < end (integers), a string quote and an integer grade >= 0")
+        try:
+            schema.evidence_from_json(e, prefix=f"evidence[{i}]")
+        except RagexpInputError as err:
+            raise ValueError(f"{err.field}: {err.message}") from None
     for key in ("tags", "key_facts"):
         if key in changes and not (isinstance(changes[key], list) and all(isinstance(v, str) for v in changes[key])):
             raise ValueError(f"{key}: a list of strings")
+    for i, tag in enumerate(changes.get("tags", [])):
+        if not schema.TAG_PATTERN.fullmatch(tag):
+            raise ValueError(f"tags[{i}]: a tag is 1 to 64 letters, digits, '_' or '-', got {schema.shorten(tag)}")
     for key in ("answerable", "skipped", "confirmed", "reviewed"):
         if key in changes and not isinstance(changes[key], bool):
             raise ValueError(f"{key}: true or false")
@@ -166,16 +180,19 @@ def _check_fields(entry: dict, *, file: Path, line: int | None = None, field: st
     (:func:`check_changes`): a file edited by hand is refused at load, not a 500 on the page."""
     try:
         check_changes({key: entry[key] for key in EDITABLE if entry.get(key) is not None})
-    except ValueError as err:
-        raise RagexpInputError(f"{err}; correct it by hand (ragexp evalset lint names the problem) or move the file away",
-                               file=file, line=line, field=field) from None
+        item_record(entry)
+    except (ValueError, RagexpInputError) as err:
+        problem = f"{err.field}: {err.message}" if isinstance(err, RagexpInputError) else str(err)
+        raise RagexpInputError(f"{problem}; correct it by hand (ragexp evalset lint names the problem) or move the file "
+                               "away", file=file, line=line, field=field) from None
 
 
 class Session:
     """The entries of one eval set under annotation; every method that changes them saves both files."""
 
-    def __init__(self, evalset: Path) -> None:
+    def __init__(self, evalset: Path, annotator: str | None = None) -> None:
         self.evalset = Path(evalset)
+        self.annotator = annotator  # recorded on each entry this session changes
         if self.evalset.suffix.lower() != ".jsonl":
             raise RagexpInputError("annotate writes the JSONL eval-set format; name a .jsonl file (an existing "
                                    "YAML set: ragexp evalset resolve it to JSONL first)", file=self.evalset)
@@ -183,7 +200,7 @@ class Session:
             raise RagexpInputError("the folder to write the eval set into does not exist", file=self.evalset.parent)
         self.sidecar = sidecar_path(self.evalset)
         self.lock = EditLock(self.evalset)
-        self.header: dict = {VERSION_KEY: FORMAT_VERSION, "name": self.evalset.stem}
+        self.header = HeaderRecord(name=self.evalset.stem)
         self.entries: list[dict] = []
         self._load()  # without the lock (a bad file leaves no lock file); the first change re-reads under it
 
@@ -202,10 +219,10 @@ class Session:
                                        "away to start a new queue", file=self.sidecar, field=f"entries[{index}]")
         by_id = {entry["id"]: entry for entry in side.get("entries", [])}
         order = [entry["id"] for entry in side.get("entries", [])]
-        self.header = {VERSION_KEY: FORMAT_VERSION, "name": self.evalset.stem}
+        self.header = HeaderRecord(name=self.evalset.stem)
         for line_no, obj in self._read_evalset(evalset_bytes):
             if VERSION_KEY in obj and "query" not in obj:
-                self.header = obj
+                self.header = schema.header_from_json(obj, file=self.evalset, line=line_no)
                 continue
             item_id = obj.get("id")
             if not isinstance(item_id, str) or not isinstance(obj.get("query"), str):
@@ -215,8 +232,7 @@ class Session:
             entry = by_id.get(item_id, {"id": item_id, "origin": {"from": "evalset"}})
             for key in ITEM_KEYS:
                 entry.pop(key, None)
-            entry.update({key: obj[key] for key in obj})  # the file wins, unknown keys kept as they are
-            entry.setdefault("evidence", [])
+            entry.update(schema.item_to_json(schema.item_from_json(obj, file=self.evalset, line=line_no)))  # the file wins
             if "category" in entry:
                 entry["tags"] = [*entry.get("tags", []), entry.pop("category")]
             entry["confirmed"], entry["skipped"] = True, False
@@ -230,10 +246,13 @@ class Session:
         if raw is None:
             return {}
         try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            data = parse_json(raw.decode("utf-8"), source=self.sidecar)
+        except UnicodeDecodeError as err:
             raise RagexpInputError(f"cannot read the annotation queue: {err}; move it away to start a new queue",
                                    file=self.sidecar) from None
+        except RagexpInputError as err:
+            raise RagexpInputError(f"cannot read the annotation queue: {err.message}; move it away to start a new queue",
+                                   file=self.sidecar, line=err.line, field=err.field) from None
         if not isinstance(data, dict) or data.get(SIDECAR_KEY) != SIDECAR_VERSION or not isinstance(data.get("entries"), list):
             raise RagexpInputError(f"not a ragexp annotation queue (expected {SIDECAR_KEY}: {SIDECAR_VERSION})",
                                    file=self.sidecar, field=SIDECAR_KEY)
@@ -244,16 +263,13 @@ class Session:
             return []
         rows = []
         try:
-            lines = raw.decode("utf-8").splitlines()
+            lines = raw.decode("utf-8").split("\n")  # not splitlines(): U+2028 in a string is no line break
         except UnicodeDecodeError as err:
             raise RagexpInputError(f"not UTF-8 text: {err}", file=self.evalset) from None
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise RagexpInputError(f"not JSON: {err.msg}", file=self.evalset, line=number) from None
+            obj = parse_json(line, source=self.evalset, line=number)
             if not isinstance(obj, dict):
                 raise RagexpInputError("each line must be a JSON object", file=self.evalset, line=number)
             rows.append((number, obj))
@@ -306,6 +322,9 @@ class Session:
             self.reload_if_changed()
             known = {normalise_query(entry["query"]) for entry in self.entries}
             added = 0
+            rows = list(rows)
+            for row in rows:
+                check_queue_row(row, file=origin)  # all before any is queued
             for row in rows:
                 query = str(row.get("query", "")).strip()
                 if not query or normalise_query(query) in known:
@@ -350,6 +369,8 @@ class Session:
             if not to_write:
                 return entry
             entry.update(to_write)
+            if self.annotator is not None:
+                entry["annotator"] = self.annotator
             if entry.get("added") is None and is_complete(entry):
                 entry["added"] = now()  # when it joined the eval set
             self.save()
@@ -364,8 +385,8 @@ class Session:
 
     def save(self) -> None:
         with self.lock:
-            lines = [json.dumps(self.header, ensure_ascii=False)] + [json.dumps(item, ensure_ascii=False) for item in self.items()]
-            atomic_write(self.evalset, "\n".join(lines) + "\n")
+            atomic_write(self.evalset, "".join(schema.dumps_line(obj) + "\n"
+                                               for obj in [schema.header_to_json(self.header), *self.items()]))
             side = {SIDECAR_KEY: SIDECAR_VERSION, "evalset": self.evalset.name, "entries": self.entries}
             atomic_write(self.sidecar, json.dumps(side, ensure_ascii=False, indent=1) + "\n")
             self.disk_etag = self.etag()

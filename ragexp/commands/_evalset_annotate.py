@@ -1,11 +1,14 @@
-"""``ragexp evalset annotate EVALSET --corpus DIR [--queries FILE] [--port P] [--from-run RUN_ID [--failures]]``:
+"""``ragexp evalset annotate EVALSET --corpus DIR [--queries FILE] [--port P] [--from-run RUN_ID [--failures]]
+[--annotator NAME]``:
 the annotation page (:mod:`ragexp.annotation`) on 127.0.0.1.
 
 The port is bound first: a taken port fails at once (one line, exit 2) before the corpus or any
 model is loaded. ``--queries`` queues candidates (``ragexp evalset queries``) or drafts
 (``ragexp evalset draft``); ``--from-run`` queues the run's unjudged top-k units (``--depth``,
 default the run's ``context_k``), or with ``--failures`` its retrieval failures and
-hallucinations. ``--queue-only`` writes the queue and exits without serving.
+hallucinations. ``--queue-only`` writes the queue and exits without serving. ``--annotator`` is
+written as ``annotator`` on every item this session changes. Each ``--queries`` row is checked
+against the eval-set schema before anything is queued.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import threading
 from pathlib import Path
 
 from ragexp.annotation.pool import DEFAULT_DEPTH, DEFAULT_PIPELINES
+from ragexp.data.evalset_schema import MAX_ANNOTATOR, valid_annotator
 from ragexp.errors import RagexpInputError
 
 HELP = "annotate in the browser: pooled candidates, spans by mouse, judged negatives, coverage"
@@ -35,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pool-depth", type=int, default=DEFAULT_DEPTH, help=f"top k of each pipeline in the pool (default {DEFAULT_DEPTH})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the pool's shuffle (default 0)")
     parser.add_argument("--queue-only", action="store_true", help="queue (--queries, --from-run) and exit without serving")
+    parser.add_argument("--annotator", metavar="NAME",
+                        help="who is judging: recorded as each changed item's annotator (ragexp evalset agreement compares two)")
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -42,6 +48,8 @@ def _check(args: argparse.Namespace) -> None:
         raise RagexpInputError("--failures needs --from-run RUN_ID (whose failures to queue)", field="--failures")
     if args.depth is not None and (not args.from_run or args.depth < 1):
         raise RagexpInputError("--depth takes an integer >= 1 and only goes with --from-run", field="--depth")
+    if args.annotator is not None and not valid_annotator(args.annotator):
+        raise RagexpInputError(f"a name of 1 to {MAX_ANNOTATOR} characters", field="--annotator")
     if args.pool_depth < 1:
         raise RagexpInputError("must be >= 1", field="--pool-depth")
     from ragexp.config.compose import CONFIG_DIR
@@ -82,14 +90,17 @@ def run(args: argparse.Namespace) -> int:
         from ragexp.annotation.live_corpus import LiveCorpus
         from ragexp.annotation.pool import Pooler
         from ragexp.annotation.server import Annotation, routers
-        from ragexp.annotation.session import Session
+        from ragexp.annotation.session import Session, check_queue_row
         from ragexp.data.loaders.jsonl import iter_jsonl_objects
         from ragexp.runtime import progress
         from ragexp.web.app import create_app, serve
 
-        session = Session(args.evalset)
+        session = Session(args.evalset, annotator=args.annotator)
         corpus = LiveCorpus(args.corpus)
-        rows = [obj for _, obj in iter_jsonl_objects(args.queries)] if args.queries is not None else []  # bad: before any output
+        rows = []
+        for line, obj in iter_jsonl_objects(args.queries) if args.queries is not None else ():  # bad: before any output
+            check_queue_row(obj, file=args.queries, line=line)
+            rows.append(obj)
         print(f"{len(session.entries)} entries in {session.sidecar.name}, {len(session.items())} items in {args.evalset}")
         if args.queries is not None:
             print(f"queued {session.queue(rows, str(args.queries))} new questions of {len(rows)} in {args.queries}")

@@ -80,13 +80,13 @@ class Evidence:
 #: Where an item came from: a user's query log, written by hand, a generated draft a person
 #: accepted, or a production failure added to the set.
 ITEM_SOURCES = ("log", "hand", "draft", "failure")
-PROVENANCE_FIELDS = ("source", "added")
+PROVENANCE_FIELDS = ("source", "added", "annotator")
 
 
 @dataclass(frozen=True, slots=True)
 class EvalItem:
     """One question. ``source`` is one of :data:`ITEM_SOURCES` (``None``: not recorded); ``added``
-    is when it joined the set (ISO 8601, as written)."""
+    is when it joined the set (ISO 8601, as written); ``annotator`` who judged it (``--annotator``)."""
 
     id: str
     query: str
@@ -98,6 +98,7 @@ class EvalItem:
     answerable: bool = True
     source: str | None = None
     added: str | None = None
+    annotator: str | None = None
 
     @property
     def reference_answers(self) -> tuple[str, ...]:
@@ -107,8 +108,8 @@ class EvalItem:
         return (self.gold_answer,) if self.gold_answer else ()
 
     def to_dict(self) -> dict:
-        """All fields; ``source`` and ``added`` only when set, so an eval set written before they
-        existed keeps its fingerprint."""
+        """All fields; ``source``, ``added`` and ``annotator`` only when set, so an eval set written
+        before they existed keeps its fingerprint."""
         out = asdict(self)
         out["evidence"] = [e.to_dict() for e in self.evidence]
         for key in PROVENANCE_FIELDS:
@@ -174,10 +175,10 @@ class EvalSet:
 
     def fingerprint(self) -> str:
         """SHA-256 over the resolved items (evidence as spans), independent of file layout and of
-        when each item was ``added`` (a date changes no number). Kept while ``items`` holds the same
+        when each item was ``added`` and by which ``annotator`` (neither changes a number). Kept while ``items`` holds the same
         (frozen) item objects: a run asks for it several times."""
         cached = self._fingerprint
         if cached is None or len(cached[0]) != len(self.items) or any(a is not b for a, b in zip(cached[0], self.items)):
-            rows = [{k: v for k, v in item.to_dict().items() if k != "added"} for item in self.items]
+            rows = [{k: v for k, v in item.to_dict().items() if k not in ("added", "annotator")} for item in self.items]
             self._fingerprint = cached = (tuple(self.items), stable_hash(rows))
         return cached[1]

@@ -32,35 +32,28 @@ Two kinds of error
 
 from __future__ import annotations
 
-import datetime as dt
 import difflib
-import json
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
-import yaml
-
 from ragexp.chunking import make_chunker
 from ragexp.chunking.base import Chunker
 from ragexp.data import CHUNK_SEPARATOR, Chunk, Corpus, EvalItem, EvalSet, Evidence
-from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
+from ragexp.data.evalset_schema import (
+    FORMAT_VERSION,
+    EvidenceRecord,
+    HeaderRecord,
+    ItemRecord,
+    dumps_file,
+    read_file,
+    shorten,
+)
 from ragexp.data.loaders.quote_hints import quote_hint
 from ragexp.data.loaders.visible_text import project, visible_spans
-from ragexp.data.model import ITEM_SOURCES, PROVENANCE_FIELDS
 from ragexp.errors import RagexpInputError
-
-FORMAT_VERSION = 1
-VERSION_KEY = "ragexp_evalset"
-HEADER_FIELDS = (VERSION_KEY, "name", "description", "chunking")
-ITEM_FIELDS = (
-    "id", "query", "evidence", "gold_chunk_ids", "gold_answer", "answers", "key_facts", "tags", "category",
-    "answerable", "source", "added",
-)  # fmt: skip
-EVIDENCE_FIELDS = ("doc_id", "start", "end", "quote", "occurrence", "grade")
-YAML_SUFFIXES = (".yaml", ".yml")
 
 # Content-problem kinds (how lint groups them).
 UNRESOLVED_GOLD = "unresolved-gold"
@@ -68,12 +61,6 @@ DUPLICATE_ID = "duplicate-id"
 EMPTY_QUERY = "empty-query"
 INCONSISTENT_ITEM = "inconsistent-item"
 
-_REQUIRED_HINTS = {
-    "id": 'give every item a unique, stable id such as "q017"',
-    "query": "write the question as a user would ask it",
-    "doc_id": "name the corpus document that holds the evidence",
-}
-_JSON_TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
 _MAX_IDS_FOR_SUGGESTIONS = 100_000
 
 
@@ -107,19 +94,17 @@ def load_evalset(path: str | PathLike[str], corpus: Corpus) -> EvalSet:
 def read_evalset(path: str | PathLike[str], corpus: Corpus) -> EvalSetReading:
     """Read an eval set, raising structural errors and collecting content problems."""
     path = Path(path)
-    if not path.is_file():
-        raise RagexpInputError("no such file; pass the eval set (.jsonl, .yaml or .yml)", file=path)
-    header, header_line, records = _read_yaml(path) if path.suffix.lower() in YAML_SUFFIXES else _read_jsonl(path)
-    name, chunking = _check_header(header, path, header_line)
-    if not records:
+    file = read_file(path)
+    name, chunking = file.header.name, file.header.chunking
+    if not file.items:
         raise RagexpInputError(
             "the eval set holds no items; add one item per line (JSONL) or under items: (YAML)", file=path
         )
-    reader = _ItemReader(path, corpus, chunking, header_line)
+    reader = _ItemReader(path, corpus, chunking, file.header_line)
     items: list[EvalItem] = []
     first_line_of: dict[str, int] = {}
-    for line, obj in records:
-        item = reader.read_item(line, obj)
+    for line, record in file.items:
+        item = reader.read_item(line, record)
         if item.id in first_line_of:
             reader.problem(
                 DUPLICATE_ID,
@@ -130,9 +115,9 @@ def read_evalset(path: str | PathLike[str], corpus: Corpus) -> EvalSetReading:
             )
         first_line_of.setdefault(item.id, line)
         items.append(item)
-    meta = {"format": f"ragexp/{FORMAT_VERSION}"} | ({"chunking": chunking} if chunking is not None else {})
+    meta = {"format": f"ragexp/{FORMAT_VERSION}"} | ({"chunking": dict(chunking)} if chunking is not None else {})
     evalset = EvalSet(items=items, source=str(path), name=name or path.stem, meta=meta)
-    return EvalSetReading(evalset=evalset, item_lines=[line for line, _ in records], problems=reader.problems,
+    return EvalSetReading(evalset=evalset, item_lines=[line for line, _ in file.items], problems=reader.problems,
                           visible_quotes=reader.visible_quotes)
 
 
@@ -140,100 +125,15 @@ def evalset_to_jsonl(evalset: EvalSet) -> str:
     """The eval set in the ragexp JSONL format with every evidence written as it was resolved
     (whole document or ``start``/``end`` span); :func:`load_evalset` reads it back to the same
     :meth:`~ragexp.data.EvalSet.fingerprint`."""
-    lines = [json.dumps({VERSION_KEY: FORMAT_VERSION, "name": evalset.name}, ensure_ascii=False)]
-    for item in evalset:
-        obj: dict = {"id": item.id, "query": item.query, "evidence": [_evidence_entry(e) for e in item.evidence]}
-        if item.gold_answer is not None:
-            obj["gold_answer"] = item.gold_answer
-        for key in ("answers", "key_facts", "tags"):
-            if getattr(item, key):
-                obj[key] = list(getattr(item, key))
-        if not item.answerable:
-            obj["answerable"] = False
-        obj |= {key: getattr(item, key) for key in PROVENANCE_FIELDS if getattr(item, key) is not None}
-        lines.append(json.dumps(obj, ensure_ascii=False))
-    return "\n".join(lines) + "\n"
-
-
-def _evidence_entry(evidence: Evidence) -> dict:
-    entry: dict = {"doc_id": evidence.doc_id}
-    if evidence.is_span:
-        entry |= {"start": evidence.start, "end": evidence.end}
-    if evidence.grade != 1:
-        entry["grade"] = evidence.grade
-    return entry
-
-
-# --- reading the file ------------------------------------------------------------------------
-
-
-def _read_jsonl(path: Path) -> tuple[dict, int | None, list[tuple[int, dict]]]:
-    header: dict = {}
-    header_line: int | None = None
-    records: list[tuple[int, dict]] = []
-    for line, obj in iter_jsonl_objects(path):
-        if VERSION_KEY in obj:
-            if records or header_line is not None:
-                raise RagexpInputError(
-                    "a header line may only come first; move it to the top of the file",
-                    file=path,
-                    line=line,
-                    field=VERSION_KEY,
-                )
-            header, header_line = obj, line
-        else:
-            records.append((line, obj))
-    return header, header_line, records
-
-
-def _read_yaml(path: Path) -> tuple[dict, int | None, list[tuple[int, dict]]]:
-    loader = yaml.SafeLoader(read_text(path))
-    try:
-        root = loader.get_single_node()
-        data = loader.construct_document(root) if root is not None else None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        problem = getattr(err, "problem", None) or str(err)
-        raise RagexpInputError(
-            f"malformed YAML: {problem}", file=path, line=None if mark is None else mark.line + 1
-        ) from None
-    finally:
-        loader.dispose()
-    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
-        raise RagexpInputError(
-            "a YAML eval set is a mapping with an `items:` list (and optional keys ragexp_evalset, name, chunking)",
-            file=path,
-            field="items",
+    records = [
+        ItemRecord(
+            id=item.id, query=item.query, gold_answer=item.gold_answer, answers=item.answers, key_facts=item.key_facts,
+            tags=item.tags, answerable=item.answerable, source=item.source, added=item.added, annotator=item.annotator,
+            evidence=tuple(EvidenceRecord(doc_id=e.doc_id, start=e.start, end=e.end, grade=e.grade) for e in item.evidence),
         )
-    items_keys = [value for key, value in root.value if key.value == "items"]
-    if len(items_keys) > 1:
-        raise RagexpInputError(
-            "the `items:` key appears more than once", file=path, line=items_keys[1].start_mark.line + 1, field="items"
-        )
-    items_node = items_keys[0]
-    lines = [node.start_mark.line + 1 for node in items_node.value]
-    for line, item in zip(lines, data["items"], strict=True):
-        if not isinstance(item, dict):
-            raise RagexpInputError(
-                f"each item must be a mapping, got {_type_name(item)}", file=path, line=line, field="items"
-            )
-    header = {key: value for key, value in data.items() if key != "items"}
-    return header, root.start_mark.line + 1, list(zip(lines, data["items"], strict=True))
-
-
-def _check_header(header: dict, path: Path, line: int | None) -> tuple[str | None, dict | None]:
-    fields = _Fields(header, path, line)
-    fields.reject_unknown(HEADER_FIELDS, "header")
-    version = header.get(VERSION_KEY, FORMAT_VERSION)
-    if version != FORMAT_VERSION or isinstance(version, bool):
-        raise RagexpInputError(
-            f"unsupported eval-set format version {version!r}; this ragexp reads version {FORMAT_VERSION}",
-            file=path,
-            line=line,
-            field=VERSION_KEY,
-        )
-    chunking = fields.value("chunking", dict)
-    return fields.string("name"), chunking
+        for item in evalset
+    ]
+    return dumps_file(HeaderRecord(name=evalset.name), records)
 
 
 # --- resolving items -------------------------------------------------------------------------
@@ -257,23 +157,9 @@ class _ItemReader:
         error = RagexpInputError(message, file=self.path, line=line, field=field)
         self.problems.append(EvalSetProblem(kind, error))
 
-    def read_item(self, line: int, obj: dict) -> EvalItem:
-        fields = _Fields(obj, self.path, line)
-        fields.reject_unknown(ITEM_FIELDS, "item")
-        item_id = fields.string("id", required=True)
-        query = fields.string("query", required=True)
-        entries = fields.objects("evidence")
-        chunk_ids = fields.strings("gold_chunk_ids")
-        answerable = fields.value("answerable", bool)
-        answerable = True if answerable is None else answerable
-        category = fields.string("category")
-        tags = [*fields.strings("tags"), *([category] if category else [])]
-        gold_answer, answers = fields.string("gold_answer"), fields.strings("answers")
-        key_facts = fields.strings("key_facts")
-        source, added = fields.choice("source", ITEM_SOURCES), fields.timestamp("added")
-        if not item_id.strip():
-            raise RagexpInputError(f"must not be empty; {_REQUIRED_HINTS['id']}", file=self.path, line=line, field="id")
-
+    def read_item(self, line: int, record: ItemRecord) -> EvalItem:
+        entries, chunk_ids, answerable = record.evidence, record.gold_chunk_ids, record.answerable
+        query = record.query
         evidence = [self._evidence(line, f"evidence[{i}]", entry) for i, entry in enumerate(entries)]
         evidence += [self._chunk_evidence(line, f"gold_chunk_ids[{i}]", cid) for i, cid in enumerate(chunk_ids)]
         resolved = self._deduplicate([e for e in evidence if e is not None], line)
@@ -298,7 +184,7 @@ class _ItemReader:
                 line,
                 "evidence",
             )
-        if not answerable and (chunk_ids or any(entry.get("grade", 1) != 0 for entry in entries)):
+        if not answerable and (chunk_ids or any(entry.grade != 0 for entry in entries)):
             field = "evidence" if entries else "gold_chunk_ids"
             self.problem(
                 INCONSISTENT_ITEM,
@@ -308,37 +194,21 @@ class _ItemReader:
                 field,
             )
         return EvalItem(
-            id=item_id,
+            id=record.id,
             query=query,
             evidence=tuple(resolved),
-            gold_answer=gold_answer,
-            answers=tuple(answers),
-            key_facts=tuple(key_facts),
-            tags=tuple(dict.fromkeys(tags)),
+            gold_answer=record.gold_answer,
+            answers=record.answers,
+            key_facts=record.key_facts,
+            tags=tuple(dict.fromkeys([*record.tags, *([record.category] if record.category else [])])),
             answerable=answerable,
-            source=source,
-            added=added,
+            source=record.source,
+            added=record.added,
+            annotator=record.annotator,
         )
 
-    def _evidence(self, line: int, field: str, entry: dict) -> Evidence | None:
-        fields = _Fields(entry, self.path, line, prefix=field)
-        fields.reject_unknown(EVIDENCE_FIELDS, "evidence")
-        doc_id = fields.string("doc_id", required=True)
-        start, end = fields.value("start", int), fields.value("end", int)
-        quote, occurrence = fields.string("quote"), fields.value("occurrence", int)
-        grade = fields.value("grade", int)
-        grade = 1 if grade is None else grade
-        if (start is None) != (end is None):
-            fields.fail("start" if start is None else "end", "a span needs both start and end (end exclusive)")
-        if quote is not None and start is not None and occurrence is not None:
-            fields.fail("occurrence", "a span with its quote names its place already; drop the occurrence")
-        if quote == "":
-            fields.fail("quote", "must not be empty; copy the evidence text from the document")
-        if occurrence is not None and (quote is None or occurrence < 1):
-            fields.fail("occurrence", "only a quote takes an occurrence, counted from 1")
-        if grade < 0:
-            fields.fail("grade", "must be >= 0 (0 = judged non-relevant, >= 1 relevant)")
-
+    def _evidence(self, line: int, field: str, entry: EvidenceRecord) -> Evidence | None:
+        doc_id, start, end, quote = entry.doc_id, entry.start, entry.end, entry.quote
         document = self.corpus.get(doc_id)
         if document is None:
             self.problem(UNRESOLVED_GOLD, self._unknown_document(doc_id), line, f"{field}.doc_id")
@@ -348,14 +218,14 @@ class _ItemReader:
                 self.problem(UNRESOLVED_GOLD, self._stale_span(document.text, doc_id, start, end, quote), line, field)
                 return None
         elif quote is not None:
-            span = self._locate_quote(document.id, document.text, quote, occurrence, line, f"{field}.quote")
+            span = self._locate_quote(document.id, document.text, quote, entry.occurrence, line, f"{field}.quote")
             if span is None:
                 return None
             start, end = span
         elif start is not None and not 0 <= start < end <= len(document.text):
             self.problem(UNRESOLVED_GOLD, self._bad_span(doc_id, start, end, len(document.text)), line, field)
             return None
-        return Evidence(doc_id=doc_id, start=start, end=end, grade=grade)
+        return Evidence(doc_id=doc_id, start=start, end=end, grade=entry.grade)
 
     @staticmethod
     def _stale_span(text: str, doc_id: str, start: int, end: int, quote: str) -> str:
@@ -363,8 +233,8 @@ class _ItemReader:
         elsewhere = list(_occurrences(text, quote))
         where = (f"; the quote now occurs at offset{'s' if len(elsewhere) > 1 else ''} {_list_offsets(elsewhere)}"
                  if elsewhere else "; the quote no longer occurs in it")
-        return (f"stale span: document {doc_id!r} no longer holds quote {_shorten(quote)} at [{start}, {end}) "
-                f"(it reads {_shorten(found)} there){where}; the document changed since the span was marked — "
+        return (f"stale span: document {doc_id!r} no longer holds quote {shorten(quote)} at [{start}, {end}) "
+                f"(it reads {shorten(found)} there){where}; the document changed since the span was marked — "
                 "re-mark it (ragexp evalset annotate shows it) or fix start/end")
 
     def _locate_quote(
@@ -379,7 +249,7 @@ class _ItemReader:
             spans = visible_spans(text, quote, self._projections[doc_id])
             by_visible_text = bool(spans)
         positions = [start for start, _ in spans]
-        shown = _shorten(quote)
+        shown = shorten(quote)
         if not positions:
             hint = quote_hint(text, quote)
             exactly = ("copy the text exactly from the current document (case and whitespace count)" if not converted
@@ -501,69 +371,6 @@ class _ItemReader:
         )
 
 
-class _Fields:
-    """Typed access to the fields of one JSON/YAML object; problems raise naming file, line and field."""
-
-    def __init__(self, obj: Mapping, path: Path, line: int | None, prefix: str = "") -> None:
-        self.obj, self.path, self.line, self.prefix = obj, path, line, prefix
-
-    def fail(self, name: str, message: str):
-        field = f"{self.prefix}.{name}" if self.prefix else name
-        raise RagexpInputError(message, file=self.path, line=self.line, field=field)
-
-    def reject_unknown(self, known: Sequence[str], what: str) -> None:
-        for name in self.obj:
-            if name not in known:
-                close = difflib.get_close_matches(str(name), known, n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                self.fail(str(name), f"unknown {what} field; {hint}known fields: {', '.join(known)}")
-
-    def value(self, name: str, expected: type, required: bool = False):
-        """The field's value if present and not null, checked to be of type ``expected``."""
-        value = self.obj.get(name)
-        if value is None:
-            if required:
-                hint = f"; {_REQUIRED_HINTS[name]}" if name in _REQUIRED_HINTS else ""
-                self.fail(name, f"missing required field{hint}")
-            return None
-        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            self.fail(name, f"must be {_article(expected)}, got {_type_name(value)} {_shorten(value)}")
-        return value
-
-    def string(self, name: str, required: bool = False) -> str | None:
-        return self.value(name, str, required)
-
-    def choice(self, name: str, allowed: Sequence[str]) -> str | None:
-        """A string field that must be one of ``allowed`` when present."""
-        value = self.string(name)
-        if value is not None and value not in allowed:
-            self.fail(name, f"must be one of {', '.join(allowed)}, got {value!r}")
-        return value
-
-    def timestamp(self, name: str) -> str | None:
-        """An ISO 8601 date or date-time string (``2026-12-04``, ``2026-12-04T10:15:00Z``), kept as written."""
-        value = self.string(name)
-        if value is not None:
-            try:
-                dt.datetime.fromisoformat(value)
-            except ValueError:
-                self.fail(name, f"must be an ISO 8601 date or date-time such as 2026-12-04T10:15:00Z, got {value!r}")
-        return value
-
-    def strings(self, name: str) -> list[str]:
-        return self._list(name, str)
-
-    def objects(self, name: str) -> list[dict]:
-        return self._list(name, dict)
-
-    def _list(self, name: str, element: type) -> list:
-        values = self.value(name, list) or []
-        for i, value in enumerate(values):
-            if not isinstance(value, element):
-                self.fail(f"{name}[{i}]", f"must be {_article(element)}, got {_type_name(value)} {_shorten(value)}")
-        return values
-
-
 def visible_text(text: str) -> str:
     """``text`` without whitespace and format characters (Unicode category Cf: zero-width space,
     joiners, BOM, direction marks), which a tokenizer or an encoder sees as nothing."""
@@ -589,19 +396,3 @@ def _describe_span(evidence: Evidence) -> str:
     if evidence.is_span:
         return f"{evidence.doc_id} [{evidence.start}, {evidence.end})"
     return f"whole document {evidence.doc_id}"
-
-
-def _type_name(value: object) -> str:
-    return "null" if value is None else _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
-
-
-def _article(expected: type) -> str:
-    name = _JSON_TYPE_NAMES[expected]
-    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
-
-
-def _shorten(value: object, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    if len(text) <= limit:
-        return text
-    return text[: limit - 4] + '..."' if isinstance(value, str) else text[: limit - 3] + "..."
