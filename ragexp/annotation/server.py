@@ -7,6 +7,7 @@
 ``GET /api/documents/{doc_id}``             a whole document
 ``PUT /api/entries/{id}``                   ``{"changes": {...}, "before": {...}}``: change one entry
 ``POST /api/entries``                       add a question typed on the page
+``DELETE /api/entries/{id}``                delete a queued question the eval set does not hold
 ==========================================  ==================================================
 
 Every write re-reads the corpus if a file under it changed, and checks each evidence span the page
@@ -153,6 +154,14 @@ def routers(annotation: Annotation) -> list:
             except ValueError as err:
                 raise HTTPException(422, str(err)) from None
             return {"entry": annotation.view(entry), "coverage": coverage(annotation.session.items(), annotation.chunk_map())}
+
+    @api.delete("/entries/{item_id}")
+    def delete(item_id: str) -> dict:
+        try:
+            deleted = annotation.session.delete(item_id)
+        except ValueError as err:
+            raise HTTPException(422, str(err)) from None
+        return {"deleted": deleted}
 
     @api.post("/entries")
     def add(body: dict = Body(...)) -> dict:

@@ -376,6 +376,21 @@ class Session:
             self.save()
             return entry
 
+    def delete(self, item_id: str) -> bool:
+        """Remove a queued question the eval set does not hold (a junk question typed by mistake);
+        ``ValueError`` for one it holds (its evidence would vanish from the eval set). Returns
+        whether it was there: deleting it again (a retried request) writes nothing."""
+        with self.lock:
+            self.reload_if_changed()
+            entry = self.entry(item_id)
+            if entry is None:
+                return False
+            if is_complete(entry):
+                raise ValueError(f"{item_id} is in the eval set; remove its evidence first (or skip it)")
+            self.entries.remove(entry)
+            self.save()
+            return True
+
     def add(self, query: str) -> dict:
         """A question typed on the page (``source: hand``); the existing entry when it is one already
         (so a retried add adds nothing)."""

@@ -62,7 +62,7 @@
   async function open(id) {
     flushFields();  // a pending answer belongs to the question it was typed for
     const active = document.activeElement;
-    if (active && (active.id === "gold" || active.id === "facts" || active.id === "search")) active.blur();
+    if (active && ["gold", "facts", "search", "new-query"].includes(active.id)) active.blur();
     state.current = id;
     history.replaceState(null, "", "#" + encodeURIComponent(id));
     const e = entry();
@@ -211,6 +211,38 @@
     addSpan({doc_id: start.dataset.doc, start: base + a, end: base + b, quote: chars.slice(a, b).join(""), grade: 1});
   });
 
+  /* Whether the person judged passage p: a span over it (either grade) or positive evidence inside it. */
+  function judged(p) {
+    const e = entry();
+    return !!e && e.evidence.some((x) => sameSpan(x, p) ||
+      (x.doc_id === p.doc_id && x.start != null && (x.grade ?? 1) >= 1 && x.start < p.end && x.end > p.start));
+  }
+
+  /* Focus the first candidate after the focused one that nobody judged yet (wrapping round). */
+  function focusNextUnjudged() {
+    const n = state.candidates.length;
+    for (let i = 1; i <= n; i++) {
+      const index = (state.focus + i) % n;
+      if (!judged(state.candidates[index])) return focusCandidate(index);
+    }
+  }
+
+  /* Judge the focused candidate with the key, then move on to the next unjudged one. */
+  function judgeFocused(grade) {
+    const p = state.candidates[state.focus];
+    if (!p) return;
+    judgePassage(p, grade);
+    focusNextUnjudged();
+  }
+
+  /* Every candidate not judged yet becomes a judged negative, in one save. */
+  function restNotRelevant() {
+    const e = entry();
+    const rest = state.candidates.filter((p) => !judged(p));
+    if (!e || !rest.length) return;
+    setEvidence([...e.evidence, ...rest.map((p) => ({doc_id: p.doc_id, start: p.start, end: p.end, quote: p.text, grade: 0}))]);
+  }
+
   function judgePassage(p, grade) {
     if (!p) return;
     const e = entry();
@@ -248,6 +280,7 @@
     event.preventDefault();
     const q = $("search").value.trim();
     if (!q) return;
+    $("search").blur();  // the item's keys work again at once (typed keys never land in the box)
     const data = await getJSON(`/api/search?q=${encodeURIComponent(q)}`);
     state.searchHits = data.hits;
     renderCandidates();
@@ -352,11 +385,29 @@
   $("new-question").addEventListener("submit", async (event) => {
     event.preventDefault();
     const query = $("new-query").value.trim();
+    $("new-query").blur();  // the next key is a shortcut again, never the start of another question
     if (!query) return;
     $("new-query").value = "";
     const reply = await saver.send("POST", "/api/entries", {query});
     if (reply && reply.entry) { applyReply(reply); open(reply.entry.id); }
   });
+
+  /* Delete the current question from the queue (only one the eval set does not hold). */
+  async function deleteQuestion() {
+    const e = entry();
+    if (!e || e.status === "done") {
+      $("save-status").textContent = "a question in the eval set is not deleted: remove its evidence, or skip it (s)";
+      $("save-status").dataset.state = "error";
+      return;
+    }
+    const index = state.entries.indexOf(e);
+    const reply = await saver.send("DELETE", `/api/entries/${encodeURIComponent(e.id)}`);
+    if (!reply) return;
+    state.entries = state.entries.filter((x) => x.id !== e.id);
+    renderQueue();
+    const following = state.entries[Math.min(index, state.entries.length - 1)];
+    if (following) open(following.id);
+  }
 
   function renderCoverage() {
     const c = state.coverage;
@@ -380,8 +431,9 @@
   RagexpKeys.bind([
     {key: "j", help: "next candidate passage", run: () => focusCandidate(Math.min(state.focus + 1, state.candidates.length - 1))},
     {key: "k", help: "previous candidate passage", run: () => focusCandidate(Math.max(state.focus - 1, 0))},
-    {key: "r", help: "the focused passage is relevant (grade 1)", run: () => judgePassage(focusedPassage(), 1)},
-    {key: "x", help: "the focused passage is not relevant (judged negative)", run: () => judgePassage(focusedPassage(), 0)},
+    {key: "r", help: "the focused passage is relevant (grade 1), then the next unjudged one", run: () => judgeFocused(1)},
+    {key: "x", help: "the focused passage is not relevant (judged negative), then the next unjudged one", run: () => judgeFocused(0)},
+    {key: "Shift+x", help: "every candidate not judged yet is not relevant", run: restNotRelevant},
     {key: "o", help: "open the focused passage's whole document", run: () => openDocument(focusedPassage())},
     {key: "1", help: "grade 1 for the last evidence", run: () => gradeLast(1)},
     {key: "2", help: "grade 2 for the last evidence", run: () => gradeLast(2)},
@@ -398,6 +450,7 @@
     {key: "n", help: "next open question", run: () => next(1)},
     {key: "p", help: "previous question", run: () => next(-1, false)},
     {key: "q", help: "add a question by hand", run: () => $("new-query").focus()},
+    {key: "Shift+d", help: "delete this question from the queue (not one in the eval set)", run: deleteQuestion},
   ]);
   $("help").onclick = () => RagexpKeys.toggleHelp();
 

@@ -1,7 +1,9 @@
 /* Keyboard-first pages: one map from keys to actions, and a "?" overlay listing them.
  *
- * RagexpKeys.bind([{key: "j", help: "next item", run: fn}, {key: "Ctrl+Enter", ...}]);
+ * RagexpKeys.bind([{key: "j", help: "next item", run: fn}, {key: "Ctrl+Enter", ...}, {key: "Shift+x", ...}]);
  *
+ * A key is named by its modifiers (Ctrl, Alt, Meta, and Shift for a letter: "X" is "Shift+x")
+ * and the key, lowercased when it is one character ("?" stays "?").
  * Plain keys are ignored while the focus is in a text field (typing stays typing); keys with
  * Ctrl/Alt/Meta and Escape work everywhere. Escape also leaves a text field.
  */
@@ -14,6 +16,8 @@
     if (event.ctrlKey) parts.push("Ctrl");
     if (event.altKey) parts.push("Alt");
     if (event.metaKey) parts.push("Meta");
+    const letter = event.key.length === 1 && event.key.toLowerCase() !== event.key.toUpperCase();
+    if (event.shiftKey && letter) parts.push("Shift");
     parts.push(event.key.length === 1 ? event.key.toLowerCase() : event.key);
     return parts.join("+");
   }

@@ -160,9 +160,9 @@
     $("btn-" + label).onclick = () => decide(label);
   }
   RagexpKeys.bind([
-    {key: "y", help: "supported", run: () => decide("supported")},
-    {key: "n", help: "not supported", run: () => decide("not_supported")},
-    {key: "s", help: "skip (no verdict)", run: () => decide("skip")},
+    {key: "y", help: "supported, then the next undecided claim", run: () => decide("supported")},
+    {key: "n", help: "not supported, then the next undecided claim", run: () => decide("not_supported")},
+    {key: "s", help: "skip (no verdict), then the next undecided claim", run: () => decide("skip")},
     {key: "j", help: "next claim", run: () => show(current + 1)},
     {key: "k", help: "previous claim", run: () => show(current - 1)},
     {key: "ArrowDown", help: "next claim", run: () => show(current + 1)},
