@@ -8,6 +8,8 @@ Over the generations of one run (failed calls left out)::
     gen.prefill_tokens_per_s  = sum prompt_tokens / gen.prefill_s
     gen.decode_tokens_per_s   = sum (completion_tokens - 1) / gen.decode_s
     gen.length_capped         = # answers (cached or not) that stopped at max_new_tokens
+    gen.repetition_stopped    = # answers (cached or not) a local model ended where they started
+                                repeating themselves (``repeat_ngram``, :mod:`ragexp.llm.answer_end`)
 
 A call answered in a batch carries its share of the batch's time (see
 :class:`~ragexp.llm.base.LLMResponse`), so these are throughputs of the batched work. Calls whose
@@ -31,6 +33,7 @@ def speed_metrics(generations: Iterable[Any]) -> dict[str, float]:
     out = {
         "gen.cached_calls": float(len(answered) - len(fresh)),
         "gen.length_capped": float(sum(g.finish_reason == "length" for g in answered)),
+        "gen.repetition_stopped": float(sum(g.finish_reason == "repetition" for g in answered)),
         "gen.latency_s": sum(g.latency_s for g in fresh),
         "gen.prefill_s": prefill_s,
         "gen.decode_s": decode_s,

@@ -51,6 +51,7 @@ from ragexp.judging.faithfulness import (
     faithfulness_batch,
 )
 from ragexp.judging.judges import warn_if_self_judging
+from ragexp.llm.answer_end import most_repeated_sentence
 from ragexp.metrics.per_tag import per_source_means, per_tag_means
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.threads import configured_threads
@@ -58,6 +59,8 @@ from ragexp.runtime.threads import configured_threads
 log = logging.getLogger(__name__)
 
 GENERATION_METRICS = ("faithfulness", "answer_relevance", "exact_match", "f1", "key_fact_recall", "refused")
+REPEATING = 3
+"""``gen.repeating_answers`` counts answers whose most frequent sentence occurs this often."""
 ROUND = 32
 """Questions generated, then judged, together (4 local-model batches of 8)."""
 
@@ -186,6 +189,9 @@ def generation_step(
     aggregates["generation_errors"] = float(sum(bool(g.error) for g in generations))
     aggregates["gen.prompt_tokens"] = float(sum(g.prompt_tokens for g in generations))
     aggregates["gen.completion_tokens"] = float(sum(g.completion_tokens for g in generations))
+    aggregates["gen.repeating_answers"] = float(
+        sum(most_repeated_sentence(g.answer) >= REPEATING for g in generations if not g.error)
+    )
     aggregates.update(speed_metrics(generations))
     aggregates["gen.generate_wall_s"] = generate_s
     if judge is not None:

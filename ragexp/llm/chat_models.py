@@ -3,7 +3,7 @@
 :func:`build_chat_model` turns a config mapping into a :class:`~ragexp.llm.base.ChatModel`::
 
     {backend: local, model: smollm2-135m, gguf_file: null, device: cpu, dtype: float32,
-     quantization: none, threads: auto, batch_size: 8, cache_dir: null}
+     quantization: none, threads: auto, batch_size: 8, cache_dir: null, repeat_ngram: null}
     {backend: openai, base_url: http://localhost:8000/v1, model: NAME, api_key_env: OPENAI_API_KEY,
      timeout_s: 30, max_retries: 4, backoff_base_s: 0.5, backoff_max_s: 20}
 
@@ -20,7 +20,8 @@ from ragexp.errors import RagexpInputError
 from ragexp.llm.base import ChatModel
 from ragexp.llm.call_cache import CallCache
 
-_LOCAL_KEYS = {"backend", "model", "gguf_file", "device", "dtype", "quantization", "threads", "batch_size", "cache_dir"}
+_LOCAL_KEYS = {"backend", "model", "gguf_file", "device", "dtype", "quantization", "threads", "batch_size", "cache_dir",
+               "repeat_ngram"}
 _OPENAI_KEYS = {"backend", "base_url", "model", "api_key_env", "timeout_s", "max_retries", "backoff_base_s", "backoff_max_s"}
 
 

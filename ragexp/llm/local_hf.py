@@ -28,6 +28,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
 from ragexp.errors import RagexpInputError
+from ragexp.llm.answer_end import repetition_start
 from ragexp.llm.base import LLMCallError, LLMResponse, Prompt, as_messages
 from ragexp.llm.call_cache import CallCache, cached_batch
 from ragexp.llm.decoding import decode_batch
@@ -130,7 +131,9 @@ class LocalHFModel:
     ``quantization``: ``none`` or ``dynamic_int8`` (see :func:`quantized_weights`; needs
     ``dtype: float32``). ``threads``: torch intra-op threads, an int or ``auto``
     (:func:`ragexp.runtime.threads.configure_threads`). ``batch_size``: prompts decoded together and
-    continuations scored together.
+    continuations scored together. ``repeat_ngram``: ``None``, or ``n`` to end an answer where it
+    starts repeating itself (``n`` words or a whole sentence again: :mod:`ragexp.llm.answer_end`);
+    the text before the repetition is kept and ``finish_reason`` is ``repetition``.
 
     ``model_id`` is ``<model>`` for folders and hub ids, ``<model>@<gguf sha256[:16]>`` for GGUF.
     """
@@ -146,6 +149,7 @@ class LocalHFModel:
         cache_dir: str | os.PathLike[str] | None = None,
         cache: CallCache | None = None,
         batch_size: int = 8,
+        repeat_ngram: int | None = None,
     ) -> None:
         if dtype not in DTYPES:
             raise RagexpInputError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}", field="dtype")
@@ -155,6 +159,8 @@ class LocalHFModel:
             raise RagexpInputError(f"{quantization} quantizes float32 weights on the CPU; set dtype: float32, device: cpu", field="quantization")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise RagexpInputError(f"must be a positive integer, got {batch_size!r}", field="batch_size")
+        if repeat_ngram is not None and (isinstance(repeat_ngram, bool) or not isinstance(repeat_ngram, int) or repeat_ngram < 2):
+            raise RagexpInputError(f"must be null or an integer >= 2, got {repeat_ngram!r}", field="repeat_ngram")
         self.threads = configure_threads(threads)
         source = resolve_model(model, gguf_file=gguf_file)
         converted = str((Path(cache_dir) if cache_dir is not None else default_converted_dir()).resolve())
@@ -168,6 +174,7 @@ class LocalHFModel:
         self.quantization = quantization
         self.cache = cache
         self.batch_size = batch_size
+        self.repeat_ngram = repeat_ngram
         content = self.weights.content_id
         self.model_id = f"{model}@{content.split(':')[-1]}" if content.startswith("gguf-") else model
 
@@ -181,6 +188,7 @@ class LocalHFModel:
         return {
             "backend": "local", "model_id": self.model_id, "device": self.device, "dtype": self.dtype,
             "quantization": self.quantization, "threads": self.threads, "batch_size": self.batch_size,
+            "repeat_ngram": self.repeat_ngram,
         }  # fmt: skip
 
     @property
@@ -244,6 +252,8 @@ class LocalHFModel:
             "max_tokens": max_tokens, "temperature": temperature, "stop": stop,
             "dtype": self.dtype, "quantization": self.quantization,
         }  # fmt: skip
+        if self.repeat_ngram is not None:  # absent when off, so earlier cache entries stay valid
+            params["repeat_ngram"] = self.repeat_ngram
         return cached_batch(
             self.cache, self.model_id, conversations, params,
             lambda todo: self._generate(todo, max_tokens, temperature, stop),
@@ -269,9 +279,13 @@ class LocalHFModel:
                 runnable.append(index)
         markers = [marker for marker in stop or [] if marker]
 
+        repeat_ngram = self.repeat_ngram
+
         def stop_hit(tokens: list[int]) -> bool:
             text = tokenizer.decode(tokens, skip_special_tokens=True)
-            return any(marker in text for marker in markers)
+            if any(marker in text for marker in markers):
+                return True
+            return repeat_ngram is not None and repetition_start(text, repeat_ngram) is not None
 
         eos = self.weights.model.generation_config.eos_token_id
         eos_ids = {tokenizer.eos_token_id} if eos is None else set(eos if isinstance(eos, list) else [eos])
@@ -281,15 +295,14 @@ class LocalHFModel:
             with self.weights.lock:
                 decoded = decode_batch(
                     self.weights.model, [encoded[i] for i in batch], max_new_tokens=max_tokens, eos_ids=eos_ids,
-                    pad_id=self._pad_id, temperature=temperature, stop_hit=stop_hit if markers else None,
+                    pad_id=self._pad_id, temperature=temperature,
+                    stop_hit=stop_hit if markers or repeat_ngram is not None else None,
                     device=self.device,
                 )  # fmt: skip
             prompt_total = sum(len(encoded[i]) for i in batch)
             decode_total = decoded.decode_tokens
             for index, row in zip(batch, decoded.rows):
-                text = tokenizer.decode(row.tokens, skip_special_tokens=True)
-                for marker in markers:
-                    text = text.split(marker, 1)[0]
+                text, finish_reason = self._answer_text(row.tokens, row.finish_reason, markers)
                 completion_tokens = len(row.tokens) + (row.finish_reason == "eos")
                 prefill_s = decoded.prefill_s * len(encoded[index]) / prompt_total
                 decode_s = decoded.decode_s * (completion_tokens - 1) / decode_total if decode_total else 0.0
@@ -300,11 +313,27 @@ class LocalHFModel:
                     cached=False,
                     model=self.model_id,
                     latency_s=prefill_s + decode_s,
-                    finish_reason=row.finish_reason,
+                    finish_reason=finish_reason,
                     prefill_s=prefill_s,
                     decode_s=decode_s,
                 )
         return results
+
+    def _answer_text(self, tokens: list[int], finish_reason: str, markers: list[str]) -> tuple[str, str]:
+        """The answer of a decoded row and why it ended: cut before the first stop string, else
+        (with ``repeat_ngram``) before a repetition: the one that stopped the row, or one the
+        row's last words make once they count as complete (an answer ending on ``eos`` or the cap)."""
+        text = self.weights.tokenizer.decode(tokens, skip_special_tokens=True)
+        answer = text
+        for marker in markers:
+            answer = answer.split(marker, 1)[0]
+        if answer != text:
+            return answer, finish_reason
+        if self.repeat_ngram is not None:
+            at = repetition_start(text + " ", self.repeat_ngram)
+            if at is not None:
+                return text[:at], "repetition"
+        return text, finish_reason
 
     def logprob(self, prefix: str, continuation: str) -> float:
         return self.logprobs([(prefix, continuation)])[0]

@@ -5,7 +5,10 @@ The prompt is ``prompt_template`` with ``{context}`` replaced by the chunks it i
 question; it is sent as one user message, greedy (temperature 0), and the answer ends at the
 model's end-of-turn token, at ``max_new_tokens``, or before the first ``stop`` string (by
 default a blank line or ``Question:``, where a rambling model starts a new question-answer
-pair). :meth:`LLMGenerator.generate_batch` sends many prompts at once (local models decode them
+pair). An answer cut off (at ``max_new_tokens``, or where a local model with ``repeat_ngram``
+found it repeating itself) ends after its last whole sentence when ``end_at_sentence`` is on
+(the default; :func:`~ragexp.llm.answer_end.end_at_sentence`).
+:meth:`LLMGenerator.generate_batch` sends many prompts at once (local models decode them
 in batches; HTTP endpoints get one request each). Model calls are cached under
 the runner's cache root (``<root>/llm_calls``), keyed by model, prompt version and template
 hash, the full prompt and the decoding settings, so a re-run makes no model calls.
@@ -21,7 +24,8 @@ from typing import Any
 from ragexp.data import Chunk
 from ragexp.data.context import format_context
 from ragexp.errors import RagexpInputError
-from ragexp.llm.base import ChatModel, LLMCallError, complete_all
+from ragexp.llm.answer_end import end_at_sentence
+from ragexp.llm.base import ChatModel, LLMCallError, LLMResponse, complete_all
 from ragexp.llm.call_cache import CallCache
 from ragexp.llm.chat_models import build_chat_model
 from ragexp.runtime.stage_cache import StageCache
@@ -39,6 +43,8 @@ GROUNDED_QA_TEMPLATE = (
 )
 PLACEHOLDERS = ("{context}", "{query}")
 DEFAULT_STOP = ("\n\n", "Question:")
+CUT_OFF = ("length", "repetition")
+"""Finish reasons of an answer that did not end by itself."""
 
 
 class LLMGenerator:
@@ -54,6 +60,7 @@ class LLMGenerator:
         context_k: int | None = None,
         prompt_version: str = "v1",
         stop: Sequence[str] = DEFAULT_STOP,
+        end_at_sentence: bool = True,
         cache: StageCache | None = None,
     ) -> None:
         missing = [p for p in PLACEHOLDERS if p not in prompt_template]
@@ -71,6 +78,9 @@ class LLMGenerator:
         if isinstance(stop, str) or not all(isinstance(marker, str) and marker for marker in stop):
             raise RagexpInputError(f"must be a list of non-empty strings, got {stop!r}", field="stop")
         self.stop = list(stop)
+        if not isinstance(end_at_sentence, bool):
+            raise RagexpInputError(f"must be true or false, got {end_at_sentence!r}", field="end_at_sentence")
+        self.end_at_sentence = end_at_sentence
         if isinstance(model, Mapping):
             call_cache = None
             if cache is not None:
@@ -91,7 +101,14 @@ class LLMGenerator:
             "max_new_tokens": self.max_new_tokens,
             "context_k": self.context_k,
             "stop": self.stop,
+            "end_at_sentence": self.end_at_sentence,
         }
+
+    def _answer(self, response: LLMResponse) -> str:
+        """The response's text, stripped; a cut-off one up to its last whole sentence."""
+        if self.end_at_sentence and response.finish_reason in CUT_OFF:
+            return end_at_sentence(response.text)
+        return response.text.strip()
 
     def build_prompt(self, query: str, contexts: Sequence[Chunk]) -> str:
         # one pass over the template, so braces inside the context or query are never re-read
@@ -123,7 +140,7 @@ class LLMGenerator:
                 continue
             generations.append(
                 Generation(
-                    answer=response.text.strip(),
+                    answer=self._answer(response),
                     prompt=prompt,
                     model_id=self.model.model_id,
                     prompt_tokens=response.prompt_tokens,

@@ -1,0 +1,101 @@
+"""Where a generated answer ends: when it starts repeating itself, and at its last whole sentence.
+
+A small model that has said what it knows often says it again, to the token cap ("4. Select the
+network you want to reset. 5. Select the network you want to reset. 6. ..."). Two rules find
+the first repetition in a growing answer (:func:`repetition_start`), both on complete words
+only (a word counts once whitespace follows it, so a half-made word never matches):
+
+- **n-gram**: the newest ``n`` words occurred before, in the same order, anywhere earlier in the
+  answer (the occurrences may overlap): the repetition starts at the first of those ``n`` words.
+  Any loop, with or without sentence ends, is caught ``n`` words into its second round.
+- **sentence**: a sentence just ended (``.``, ``!`` or ``?`` and whitespace, or a line break)
+  equals an earlier sentence of the answer, compared lower-cased with spacing and list markers
+  (``-``, ``*``, ``•``, ``4.``, ``4)``) ignored: the repetition starts where the later one does.
+
+Words are compared with list markers left out too (a marker word first on its line or after a
+sentence end), so numbered copies (``4. X`` / ``5. X``) match.
+The answer keeps the text before the repetition. :func:`end_at_sentence` then cuts a cut-off
+answer (a repetition, or the token cap) after its last whole sentence, so it ends where the
+answer ends rather than mid-sentence or on a dangling list number.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"\S+(?=\s)")
+_LIST_MARKER = re.compile(r"(?:[-*•–]|\d{1,3}[.)])$")
+_SENTENCE_END = re.compile(r"(?:[.!?][\"')\]]*(?=\s)|\n)")
+_LEADING_MARKER = re.compile(r"^\s*(?:(?:[-*•–]|\d{1,3}[.)])\s+)*")
+_LAST_SENTENCE = re.compile(r"[.!?][\"')\]]*(?=\s|$)")
+_TRAILING_MARKER = re.compile(r"(?:^|\n|[.!?:][\"')\]]*\s)\s*(?:[-*•–]|\d{1,3}[.)])$")
+
+
+def _words(text: str) -> list[tuple[str, int]]:
+    """Complete words (followed by whitespace), lower-cased, with offsets; list markers (a marker
+    word first on its line or after a sentence end, as in ``done. 5. Open``) left out."""
+    out, previous, previous_end = [], "", 0
+    for match in _WORD.finditer(text):
+        word = match.group()
+        starts_item = not previous or "\n" in text[previous_end : match.start()] or previous[-1] in ".!?:"
+        if not (starts_item and _LIST_MARKER.fullmatch(word)):
+            out.append((word.lower(), match.start()))
+        previous, previous_end = word, match.end()
+    return out
+
+
+def ngram_repeat_start(text: str, n: int) -> int | None:
+    """Offset of the newest ``n`` complete words when they occurred before in ``text``, else ``None``."""
+    words = _words(text)
+    if len(words) <= n:
+        return None
+    newest = tuple(word for word, _ in words[-n:])
+    earlier = {tuple(word for word, _ in words[i : i + n]) for i in range(len(words) - n)}
+    return words[-n][1] if newest in earlier else None
+
+
+def _sentences(text: str) -> list[tuple[str, int]]:
+    """Each ended sentence's normalised text (see the module docstring) and where it starts."""
+    out, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        piece = text[start : match.end()]
+        body = " ".join(_LEADING_MARKER.sub("", piece).lower().split())
+        if any(ch.isalpha() for ch in body):
+            out.append((body, start + len(piece) - len(piece.lstrip())))
+        start = match.end()
+    return out
+
+
+def sentence_repeat_start(text: str) -> int | None:
+    """Offset of the newest ended sentence of ``text`` when an earlier one equals it, else ``None``."""
+    sentences = _sentences(text)
+    if len(sentences) < 2:
+        return None
+    newest, at = sentences[-1]
+    return at if any(body == newest for body, _ in sentences[:-1]) else None
+
+
+def most_repeated_sentence(answer: str) -> int:
+    """How many times the answer's most frequent sentence occurs (normalised as above; the last
+    sentence counts without an end mark); 0 for an answer without a sentence."""
+    counts: dict[str, int] = {}
+    for body, _ in _sentences(answer.rstrip() + "\n"):
+        counts[body] = counts.get(body, 0) + 1
+    return max(counts.values(), default=0)
+
+
+def repetition_start(text: str, n: int) -> int | None:
+    """Where ``text`` started repeating itself by either rule (the earlier offset), else ``None``."""
+    found = [at for at in (ngram_repeat_start(text, n), sentence_repeat_start(text)) if at is not None]
+    return min(found) if found else None
+
+
+def end_at_sentence(text: str) -> str:
+    """``text`` up to and including its last sentence end (``.``, ``!``, ``?``, closing quotes or
+    brackets kept) that is not a list number (``4.`` first on its line or after a sentence end);
+    without one, the whole ``text`` stripped, a trailing list marker dropped."""
+    text = text.strip()
+    ends = [m.end() for m in _LAST_SENTENCE.finditer(text) if not _TRAILING_MARKER.search(text[: m.start() + 1])]
+    if ends:
+        return text[: ends[-1]]
+    return _TRAILING_MARKER.sub("", text).rstrip()
