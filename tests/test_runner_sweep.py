@@ -121,3 +121,18 @@ def test_chunking_none_in_a_size_sweep_runs_once(tiny_dataset, tmp_path):
     assert names == ["fixed", "fixed", "none"] and all(c.info.status == "FINISHED" for c in children)
     assert "has no size: ignoring chunking.size=240" in proc.stderr + proc.stdout
     assert parents[0].info.status == "FINISHED"
+
+
+def test_reproduce_of_an_int8_run_after_another_run_filled_the_cache_is_identical(tmp_path):
+    """The second run reads the queries and the chunks both chunkings share from the text-vector
+    cache and encodes the rest in its own batches; its reproduction (fresh cache) encodes them all
+    together. While int8 vectors depended on their batch, 152 of its retrieval metrics differed (issue #34)."""
+    db, cache = tmp_path / "mlflow.db", tmp_path / "cache"
+    common = ["dataset=demo", f"tracking.uri=sqlite:///{db}", "tracking.experiment=tiny", "progress=false",
+              "retrieval=dense", "embedding.precision=int8", f"cache_dir={cache}", "chunking=recursive"]
+    ragexp(tmp_path, "run", *common, "chunking.overlap=0")
+    ragexp(tmp_path, "run", *common, "chunking.overlap=64")
+    _, _, children = job_runs(db)
+    [second] = [c for c in children if c.data.params["chunking.overlap"] == "64"]
+    proc = ragexp(tmp_path, "reproduce", second.info.run_id, "--tracking-uri", f"sqlite:///{db}", "--no-log")
+    assert "retrieval metrics identical" in proc.stdout

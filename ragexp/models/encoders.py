@@ -19,7 +19,11 @@ Backends (:func:`make_encoder`, ``embedding.backend``):
 
 Batching (ONNX): all texts are tokenised once, sorted by token count (longest first, stable),
 cut into ``batch_size`` batches padded to each batch's longest text, and the rows are put back
-in input order; sentence-transformers sorts by character length the same way. Threads: ONNX
+in input order; sentence-transformers sorts by character length the same way. ``int8`` runs
+each text alone (batches of one, whatever ``batch_size`` says): dynamic quantisation scales the
+activations by their range over the whole input, so in a batch a text's vector depended on its
+batch mates (cosine 0.9897 to the same text alone); alone it is a function of the text, which the
+text-vector cache and ``ragexp reproduce`` rely on (and it measured faster than batches of 64). Threads: ONNX
 sessions get ``threads`` intra-op threads and torch is set to ``threads``
 (:func:`ragexp.runtime.threads.resolve_threads`; ``"auto"``: the cores this job owns).
 
@@ -243,9 +247,10 @@ class OnnxEncoder(_PrefixedEncoder):
         encodings = self._tokenizer.encode_batch(texts)
         lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
         order = np.argsort(-lengths, kind="stable") if self.sort_by_length else np.arange(len(texts))
+        step = 1 if self.precision == "int8" else self.batch_size  # int8: one text per run (module docstring)
         rows: list[np.ndarray] = []
-        for start in progress.bar(range(0, len(texts), self.batch_size), desc="onnx: encoding", unit="batch", leave=False, disable=len(texts) <= self.batch_size):
-            batch = order[start : start + self.batch_size]
+        for start in progress.bar(range(0, len(texts), step), desc="onnx: encoding", unit="batch", leave=False, disable=len(texts) <= step):
+            batch = order[start : start + step]
             width = int(lengths[batch].max())
             feeds = {
                 "input_ids": np.full((len(batch), width), self._pad_id, dtype=np.int64),

@@ -10,7 +10,8 @@ refused with a reason; the caller falls back to torch.
 
 ``precision="int8"`` is ONNX Runtime's dynamic quantisation of the fp32 graph
 (:data:`INT8_METHOD`: ``quantize_dynamic``, signed 8-bit weights scaled per output channel,
-activations quantised per batch at run time; per-tensor scales gave a mean cosine to torch of
+activations quantised per model input at run time, which the encoder makes one text, so a
+vector does not depend on its batch; per-tensor weight scales gave a mean cosine to torch of
 0.944 on demo passages, per-channel 0.994): lossy;
 its retrieval cost is measured in ``benchmarks/bench_encoders.py`` and docs/pipelines.md.
 
@@ -39,7 +40,7 @@ from ragexp.runtime.stage_cache import publish_dir, writing_cache
 
 EXPORT_DIR_ENV = "RAGEXP_ONNX_EXPORT_DIR"
 MIN_COSINE = 0.9999
-INT8_METHOD = "onnxruntime quantize_dynamic QInt8 per_channel"  # part of an int8 encoder's identity
+INT8_METHOD = "onnxruntime quantize_dynamic QInt8 per_channel, one text per run"  # part of an int8 encoder's identity
 OPSET = 17
 PROBE_TEXTS = (
     "A man is eating food.",
