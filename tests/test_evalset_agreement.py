@@ -25,57 +25,18 @@ from ragexp.data.loaders.evalset import load_evalset
 from ragexp.tracking import store
 from ragexp.tracking.agreement_note import AGREEMENT_TAG, SECTION_TITLE
 from ragexp.web.app import create_app
+from tests.helpers.annotator_pair import ALICE, BOB, write
 from tests.helpers.cli import ragexp
 from tests.helpers.tiny_dataset import TINY_DOCS
 
 REFUNDS = len(TINY_DOCS["refunds"])
-
-
-def ev(doc_id, start=None, end=None, grade=1) -> dict:
-    out = {"doc_id": doc_id} | ({"start": start, "end": end} if start is not None else {})
-    return out | ({"grade": grade} if grade != 1 else {})
-
-
-def item(item_id, evidence, answerable=True) -> dict:
-    return {"id": item_id, "query": f"question {item_id}?", "evidence": evidence} | ({} if answerable else {"answerable": False})
-
-
-#: The crafted pair: what each annotator judged, item by item (comments: the truth counted by hand).
-ALICE = [
-    item("i1", [ev("webhooks", 0, 40)]),                             # overlap [20, 40): F1 2*20/80 = 0.5
-    item("i2", [ev("keys", 10, 30)]),                                # identical: F1 1
-    item("i3", [ev("keys", 0, 50)]),                                 # bob: unanswerable, keys not relevant
-    item("i4", [ev("limits", grade=0)], answerable=False),           # both: limits not relevant
-    item("i5", [ev("limits", 0, 30), ev("refunds", grade=0)]),       # refunds: alice no, bob yes
-    item("i6", [ev("refunds")]),                                     # whole document vs [0, 10)
-    item("i7", [], answerable=False),                                # both: nothing
-    item("i8", [ev("webhooks", 0, 10)]),                             # bob: other document; each judged by one
-    item("i9", [ev("webhooks", 5, 15, grade=2)]),                    # bob grade 1: relevant both
-    item("i10", [], answerable=False),                               # bob: answerable
-]
-BOB = [
-    item("i1", [ev("webhooks", 20, 60)]),
-    item("i2", [ev("keys", 10, 30)]),
-    item("i3", [ev("keys", 0, 50, grade=0)], answerable=False),
-    item("i4", [ev("limits", grade=0)], answerable=False),
-    item("i5", [ev("limits", 0, 30), ev("refunds", 0, 20)]),
-    item("i6", [ev("refunds", 0, 10)]),
-    item("i7", [], answerable=False),
-    item("i8", [ev("keys", 0, 10)]),
-    item("i9", [ev("webhooks", 5, 15)]),
-    item("i10", [ev("webhooks", 0, 10)]),
-]  # fmt: skip
+#: The truth about the pair (tests/helpers/annotator_pair.py), counted by hand.
 ANSWERABLE = ([1, 1, 1, 0, 1, 1, 0, 1, 1, 0], [1, 1, 0, 0, 1, 1, 0, 1, 1, 1])
 #: (item, document) both judged: i1 webhooks, i2 keys, i3 keys, i4 limits, i5 limits, i5 refunds, i6 refunds, i9 webhooks
 RELEVANT = ([1, 1, 1, 0, 1, 0, 1, 1], [1, 1, 0, 0, 1, 1, 1, 1])
 #: Per item with evidence: (characters both covered, characters alice + bob covered).
 SPANS = {"i1": (20, 80), "i2": (20, 40), "i3": (0, 50), "i5": (30, 80), "i6": (10, REFUNDS + 10), "i8": (0, 20),
          "i9": (10, 20), "i10": (0, 10)}
-
-
-def write(path, items) -> str:
-    path.write_text("\n".join(json.dumps(x) for x in [{"ragexp_evalset": 1, "name": "support"}, *items]) + "\n")
-    return str(path)
 
 
 @pytest.fixture
@@ -167,8 +128,10 @@ def test_command_prints_queues_for_the_page_and_notes_in_mlflow(pair, tmp_path, 
 
     experiment = MlflowClient(uri).get_experiment_by_name(f"support-{load_evalset(alice, load_corpus(corpus_dir)).fingerprint()[:8]}")
     description = experiment.tags[store.DESCRIPTION_TAG]
-    assert description.startswith("**ragexp** runs on eval set **support**")  # the description a run would write
-    assert f"{SECTION_TITLE} (alice vs bob, 10 questions" in description and f"answerability kappa {kappa:.3f}" in description
+    agreement_line, rest = description.split("\n\n", 1)
+    assert agreement_line.startswith(f"{SECTION_TITLE}: answerability kappa {kappa:.2f} (95% CI ")
+    assert "alice vs bob on 10 questions: agreed on 8/10 items and 6/8 documents both judged, 5 items disagree" in agreement_line
+    assert rest.startswith("**ragexp** runs on eval set **support**")  # the description a run would write, kept
     assert json.loads(experiment.tags[AGREEMENT_TAG])["answerable"]["kappa"] == pytest.approx(kappa)
 
     again = ragexp(tmp_path, "evalset", "agreement", alice, bob, "--corpus", corpus_dir, "--tracking-uri", uri,

@@ -1,8 +1,9 @@
 """Annotator agreement where the eval set's runs are read: its MLflow experiment.
 
-The experiment's description (tag ``mlflow.note.content``, shown above the runs table on the
-experiment's first screen) gets a last section starting with :data:`SECTION_TITLE`; a later
-``ragexp evalset agreement`` replaces that section, the rest of the description is kept. The
+The experiment's description (tag ``mlflow.note.content``, shown above the runs table) gets a first
+paragraph starting with :data:`SECTION_TITLE`, the kappas first: MLflow 3.17 shows a description
+folded to its first line, and that line is on the experiment's first screen. A later
+``ragexp evalset agreement`` replaces that paragraph; the rest of the description is kept. The
 numbers go to the experiment tag :data:`AGREEMENT_TAG` as well (JSON, disagreements left out), for
 scripts. No run is logged: a run without pipeline metrics would join every ``ragexp compare``.
 """
@@ -14,6 +15,7 @@ import json
 from mlflow.tracking import MlflowClient
 
 from ragexp.annotation.agreement import Agreement
+from ragexp.judging.calibration.kappa_interval import KappaInterval
 from ragexp.tracking import store
 
 SECTION_TITLE = "**Annotator agreement**"
@@ -21,18 +23,30 @@ AGREEMENT_TAG = "ragexp.agreement"
 
 
 def section(result: Agreement, names: tuple[str, str], when: str) -> str:
-    """The description's agreement section (markdown)."""
+    """The description's agreement paragraph (markdown, one line): the numbers, then whose and when."""
     spans = ("no evidence" if result.span_micro_f1 is None
-             else f"F1 micro {result.span_micro_f1:.3f}, macro {result.span_macro_f1:.3f} ({result.span_items} items)")
-    return (f"{SECTION_TITLE} ({names[0]} vs {names[1]}, {result.items} questions, `ragexp evalset agreement`, {when}): "
-            f"answerability {result.answerable.render()} items; document relevance {result.relevance.render()} "
-            f"documents both judged; evidence overlap {spans}; {len(result.disagreements)} items disagree.")
+             else f"{result.span_micro_f1:.2f} micro / {result.span_macro_f1:.2f} macro")
+    return (f"{SECTION_TITLE}: answerability {short(result.answerable.interval)}, document relevance "
+            f"{short(result.relevance.interval)}, evidence overlap F1 {spans}. {names[0]} vs {names[1]} on "
+            f"{result.items} questions: agreed on {result.answerable.agreed}/{result.answerable.n} items and "
+            f"{result.relevance.agreed}/{result.relevance.n} documents both judged, {len(result.disagreements)} items "
+            f"disagree (`ragexp evalset agreement`, {when}).")
+
+
+def short(interval: KappaInterval) -> str:
+    """``kappa 0.52 (95% CI 0.11 to 0.93)``, or what is undefined."""
+    if interval.kappa is None:
+        return "kappa undefined"
+    if interval.low is None:
+        return f"kappa {interval.kappa:.2f} (no interval)"
+    return f"kappa {interval.kappa:.2f} ({interval.confidence:.0%} CI {interval.low:.2f} to {interval.high:.2f})"
 
 
 def with_section(description: str, text: str) -> str:
-    """``description`` with its agreement section (if any) replaced by ``text``."""
-    kept = description.split(SECTION_TITLE, 1)[0].rstrip()
-    return f"{kept}\n\n{text}" if kept else text
+    """``description`` with ``text`` as its first paragraph, in place of an earlier agreement paragraph."""
+    if description.startswith(SECTION_TITLE):
+        description = description.split("\n\n", 1)[1] if "\n\n" in description else ""
+    return f"{text}\n\n{description}" if description else text
 
 
 def write_note(client: MlflowClient, experiment_id: str, result: Agreement, names: tuple[str, str], when: str) -> None:
