@@ -53,3 +53,45 @@ def test_a_delete_from_another_site_is_refused(client) -> None:
     page, evalset = client
     assert page.delete("/api/entries/junk", headers={"Origin": "http://evil.example"}).status_code == 403
     assert Session(evalset).entry("junk") is not None
+
+
+def test_units_queued_on_a_done_item_show_as_review_with_a_count_until_reviewed(client) -> None:
+    page, evalset = client
+    start = TINY_DOCS["webhooks"].index(QUOTE)
+    gold = {"doc_id": "webhooks", "start": start, "end": start + len(QUOTE), "quote": QUOTE}
+    page.put("/api/entries/a", json={"changes": {"evidence": [gold], "confirmed": True},
+                                     "before": {"evidence": [], "confirmed": False}})
+    session = Session(evalset)
+    units = [{"unit_id": "refunds#chunk_0", "doc_id": "refunds", "start": 0, "end": 20},
+             {"unit_id": "webhooks#chunk_1", "doc_id": "webhooks", "start": start - 5, "end": start + 60}]
+    session.attach_review("a", units, "unjudged in the top 2 of run r")
+    session.save()
+
+    def shown() -> tuple[str, int]:
+        entry = next(e for e in page.get("/api/state").json()["entries"] if e["id"] == "a")
+        return entry["status"], entry["pending"]
+
+    assert shown() == ("review", 1)  # the second unit holds the gold span: judged already
+    negative = {"doc_id": "refunds", "start": 0, "end": 20, "quote": TINY_DOCS["refunds"][:20], "grade": 0}
+    page.put("/api/entries/a", json={"changes": {"evidence": [gold, negative]}, "before": {"evidence": [gold]}})
+    assert shown() == ("review", 0)
+    page.put("/api/entries/a", json={"changes": {"reviewed": True}, "before": {"reviewed": False}})
+    assert shown() == ("done", 0)
+
+
+def test_failures_of_a_retrieval_only_run_are_its_misses_and_the_report_says_why(tmp_path) -> None:
+    from ragexp.annotation.from_run import queue_failures
+    from ragexp.data import Chunk
+    from ragexp.evaluation.results import RunResults
+
+    rows = [{"query_id": "hit", "query": "q hit", "ranking": [["d#chunk_0", 2.0], ["d#chunk_1", 1.0]], "relevant": {"d#chunk_0": 1}},
+            {"query_id": "miss", "query": "q miss", "ranking": [["d#chunk_1", 2.0], ["d#chunk_2", 1.0], ["d#chunk_0", 0.5]],
+             "relevant": {"d#chunk_0": 1}}]
+    results = RunResults(meta={"context_k": 2, "run_id": "r"}, aggregates={}, per_query=rows)
+    chunks = {f"d#chunk_{i}": Chunk(id=f"d#chunk_{i}", doc_id="d", index=i, start=10 * i, end=10 * i + 10, text="x" * 10)
+              for i in range(3)}
+    session = Session(tmp_path / "e.jsonl")
+    report = queue_failures(session, results, chunks)
+    assert [e["id"] for e in session.entries] == ["miss"]
+    assert [u["unit_id"] for u in session.entry("miss")["review"]["units"]] == ["d#chunk_1", "d#chunk_2"]
+    assert "retrieval-only" in report.render("units") and "need a run with a generator" in report.render("units")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
-from ragexp.data.evalset_diff import diff_evalsets
+from ragexp.data.evalset_diff import diff_evalsets, render_text
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import load_evalset
 from tests.helpers.cli import ragexp
+from tests.helpers.tiny_dataset import TINY_DOCS
 
 
 def _write(path, items):
@@ -82,3 +83,16 @@ def test_cli_exit_codes_and_report(tiny_dataset, tmp_path):
     assert report["comparable"] is False and report["unchanged"] == 2
     bad = ragexp(tmp_path, "evalset", "diff", str(old), str(tmp_path / "nope.jsonl"), "--corpus", str(corpus), check=False)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_evidence_changes_show_grades_so_a_judged_negative_is_not_new_gold(tiny_dataset, tmp_path):
+    corpus, _ = tiny_dataset
+    items = _items()
+    judged = [{**items[0], "evidence": [*items[0]["evidence"], {"doc_id": "keys", "quote": "there is no downtime", "grade": 0}]},
+              {**items[1], "evidence": [{**items[1]["evidence"][0], "grade": 2}]}, items[2]]
+    old, new = _write(tmp_path / "old.jsonl", items), _write(tmp_path / "new.jsonl", judged)
+    loaded = load_corpus(corpus)
+    text = render_text(diff_evalsets(load_evalset(old, loaded), load_evalset(new, loaded)), "old", "new")
+    start = TINY_DOCS["keys"].index("there is no downtime")
+    assert f"t1: evidence +keys[{start}:{start + 20}] judged not relevant" in text
+    assert "t2: evidence webhooks[" in text and "grade 1 -> 2" in text

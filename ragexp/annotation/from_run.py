@@ -6,10 +6,13 @@ judging all of them brings the run's judged@k to 1. Unit offsets come from re-ch
 corpus with the run's own chunking (its logged ``config/resolved.yaml``); a unit that no longer
 exists (the corpus changed since the run) is counted, not guessed.
 
-``failures(results)``: the run's queries classed ``retrieval_failure`` or ``hallucinated``
-(:mod:`ragexp.judging.failure`), each with the top ``context_k`` units the generator saw. A
+``failed_queries(results)``: the run's queries classed ``retrieval_failure`` or ``hallucinated``
+(:mod:`ragexp.judging.failure`), each queued with the top ``context_k`` units the generator saw. A
 question already in the eval set is reopened for review with those units; a question the eval set
 does not hold yet (a run on production questions) is queued as a new item with ``source: failure``.
+A retrieval-only run has no generation, so no hallucination: its retrieval failures (no relevant
+unit among the top ``context_k``, :func:`~ragexp.evaluation.results.failure_class`) are queued and
+the report says that hallucinations need a run with a generator.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ragexp.annotation.session import Session
 from ragexp.data import Chunk
-from ragexp.evaluation.results import RunResults
+from ragexp.evaluation.results import RunResults, failure_class
 from ragexp.judging.failure import FailureClass
 from ragexp.metrics.ranking import trec_order
 
@@ -31,9 +34,12 @@ class QueueReport:
     units: int = 0  # units queued for judging
     new_items: int = 0  # questions the eval set did not hold
     missing_units: list[str] = field(default_factory=list)  # unit ids the current corpus no longer has
+    note: str = ""  # what the run could not give (a retrieval-only run: no hallucinations)
 
     def render(self, what: str) -> str:
         text = f"queued {self.units} {what} on {self.queries} questions ({self.new_items} new)"
+        if self.note:
+            text += f"; {self.note}"
         if self.missing_units:
             text += (f"; {len(self.missing_units)} units are not in the current corpus under the run's chunking "
                      f"(changed since the run), e.g. {self.missing_units[0]}")
@@ -51,9 +57,16 @@ def unjudged_units(results: RunResults, k: int) -> dict[str, list[str]]:
     return out
 
 
+def generated(results: RunResults) -> bool:
+    """Whether the run generated answers (its rows carry a generation failure class)."""
+    return any(row.get("failure_class") for row in results.per_query)
+
+
 def failed_queries(results: RunResults) -> dict[str, str]:
-    """``{query id: failure class}`` of the retrieval failures and hallucinations."""
-    return {row["query_id"]: row["failure_class"] for row in results.per_query if row.get("failure_class") in FAILURE_CLASSES}
+    """``{query id: failure class}`` of the retrieval failures and hallucinations (module docstring)."""
+    depth = int(results.meta.get("context_k") or 5)
+    classes = {row["query_id"]: failure_class(row, depth) for row in results.per_query}
+    return {qid: cls for qid, cls in classes.items() if cls in FAILURE_CLASSES}
 
 
 def _queue(session: Session, results: RunResults, wanted: dict[str, list[str]], reasons: dict[str, str],
@@ -94,4 +107,7 @@ def queue_failures(session: Session, results: RunResults, chunks: dict[str, Chun
     rows = {row["query_id"]: row for row in results.per_query}
     wanted = {qid: [unit for unit, _ in trec_order([tuple(p) for p in rows[qid].get("ranking", [])])[:depth]] for qid in classes}
     _queue(session, results, wanted, classes, chunks, "failure", report)
+    if not generated(results):
+        report.note = (f"the run is retrieval-only, so these are its retrieval failures (no relevant unit in the top "
+                       f"{depth}); hallucinations need a run with a generator (generator=... on ragexp run)")
     return report

@@ -1,7 +1,7 @@
 """The annotation page's HTTP API (FastAPI routers on :func:`ragexp.web.app.create_app`).
 
 ==========================================  ==================================================
-``GET /api/state``                          entries (with hints and stale spans), coverage
+``GET /api/state``                          entries (with status, units still to review, hints, stale spans), coverage
 ``GET /api/entries/{id}/candidates``        the pool for the question, or the run's units to judge
 ``GET /api/search?q=``                      ranked full-text search over the corpus (top 20)
 ``GET /api/documents/{doc_id}``             a whole document
@@ -9,6 +9,10 @@
 ``POST /api/entries``                       add a question typed on the page
 ``DELETE /api/entries/{id}``                delete a queued question the eval set does not hold
 ==========================================  ==================================================
+
+An entry's status is ``skipped``, ``review`` (a run queued units on it that nobody has gone through:
+``Ctrl+Enter`` marks them reviewed; the item may be in the eval set already), ``done`` (in the eval
+set) or ``open``; ``pending`` counts the queued units nobody judged yet (:func:`pending_units`).
 
 Every write re-reads the corpus if a file under it changed, and checks each evidence span the page
 sends against it: a span that does not read its quote any more is *stale*. A stale span the eval
@@ -59,9 +63,10 @@ class Annotation:
         stale = {i: problem for i, e in enumerate(evidence) if (problem := span_problem(corpus, e)) is not None}
         fresh = [e for i, e in enumerate(evidence) if i not in stale]
         pages = [passage_page(corpus, e) for e in evidence]
-        status = ("skipped" if entry.get("skipped") else "done" if is_complete(entry)
-                  else "review" if entry.get("review") and not entry.get("reviewed") else "open")
-        return {**entry, "status": status, "stale": {str(i): p for i, p in stale.items()}, "pages": pages,
+        to_review = bool(entry.get("review")) and not entry.get("reviewed")
+        status = ("skipped" if entry.get("skipped") else "review" if to_review else "done" if is_complete(entry)
+                  else "open")
+        return {**entry, "status": status, "pending": pending_units(entry) if to_review else 0, "stale": {str(i): p for i, p in stale.items()}, "pages": pages,
                 "hints": category_hints(entry["query"], fresh, self.chunk_map())}
 
     def state(self) -> dict:
@@ -83,6 +88,19 @@ class Annotation:
             if problem is not None and _span_key(e) not in known:
                 raise Conflict(self.session.evalset, f"the corpus changed under this page: {problem}; reload the page to "
                                                      "see the current documents (nothing was written)")
+
+
+def pending_units(entry: dict) -> int:
+    """How many units a run queued on the entry (``--from-run``, ``--failures``) nobody judged yet:
+    no span over the unit, no positive evidence inside it, no whole-document evidence of its document."""
+    evidence = entry.get("evidence", [])
+
+    def judged(unit: dict) -> bool:
+        return any(e["doc_id"] == unit["doc_id"] and (
+            e.get("start") is None or (e["start"], e["end"]) == (unit["start"], unit["end"])
+            or (e.get("grade", 1) >= 1 and e["start"] < unit["end"] and e["end"] > unit["start"])) for e in evidence)
+
+    return sum(not judged(unit) for unit in entry["review"]["units"])
 
 
 def _span_key(evidence: dict) -> tuple:

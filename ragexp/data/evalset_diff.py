@@ -6,8 +6,9 @@ span is not). Items are matched by ``id``:
 
 - ``added``: ids only in NEW; ``removed``: ids only in OLD;
 - ``changed``: ids in both whose query, evidence, gold answer(s), key facts, tags, answerability or
-  ``source`` differ (each changed field is named); ``added`` timestamps are not compared (they
-  change no number, as in the fingerprint).
+  ``source`` differ (each changed field is named; evidence span by span with its grade, a grade-0
+  span shown as "judged not relevant"); ``added`` timestamps and the ``annotator`` are not compared
+  (they change no number, as in the fingerprint).
 
 Runs on OLD and NEW are comparable exactly when the fingerprints are equal: the fingerprint names
 the MLflow experiment and keys resume, and ``ragexp compare`` / ``ragexp gate`` refuse to rank
@@ -98,14 +99,29 @@ def diff_evalsets(old: EvalSet, new: EvalSet) -> EvalSetDiff:
     return result
 
 
-def _evidence_text(evidence: tuple) -> str:
-    parts = [f"{e.doc_id}[{e.start}:{e.end}]" if e.is_span else e.doc_id for e in evidence]
-    return ", ".join(parts) or "none"
+def _span_text(e) -> str:
+    return f"{e.doc_id}[{e.start}:{e.end}]" if e.is_span else f"{e.doc_id} (whole)"
+
+
+def _judgement(grade: int) -> str:
+    return "judged not relevant" if grade == 0 else f"relevant grade {grade}"
+
+
+def _evidence_text(old: tuple, new: tuple) -> str:
+    """The evidence change span by span with grades: ``+`` a span NEW adds, ``-`` one it drops, and
+    grade changes, so a new judged negative (grade 0) never reads as new gold evidence."""
+    before = {(e.doc_id, e.start, e.end): e for e in old}
+    after = {(e.doc_id, e.start, e.end): e for e in new}
+    parts = [f"+{_span_text(e)} {_judgement(e.grade)}" for key, e in after.items() if key not in before]
+    parts += [f"-{_span_text(e)} {_judgement(e.grade)}" for key, e in before.items() if key not in after]
+    parts += [f"{_span_text(e)} grade {before[key].grade} -> {e.grade}" for key, e in after.items()
+              if key in before and before[key].grade != e.grade]
+    return "evidence " + ("; ".join(parts) if parts else "reordered")
 
 
 def _field_text(name: str, old: object, new: object) -> str:
     if name == "evidence":
-        return f"evidence {_evidence_text(old)} -> {_evidence_text(new)}"
+        return _evidence_text(old, new)
     if name == "tags":
         gone, came = [t for t in old if t not in new], [t for t in new if t not in old]
         return "tags " + " ".join([*(f"-{t}" for t in gone), *(f"+{t}" for t in came)] or ["reordered"])

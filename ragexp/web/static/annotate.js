@@ -56,7 +56,7 @@
     if (reply.coverage) state.coverage = reply.coverage;
     renderQueue();
     renderCoverage();
-    if (reply.entry && reply.entry.id === state.current) { renderItem(); renderCandidates(); }
+    if (reply.entry && reply.entry.id === state.current) { renderItem(); renderCandidates(); renderReason(); }
   }
 
   async function open(id) {
@@ -68,7 +68,7 @@
     const e = entry();
     $("query").textContent = e.query;
     $("entry-source").textContent = `${e.id} · source: ${e.source || "not recorded"}`;
-    $("review-reason").textContent = e.review && !e.reviewed ? `Judge these units: ${e.review.reason}` : "";
+    renderReason();
     state.searchHits = null;
     state.document = null;
     $("search").value = "";
@@ -85,6 +85,12 @@
     $("candidates-note").textContent = data.kind === "review" ? `(${data.candidates.length})`
       : `(${data.candidates.length}, pooled from several pipelines, shuffled)`;
     renderCandidates();
+  }
+
+  function renderReason() {
+    const e = entry();
+    $("review-reason").textContent = e && e.review && !e.reviewed
+      ? `Judge these units of a run (${e.pending} not judged yet): ${e.review.reason}; Ctrl+Enter when done` : "";
   }
 
   /* --- saving --- */
@@ -375,10 +381,11 @@
 
   function renderQueue() {
     const list = state.entries.map((e) => `<li data-id="${esc(e.id)}" class="${e.id === state.current ? "current" : ""}">
-      <span class="badge ${e.status}">${e.status}</span><span>${esc(e.query)}</span></li>`);
+      <span class="badge ${e.status}" title="${e.pending ? `${e.pending} units of a run not judged yet` : ""}">${e.status}${e.pending ? " " + e.pending : ""}</span><span>${esc(e.query)}</span></li>`);
     $("queue").innerHTML = list.join("");
     const done = state.entries.filter((e) => e.status === "done").length;
-    $("queue-count").textContent = `${done} done of ${state.entries.length}`;
+    const review = state.entries.filter((e) => e.status === "review").length;
+    $("queue-count").textContent = `${done} done of ${state.entries.length}` + (review ? ` · ${review} to review` : "");
   }
   $("queue").addEventListener("click", (event) => { const li = event.target.closest("li[data-id]"); if (li) open(li.dataset.id); });
 
