@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 from sklearn.metrics import cohen_kappa_score
 
 from ragexp.annotation.agreement import agreement
-from ragexp.annotation.judgments import ItemJudgments, paired_judgments
+from ragexp.annotation.judgments import ItemJudgments, corpus_judgments, file_judgments, paired_judgments
 from ragexp.annotation.live_corpus import LiveCorpus
 from ragexp.annotation.pool import Pooler
 from ragexp.annotation.server import Annotation, routers
@@ -48,7 +48,8 @@ def pair(tiny_dataset, tmp_path):
 def test_kappas_equal_scikit_learn_and_overlap_the_hand_count(pair):
     corpus_dir, alice, bob = pair
     corpus = load_corpus(corpus_dir)
-    result = agreement(paired_judgments(load_evalset(alice, corpus), load_evalset(bob, corpus), corpus), ("alice", "bob"))
+    judgments = (corpus_judgments(load_evalset(alice, corpus), corpus), corpus_judgments(load_evalset(bob, corpus), corpus))
+    result = agreement(paired_judgments(*judgments), ("alice", "bob"))
 
     assert result.items == 10
     assert result.answerable.interval.kappa == pytest.approx(cohen_kappa_score(*ANSWERABLE), abs=1e-12)
@@ -81,7 +82,7 @@ def test_interval_is_the_spread_of_a_bootstrap():
         for side in (0, 1):
             labels["answerable"][side].append(answerable[side])
             labels["relevant"][side].append(found[side])
-            pair.append(ItemJudgments(f"q{i}", "?", answerable[side], (), {"keys": found[side]}, {}))
+            pair.append(ItemJudgments(f"q{i}", "?", answerable[side], {"keys": found[side]}, {}))
         pairs.append(tuple(pair))
     result = agreement(pairs, ("a", "b"))
 
@@ -140,6 +141,25 @@ def test_command_prints_queues_for_the_page_and_notes_in_mlflow(pair, tmp_path, 
     assert MlflowClient(uri).get_experiment(experiment.experiment_id).tags[store.DESCRIPTION_TAG].count(SECTION_TITLE) == 1
 
 
+def test_without_a_corpus_spans_as_written_give_the_same_numbers(tiny_dataset, tmp_path, capsys):
+    """Evidence written as start/end spans needs no corpus: the same agreement as loaded against it,
+    the annotators named by the ``annotator`` their items record."""
+    corpus_dir, _ = tiny_dataset
+    spans_only = [(dict(a, annotator="alice"), dict(b, annotator="bob")) for a, b in zip(ALICE, BOB) if a["id"] != "i6"]
+    first = write(tmp_path / "one.jsonl", [a for a, _ in spans_only])
+    second = write(tmp_path / "two.jsonl", [b for _, b in spans_only])
+    corpus = load_corpus(corpus_dir)
+    loaded = agreement(paired_judgments(*(corpus_judgments(load_evalset(f, corpus), corpus) for f in (first, second))),
+                       ("alice", "bob"))
+    read = agreement(paired_judgments(file_judgments(first), file_judgments(second)), ("alice", "bob"))
+    assert read == loaded and read.span_items == 7
+
+    assert main(["evalset", "agreement", first, second, "--no-log"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"agreement of alice ({first}) and bob ({second}) on 9 questions\n")
+    assert out.endswith(loaded.render(f"alice ({first})", f"bob ({second})") + "\n")
+
+
 def run_cli(capsys, *args) -> tuple[int, list[str]]:
     code = main(["evalset", "agreement", *args, "--no-log"])
     return code, capsys.readouterr().err.splitlines()
@@ -155,8 +175,9 @@ def test_bad_input_is_one_line_and_exit_2(pair, tmp_path, capsys):
         "only in": (alice, fewer, "--corpus", corpus_dir),
         "asks 'question i10?'": (alice, renamed, "--corpus", corpus_dir),
         "field 'id'": (alice, str(candidates), "--corpus", corpus_dir),
+        "alice.jsonl:7: field 'evidence[0]': --corpus DIR is needed: this evidence is a whole document": (alice, bob),
         "the same file": (alice, alice, "--corpus", corpus_dir),
-        "field '--corpus': needed": (alice, bob),
+        "field '--queue': needs --corpus DIR": (alice, bob, "--queue", str(tmp_path / "adjudicated.jsonl")),
         "copy it first": (alice, bob, "--corpus", corpus_dir, "--queue", bob),
         "between 0 and 1": (alice, bob, "--corpus", corpus_dir, "--span-threshold", "1.5"),
     }
@@ -164,3 +185,5 @@ def test_bad_input_is_one_line_and_exit_2(pair, tmp_path, capsys):
         code, err = run_cli(capsys, *args)
         assert code == 2 and len(err) == 1 and expected in err[0], (expected, err)
         assert err[0].startswith("ragexp evalset: error: ")
+    assert main(["evalset", "agreement", alice, bob]) == 2  # no --corpus to name A's experiment by
+    assert "pass --corpus DIR, --experiment NAME or --no-log" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """One annotator's judgments of an eval set, in the units two annotators are compared on.
 
-Per item (evidence as loaded: a character span ``[start, end)`` or a whole document, with a grade):
+Per item:
 
 - ``answerable``: the item's flag;
 - ``documents``: ``{doc_id: relevant}`` for every document the annotator judged, ``True`` when
@@ -8,6 +8,11 @@ Per item (evidence as loaded: a character span ``[start, end)`` or a whole docum
 - ``regions``: ``{doc_id: ((start, end), ...)}`` the characters covered by grade >= 1 evidence,
   merged into disjoint intervals in order; a whole document is ``[0, len(text))``.
 
+Read with a corpus (:func:`corpus_judgments`), each file is loaded as a run loads it (every
+evidence resolved, the first problem raised). Read without one (:func:`file_judgments`), the
+records of :mod:`ragexp.data.evalset_schema` are taken as written: document verdicts need no text,
+but the characters of a grade >= 1 quote, whole document or ``gold_chunk_ids`` entry are only known
+from the corpus, so such an entry raises (documents are not checked against a corpus either).
 :func:`paired_judgments` matches two annotators' files item by item: the same ids, and under each
 id the same question (compared as ``evalset lint`` compares queries), or a one-line error.
 """
@@ -16,8 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
 
-from ragexp.data import Corpus, EvalItem, EvalSet, Evidence
+from ragexp.data import Corpus, EvalSet
+from ragexp.data.evalset_schema import read_file
 from ragexp.data.lint import normalise_query
 from ragexp.errors import RagexpInputError
 
@@ -29,13 +37,22 @@ class ItemJudgments:
     id: str
     query: str
     answerable: bool
-    evidence: tuple[Evidence, ...]
     documents: Mapping[str, bool]
     regions: Mapping[str, tuple[Interval, ...]]
 
     @property
     def has_positive(self) -> bool:
         return any(self.regions.values())
+
+
+@dataclass(frozen=True)
+class Judgments:
+    """One file's judgments by item id, in file order; ``annotator``: the one name its items
+    record (``None`` when they record none or several)."""
+
+    source: str
+    items: Mapping[str, ItemJudgments]
+    annotator: str | None
 
 
 def merge(intervals: Iterable[Interval]) -> tuple[Interval, ...]:
@@ -49,25 +66,58 @@ def merge(intervals: Iterable[Interval]) -> tuple[Interval, ...]:
     return tuple((start, end) for start, end in merged)
 
 
-def item_judgments(item: EvalItem, corpus: Corpus) -> ItemJudgments:
-    """The item's judgments (module docstring); whole-document evidence measured in ``corpus``."""
+def judged(item_id: str, query: str, answerable: bool, entries: Iterable[tuple[str, Interval | None, int]]) -> ItemJudgments:
+    """An item's judgments from its evidence as ``(doc_id, characters, grade)``; the characters
+    may be ``None`` for grade 0 only (module docstring)."""
     documents: dict[str, bool] = {}
     spans: dict[str, list[Interval]] = {}
-    for evidence in item.evidence:
-        relevant = evidence.grade >= 1
-        documents[evidence.doc_id] = documents.get(evidence.doc_id, False) or relevant
-        if relevant:
-            span = (evidence.start, evidence.end) if evidence.is_span else (0, len(corpus[evidence.doc_id].text))
-            spans.setdefault(evidence.doc_id, []).append(span)
-    regions = {doc_id: merge(intervals) for doc_id, intervals in spans.items()}
-    return ItemJudgments(item.id, item.query, item.answerable, item.evidence, documents, regions)
+    for doc_id, span, grade in entries:
+        documents[doc_id] = documents.get(doc_id, False) or grade >= 1
+        if grade >= 1:
+            spans.setdefault(doc_id, []).append(span)
+    return ItemJudgments(item_id, query, answerable, documents, {doc_id: merge(s) for doc_id, s in spans.items()})
 
 
-def paired_judgments(first: EvalSet, second: EvalSet, corpus: Corpus) -> list[tuple[ItemJudgments, ItemJudgments]]:
+def corpus_judgments(evalset: EvalSet, corpus: Corpus) -> Judgments:
+    """The judgments of an eval set loaded against ``corpus`` (whole documents measured in it)."""
+    items = {}
+    for item in evalset:
+        entries = [(e.doc_id, (e.start, e.end) if e.is_span else (0, len(corpus[e.doc_id].text)), e.grade)
+                   for e in item.evidence]
+        items[item.id] = judged(item.id, item.query, item.answerable, entries)
+    return Judgments(evalset.source, items, _one_name(item.annotator for item in evalset))
+
+
+def file_judgments(path: str | PathLike[str]) -> Judgments:
+    """The judgments of an eval-set file read without a corpus (module docstring)."""
+    path = Path(path)
+    records = read_file(path).items
+    if not records:
+        raise RagexpInputError("the eval set holds no items", file=path)
+    items = {}
+    for line, record in records:
+        if record.id in items:
+            raise RagexpInputError(f"duplicate item id {record.id!r}; ids must be unique", file=path, line=line, field="id")
+        entries = []
+        for i, e in enumerate(record.evidence):
+            if e.start is not None and not 0 <= e.start < e.end:
+                raise RagexpInputError("a span needs 0 <= start < end", file=path, line=line, field=f"evidence[{i}]")
+            if e.start is None and e.grade >= 1:
+                form = "a quote" if e.quote is not None else "a whole document"
+                raise RagexpInputError(f"--corpus DIR is needed: this evidence is {form}, whose characters the evidence "
+                                       "overlap is counted in", file=path, line=line, field=f"evidence[{i}]")
+            entries.append((e.doc_id, None if e.start is None else (e.start, e.end), e.grade))
+        if record.gold_chunk_ids:
+            raise RagexpInputError("--corpus DIR is needed: gold_chunk_ids are spans of the corpus under the header's "
+                                   "chunking", file=path, line=line, field="gold_chunk_ids")
+        items[record.id] = judged(record.id, record.query, record.answerable, entries)
+    return Judgments(str(path), items, _one_name(record.annotator for _, record in records))
+
+
+def paired_judgments(first: Judgments, second: Judgments) -> list[tuple[ItemJudgments, ItemJudgments]]:
     """Both annotators' judgments of each question, in the first file's order; a
     :class:`RagexpInputError` when the files do not hold the same questions."""
-    ours = {item.id: item for item in first}
-    theirs = {item.id: item for item in second}
+    ours, theirs = first.items, second.items
     only_first = [i for i in ours if i not in theirs]
     only_second = [i for i in theirs if i not in ours]
     if only_first or only_second:
@@ -80,7 +130,12 @@ def paired_judgments(first: EvalSet, second: EvalSet, corpus: Corpus) -> list[tu
             raise RagexpInputError(
                 f"item {item_id!r} asks {item.query!r} in {first.source} but {theirs[item_id].query!r} here; "
                 "agreement compares judgments of the same question under the same id", file=second.source, field="query")
-    return [(item_judgments(item, corpus), item_judgments(theirs[item_id], corpus)) for item_id, item in ours.items()]
+    return [(item, theirs[item_id]) for item_id, item in ours.items()]
+
+
+def _one_name(names: Iterable[str | None]) -> str | None:
+    distinct = {name for name in names if name is not None}
+    return distinct.pop() if len(distinct) == 1 else None
 
 
 def _listed(ids: list[str]) -> str:

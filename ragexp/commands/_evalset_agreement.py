@@ -1,4 +1,4 @@
-"""``ragexp evalset agreement A B --corpus DIR [--queue FILE] [--span-threshold T] [--experiment NAME]
+"""``ragexp evalset agreement A B [--corpus DIR] [--queue FILE] [--span-threshold T] [--experiment NAME]
 [--tracking-uri URI] [--no-log]``: how far two annotators of the same questions agree.
 
 Prints Cohen's kappa on answerability and on document relevance (with 95 % intervals), the
@@ -6,6 +6,7 @@ evidence overlap F1 and the items they disagree on (:mod:`ragexp.annotation.agre
 ``--queue FILE`` queues those items for adjudication on ``ragexp evalset annotate FILE``
 (:mod:`ragexp.annotation.adjudication`); unless ``--no-log`` the numbers go into the description
 of A's MLflow experiment, where its runs are (:mod:`ragexp.tracking.agreement_note`).
+Without ``--corpus`` the files are read as written (:func:`ragexp.annotation.judgments.file_judgments`).
 Exit 0, or 2 on unusable input (each one line).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import filecmp
 import os
 from pathlib import Path
 
@@ -25,8 +27,8 @@ HELP = "agreement of two annotators of the same questions: kappa, evidence overl
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("first", metavar="A", type=Path, help="one annotator's eval set (its MLflow experiment gets the note)")
     parser.add_argument("second", metavar="B", type=Path, help="the other annotator's eval set of the same questions")
-    parser.add_argument("--corpus", type=Path, help="corpus folder or corpus .jsonl both resolve against (needed: "
-                        "evidence is compared as characters of its text)")
+    parser.add_argument("--corpus", type=Path, help="corpus folder or corpus .jsonl both resolve against (needed for "
+                        "quotes and whole documents, --queue and the default experiment)")
     parser.add_argument("--queue", type=Path, metavar="FILE",
                         help="queue the disagreements for adjudication in eval set FILE (.jsonl, new or a copy of one "
                              "annotator's file); then: ragexp evalset annotate FILE --corpus DIR")
@@ -43,12 +45,14 @@ def _check(args: argparse.Namespace) -> None:
     for path in (args.first, args.second):
         if not path.is_file():
             raise RagexpInputError("no such file; pass two annotators' eval sets (.jsonl, .yaml or .yml)", file=path)
-    if os.path.samefile(args.first, args.second) or args.first.read_bytes() == args.second.read_bytes():
+    if os.path.samefile(args.first, args.second) or filecmp.cmp(args.first, args.second, shallow=False):
         raise RagexpInputError(f"the same file (or the same bytes) as {args.first}; pass the other annotator's file",
                                file=args.second)
-    if args.corpus is None:
-        raise RagexpInputError("needed: quotes and whole documents are resolved against its text, and the "
-                               "evidence overlap F1 is measured in its characters", field="--corpus")
+    if args.corpus is None and args.queue is not None:
+        raise RagexpInputError("needs --corpus DIR: the page shows the passages to judge from it", field="--queue")
+    if args.corpus is None and not args.no_log and not args.experiment:
+        raise RagexpInputError("needed to note the agreement in A's MLflow experiment, which is named by the fingerprint of "
+                               "its resolved evidence; pass --corpus DIR, --experiment NAME or --no-log", field="--corpus")
     if args.queue is not None:
         if args.queue.suffix.lower() != ".jsonl":
             raise RagexpInputError("the adjudication queue goes into a .jsonl eval set (the annotation page's format)",
@@ -58,23 +62,32 @@ def _check(args: argparse.Namespace) -> None:
                                    "adjudicated.jsonl) and queue into the copy", file=args.queue, field="--queue")
 
 
-def names_of(first: Path, second: Path) -> tuple[str, str]:
-    """The annotators as the report names them: the file names without suffix, or the paths when those are equal."""
-    return (first.stem, second.stem) if first.stem != second.stem else (str(first), str(second))
+def names_of(judgments, paths: tuple[Path, Path]) -> tuple[str, str]:
+    """The annotators as the report names them: the one ``annotator`` each file's items record, else
+    the file name without suffix; the paths when the two are the same."""
+    names = tuple(j.annotator or path.stem for j, path in zip(judgments, paths))
+    return names if names[0] != names[1] else (str(paths[0]), str(paths[1]))
 
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
     from ragexp.annotation.agreement import agreement
-    from ragexp.annotation.judgments import paired_judgments
-    from ragexp.data.loaders.corpus import load_corpus
-    from ragexp.data.loaders.evalset import load_evalset
+    from ragexp.annotation.judgments import corpus_judgments, file_judgments, paired_judgments
 
-    corpus = load_corpus(args.corpus)
-    first, second = load_evalset(args.first, corpus), load_evalset(args.second, corpus)
-    names = names_of(args.first, args.second)
-    result = agreement(paired_judgments(first, second, corpus), names, args.span_threshold)
-    print(result.render(f"{names[0]} ({args.first})", f"{names[1]} ({args.second})"))
+    first = second = corpus = None
+    if args.corpus is not None:
+        from ragexp.data.loaders.corpus import load_corpus
+        from ragexp.data.loaders.evalset import load_evalset
+
+        corpus = load_corpus(args.corpus)
+        first, second = load_evalset(args.first, corpus), load_evalset(args.second, corpus)
+        judgments = corpus_judgments(first, corpus), corpus_judgments(second, corpus)
+    else:
+        judgments = file_judgments(args.first), file_judgments(args.second)
+    paths = (args.first, args.second)
+    names = names_of(judgments, paths)
+    result = agreement(paired_judgments(*judgments), names, args.span_threshold)
+    print(result.render(*(name if name == str(path) else f"{name} ({path})" for name, path in zip(names, paths))))
     if args.queue is not None:
         from ragexp.annotation.adjudication import queue_disagreements
         from ragexp.annotation.session import Session
