@@ -50,14 +50,17 @@ class Annotation:
         self.lock = threading.Lock()
         self._chunk_map: tuple[int, ChunkMap] | None = None
 
-    def chunk_map(self) -> ChunkMap:
-        corpus = self.corpus.current()
+    def chunk_map(self, corpus=None) -> ChunkMap:
+        """The default chunker's chunks of ``corpus`` (the current one when not given), built once per corpus read."""
+        corpus = corpus if corpus is not None else self.corpus.current()
         with self.lock:
-            if self._chunk_map is None or self._chunk_map[0] != self.corpus.generation:
-                self._chunk_map = (self.corpus.generation, ChunkMap(corpus, default_chunker().chunk_corpus(corpus)))
+            if self._chunk_map is None or self._chunk_map[0] is not corpus:
+                self._chunk_map = (corpus, ChunkMap(corpus, default_chunker().chunk_corpus(corpus)))
             return self._chunk_map[1]
 
     def view(self, entry: dict, corpus=None) -> dict:
+        """The entry as the page shows it, against ``corpus`` (one listing of the corpus folder per
+        request: pass the corpus a request read once; not given, the folder is listed again)."""
         corpus = corpus if corpus is not None else self.corpus.current()
         evidence = entry.get("evidence", [])
         stale = {i: problem for i, e in enumerate(evidence) if (problem := span_problem(corpus, e)) is not None}
@@ -67,7 +70,7 @@ class Annotation:
         status = ("skipped" if entry.get("skipped") else "review" if to_review else "done" if is_complete(entry)
                   else "open")
         return {**entry, "status": status, "pending": pending_units(entry) if to_review else 0, "stale": {str(i): p for i, p in stale.items()}, "pages": pages,
-                "hints": category_hints(entry["query"], fresh, self.chunk_map())}
+                "hints": category_hints(entry["query"], fresh, self.chunk_map(corpus))}
 
     def state(self) -> dict:
         corpus = self.corpus.current()
@@ -76,7 +79,7 @@ class Annotation:
             entries = [self.view(entry, corpus) for entry in self.session.entries]
             return {"evalset": str(self.session.evalset),
                     "corpus_generation": self.corpus.generation, "entries": entries,
-                    "coverage": coverage(self.session.items(), self.chunk_map())}
+                    "coverage": coverage(self.session.items(), self.chunk_map(corpus))}
 
     def check_evidence(self, item_id: str, evidence: list[dict]) -> None:
         """Raise :class:`Conflict` when a span the entry does not hold yet is stale (see module docstring)."""
@@ -171,7 +174,9 @@ def routers(annotation: Annotation) -> list:
                 raise HTTPException(404, f"no entry {item_id!r}") from None
             except ValueError as err:
                 raise HTTPException(422, str(err)) from None
-            return {"entry": annotation.view(entry), "coverage": coverage(annotation.session.items(), annotation.chunk_map())}
+            corpus = annotation.corpus.current()
+            return {"entry": annotation.view(entry, corpus),
+                    "coverage": coverage(annotation.session.items(), annotation.chunk_map(corpus))}
 
     @api.delete("/entries/{item_id}")
     def delete(item_id: str) -> dict:

@@ -3,7 +3,12 @@
 ``create_app(routers, home)`` builds a FastAPI app from the page's routers, serves
 ``ragexp/web/static/`` under ``/static`` (shared CSS and JS, no build step) and the page's HTML at
 ``/``; requests another web site could have made (a rebound DNS name in ``Host``, a write from
-another origin) are refused (:mod:`ragexp.web.local_only`). ``reserve_port(port)`` binds 127.0.0.1 before anything slow happens; a taken port raises
+another origin) are refused (:mod:`ragexp.web.local_only`). Every response carries
+:data:`SECURITY_HEADERS`: a Content-Security-Policy allowing only this server's own scripts,
+styles and connections (no inline script or style, no other origin: even text that slipped
+into the page as markup could neither run nor send anything elsewhere), ``nosniff`` and no
+referrer. The pages themselves put every value into the DOM as text nodes
+(``static/text.js``). ``reserve_port(port)`` binds 127.0.0.1 before anything slow happens; a taken port raises
 :class:`ragexp.errors.RagexpInputError` (one line, exit 2, as ``ragexp ui``). ``serve(app, port)``
 prints the URL and runs uvicorn on that socket until Ctrl+C or SIGTERM. The socket is bound by this
 process and handed to uvicorn, so no other program can take the port between check and serve, and
@@ -22,6 +27,10 @@ from ragexp.web.local_only import LocalOnly
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 LOOPBACK = "127.0.0.1"
+CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                           "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+SECURITY_HEADERS = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "X-Content-Type-Options": "nosniff",
+                    "Referrer-Policy": "no-referrer"}
 
 
 def create_app(routers: Iterable, home: Path | str, *, title: str = "ragexp"):
@@ -37,6 +46,13 @@ def create_app(routers: Iterable, home: Path | str, *, title: str = "ragexp"):
         raise FileNotFoundError(home_path)
     app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(LocalOnly)
+
+    @app.middleware("http")
+    async def security_headers(request, call_next):  # noqa: ANN001 - Starlette's signature
+        response = await call_next(request)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
     for router in routers:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -10,9 +10,7 @@
   let saver = null;
   const unanswered = [];  // changes sent whose reply has not come yet: {id, changes}, in order
 
-  function esc(text) {
-    return String(text).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
-  }
+  const el = RagexpText.el;  // every value reaches the page as a text node (text.js)
 
   function entry() { return state.entries.find((e) => e.id === state.current) || null; }
 
@@ -72,11 +70,11 @@
     state.searchHits = null;
     state.document = null;
     $("search").value = "";
-    $("search-results").innerHTML = "";
+    $("search-results").replaceChildren();
     $("document-panel").hidden = true;
     renderQueue();
     renderItem();
-    $("candidates").innerHTML = '<p class="muted">pooling candidates…</p>';
+    $("candidates").replaceChildren(el("p", {className: "muted"}, "pooling candidates…"));
     const data = await getJSON(`/api/entries/${encodeURIComponent(id)}/candidates`);
     if (state.current !== id) return;
     state.candidates = data.candidates;
@@ -126,7 +124,7 @@
 
   /* --- passages and selection --- */
 
-  function passageHTML(p, index, kind) {
+  function passageNode(p, index, kind) {
     const e = entry();
     const chars = RagexpText.chars(p.before + p.text + p.after);  // offsets count code points (text.js)
     const textStart = p.context_start, textEnd = textStart + chars.length;
@@ -138,34 +136,37 @@
                                                 && x.start < textEnd && x.end > textStart);
     marks.forEach((m) => { cuts.add(Math.max(textStart, m.start)); cuts.add(Math.min(textEnd, m.end)); });
     const points = [...cuts].sort((a, b) => a - b);
-    let html = "";
+    const text = el("div", {className: "passage-text", dataset: {doc: p.doc_id, base: String(textStart)}});
     for (let i = 0; i + 1 < points.length; i++) {
       const a = points[i], b = points[i + 1];
       if (a >= b) continue;
-      let piece = RagexpText.html(chars.slice(a - textStart, b - textStart).join(""));
-      if (marks.some((m) => m.start <= a && m.end >= b)) piece = `<mark class="pos">${piece}</mark>`;
-      else if (hits.some(([s, t]) => s <= a && t >= b)) piece = `<mark class="hit">${piece}</mark>`;
-      if (a < p.start || b > p.end) piece = `<span class="context">${piece}</span>`;
-      html += piece;
+      let piece = chars.slice(a - textStart, b - textStart).join("");
+      if (marks.some((m) => m.start <= a && m.end >= b)) piece = el("mark", {className: "pos"}, piece);
+      else if (hits.some(([s, t]) => s <= a && t >= b)) piece = el("mark", {className: "hit"}, piece);
+      if (a < p.start || b > p.end) piece = el("span", {className: "context"}, piece);
+      text.append(piece);
     }
     const negative = e && e.evidence.some((x) => (x.grade ?? 1) === 0 && sameSpan(x, p));
     const positive = marks.length > 0;
-    const page = p.page ? ` · ${esc(p.page)}` : "";
-    return `<div class="passage${negative ? " negative" : ""}${positive ? " positive" : ""}" data-kind="${kind}" data-index="${index}">
-      <div class="passage-head"><span class="title">${esc(p.title || p.doc_id)}</span>
-        <span class="muted">${esc(p.doc_id)}${page}</span>
-        <span class="buttons"><button data-act="relevant" title="r">relevant</button>
-        <button data-act="negative" title="x">${negative ? "judged not relevant" : "not relevant"}</button>
-        <button data-act="document" title="o">document</button></span></div>
-      <div class="passage-text" data-doc="${esc(p.doc_id)}" data-base="${textStart}">${html}</div></div>`;
+    const classes = ["passage", negative ? "negative" : "", positive ? "positive" : ""].filter(Boolean).join(" ");
+    const head = el("div", {className: "passage-head"},
+      el("span", {className: "title"}, p.title || p.doc_id),
+      el("span", {className: "muted"}, p.doc_id, p.page ? ` · ${p.page}` : ""),
+      el("span", {className: "buttons"},
+        el("button", {dataset: {act: "relevant"}, title: "r"}, "relevant"),
+        el("button", {dataset: {act: "negative"}, title: "x"}, negative ? "judged not relevant" : "not relevant"),
+        el("button", {dataset: {act: "document"}, title: "o"}, "document")));
+    return el("div", {className: classes, dataset: {kind, index: String(index)}}, head, text);
   }
 
   function renderCandidates() {
-    $("candidates").innerHTML = state.candidates.map((p, i) => passageHTML(p, i, "candidate")).join("")
-      || '<p class="muted">no candidate: search the corpus below</p>';
-    if (state.searchHits) $("search-results").innerHTML = state.searchHits.map((p, i) => passageHTML(p, i, "hit")).join("")
-      || '<p class="muted">not found</p>';
-    if (state.document) $("document").innerHTML = passageHTML(state.document, 0, "document");
+    $("candidates").replaceChildren(...(state.candidates.length ? state.candidates.map((p, i) => passageNode(p, i, "candidate"))
+      : [el("p", {className: "muted"}, "no candidate: search the corpus below")]));
+    if (state.searchHits) {
+      $("search-results").replaceChildren(...(state.searchHits.length ? state.searchHits.map((p, i) => passageNode(p, i, "hit"))
+        : [el("p", {className: "muted"}, "not found")]));
+    }
+    if (state.document) $("document").replaceChildren(passageNode(state.document, 0, "document"));
     focusCandidate(state.focus, false);
   }
 
@@ -298,19 +299,27 @@
     const e = entry();
     if (!e) return;
     $("entry-status").textContent = `· ${e.status}`;
-    $("spans").innerHTML = e.evidence.map((x, i) => {
+    $("spans").replaceChildren(...e.evidence.map((x, i) => {
       const stale = e.stale && e.stale[String(i)];
-      const page = e.pages && e.pages[i] ? ` ${esc(e.pages[i])}` : "";
-      const where = x.start != null ? `${esc(x.doc_id)}${page} [${x.start}, ${x.end})` : `${esc(x.doc_id)} (whole document)`;
+      const page = e.pages && e.pages[i] ? ` ${e.pages[i]}` : "";
+      const where = x.start != null ? `${x.doc_id}${page} [${x.start}, ${x.end})` : `${x.doc_id} (whole document)`;
       const grade = x.grade ?? 1;
-      return `<li class="${grade === 0 ? "negative" : ""}">${grade === 0 ? "not relevant: " : ""}<span class="quote">${esc((x.quote || "").slice(0, 220))}</span>
-        <div class="muted">${where} · grade <select data-span="${i}">${[0, 1, 2, 3].map((g) => `<option${g === grade ? " selected" : ""}>${g}</option>`).join("")}</select>
-        <button data-remove="${i}" title="Delete removes the last">remove</button></div>
-        ${stale ? `<div class="stale">stale: ${esc(stale)}</div>` : ""}</li>`;
-    }).join("") || '<li class="muted">none yet</li>';
+      const select = el("select", {dataset: {span: String(i)}},
+        [0, 1, 2, 3].map((g) => el("option", {selected: g === grade}, String(g))));
+      return el("li", {className: grade === 0 ? "negative" : ""}, grade === 0 ? "not relevant: " : "",
+        el("span", {className: "quote"}, (x.quote || "").slice(0, 220)),
+        el("div", {className: "muted"}, `${where} · grade `, select, " ",
+          el("button", {dataset: {remove: String(i)}, title: "Delete removes the last"}, "remove")),
+        stale ? el("div", {className: "stale"}, `stale: ${stale}`) : null);
+    }));
+    if (!e.evidence.length) $("spans").append(el("li", {className: "muted"}, "none yet"));
     const hints = e.hints || [];
-    $("hints").innerHTML = hints.length ? "Hints: " + hints.map((h) => `<span class="tag hint" data-hint="${h}" title="add tag">${h}?</span>`).join(" ") + ' <span class="muted">(<kbd>t</kbd> adds them)</span>' : "";
-    $("tags").innerHTML = CATEGORIES.map((c, i) => `<span class="tag${(e.tags || []).includes(c) ? " on" : ""}" data-tag="${c}" title="Alt+${i + 1}">${c} <kbd>Alt+${i + 1}</kbd></span>`).join("");
+    $("hints").replaceChildren(...(hints.length ? ["Hints: ",
+      ...hints.flatMap((h) => [el("span", {className: "tag hint", dataset: {hint: h}, title: "add tag"}, `${h}?`), " "]),
+      el("span", {className: "muted"}, "(", el("kbd", {}, "t"), " adds them)")] : []));
+    $("tags").replaceChildren(...CATEGORIES.map((c, i) => el("span",
+      {className: (e.tags || []).includes(c) ? "tag on" : "tag", dataset: {tag: c}, title: `Alt+${i + 1}`},
+      `${c} `, el("kbd", {}, `Alt+${i + 1}`))));
     $("unanswerable").checked = e.answerable === false;
     if (document.activeElement !== $("gold")) $("gold").value = e.gold_answer || "";
     if (document.activeElement !== $("facts")) $("facts").value = (e.key_facts || []).join("\n");
@@ -380,9 +389,10 @@
   /* --- queue, coverage --- */
 
   function renderQueue() {
-    const list = state.entries.map((e) => `<li data-id="${esc(e.id)}" class="${e.id === state.current ? "current" : ""}">
-      <span class="badge ${e.status}" title="${e.pending ? `${e.pending} units of a run not judged yet` : ""}">${e.status}${e.pending ? " " + e.pending : ""}</span><span>${esc(e.query)}</span></li>`);
-    $("queue").innerHTML = list.join("");
+    $("queue").replaceChildren(...state.entries.map((e) => el("li", {dataset: {id: e.id}, className: e.id === state.current ? "current" : ""},
+      el("span", {className: `badge ${e.status}`, title: e.pending ? `${e.pending} units of a run not judged yet` : ""},
+        e.pending ? `${e.status} ${e.pending}` : e.status),
+      el("span", {}, e.query))));
     const done = state.entries.filter((e) => e.status === "done").length;
     const review = state.entries.filter((e) => e.status === "review").length;
     $("queue-count").textContent = `${done} done of ${state.entries.length}` + (review ? ` · ${review} to review` : "");
@@ -421,15 +431,17 @@
     if (!c) return;
     const p = c.progress;
     $("progress").textContent = `${p.items} items (advised ${p.advised_min}–${p.advised_max})`;
-    const rows = c.categories.map((x) => `<tr class="${x.ok ? "" : "low"}"><td>${x.name}</td><td>${x.items}</td><td class="muted">want ≥ ${x.wanted}</td></tr>`).join("");
+    const rows = c.categories.map((x) => el("tr", {className: x.ok ? "" : "low"},
+      el("td", {}, x.name), el("td", {}, String(x.items)), el("td", {className: "muted"}, `want ≥ ${x.wanted}`)));
     const docs = c.documents, sections = c.sections;
-    $("coverage").innerHTML = `<div class="small">${p.items} of ${p.advised_min}–${p.advised_max} items
-      <progress max="${p.advised_min}" value="${Math.min(p.items, p.advised_min)}"></progress></div>
-      <table>${rows}</table>
-      <div class="small">Documents without a question: ${docs.without_question} of ${docs.total}</div>
-      <div class="small muted">${docs.first.slice(0, 8).map(esc).join(", ")}</div>
-      <div class="small">Sections without a question: ${sections.without_question} of ${sections.total}</div>
-      <div class="small muted">${sections.first.slice(0, 6).map((s) => esc(`${s.doc_id}: ${s.title || "(top)"}`)).join("; ")}</div>`;
+    $("coverage").replaceChildren(
+      el("div", {className: "small"}, `${p.items} of ${p.advised_min}–${p.advised_max} items `,
+        el("progress", {max: p.advised_min, value: Math.min(p.items, p.advised_min)})),
+      el("table", {}, rows),
+      el("div", {className: "small"}, `Documents without a question: ${docs.without_question} of ${docs.total}`),
+      el("div", {className: "small muted"}, docs.first.slice(0, 8).join(", ")),
+      el("div", {className: "small"}, `Sections without a question: ${sections.without_question} of ${sections.total}`),
+      el("div", {className: "small muted"}, sections.first.slice(0, 6).map((s) => `${s.doc_id}: ${s.title || "(top)"}`).join("; ")));
   }
 
   /* --- keys --- */

@@ -32,8 +32,19 @@
     overlay = document.createElement("div");
     overlay.id = "keys-help";
     overlay.className = "keys-help";
-    const rows = bindings.map((b) => `<tr><td><kbd>${b.key}</kbd></td><td>${b.help}</td></tr>`).join("");
-    overlay.innerHTML = `<h2>Keys</h2><table>${rows}</table><p>? or Escape closes this.</p>`;
+    const table = document.createElement("table");
+    for (const b of bindings) {
+      const row = table.insertRow();
+      const kbd = document.createElement("kbd");
+      kbd.textContent = b.key;
+      row.insertCell().append(kbd);
+      row.insertCell().textContent = b.help;
+    }
+    const title = document.createElement("h2");
+    title.textContent = "Keys";
+    const closing = document.createElement("p");
+    closing.textContent = "? or Escape closes this.";
+    overlay.append(title, table, closing);
     document.body.append(overlay);
   }
 

@@ -2,21 +2,35 @@
  *
  * The server's offsets (evidence spans, passages, search matches) count Unicode code points, as
  * Python's str does; JS strings count UTF-16 code units, one more for every character outside the
- * Basic Multilingual Plane (most emoji). And the HTML parser turns "\r\n" into "\n" and drops NUL,
- * so text put into innerHTML is not the text the offsets index.
+ * Basic Multilingual Plane (most emoji).
+ *
+ * The pages' one rendering path: every value reaches the DOM as a text node (el() below), never as
+ * markup, so stored data cannot become script or markup, and the DOM holds exactly the text the
+ * offsets index (the HTML parser would turn "\r\n" into "\n" and drop NUL).
  *
  * RagexpText.chars(text)            the code points of text (index them with the server's offsets)
  * RagexpText.points(text, units)    the code-point offset of UTF-16 offset `units` in text
- * RagexpText.html(text)             text escaped for innerHTML so the DOM holds exactly text
- *                                   (CR and NUL as character references; NUL shows as U+FFFD)
+ * RagexpText.el(tag, props, ...children)
+ *                                   a new element: props set as properties (className, title,
+ *                                   dataset: {...}, ...), children appended, strings as text nodes
  */
 (function () {
   "use strict";
-  const ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\r": "&#13;", "\0": "&#65533;"};
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props || {})) {
+      if (key === "dataset") Object.assign(node.dataset, value);
+      else node[key] = value;
+    }
+    for (const child of children.flat()) {
+      if (child !== null && child !== undefined && child !== false) node.append(child instanceof Node ? child : String(child));
+    }
+    return node;
+  }
 
   window.RagexpText = {
     chars: (text) => Array.from(String(text)),
     points: (text, units) => Array.from(String(text).slice(0, units)).length,
-    html: (text) => String(text).replace(/[&<>"\r\0]/g, (c) => ENTITIES[c]),
+    el,
   };
 })();
