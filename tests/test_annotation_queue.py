@@ -95,3 +95,14 @@ def test_failures_of_a_retrieval_only_run_are_its_misses_and_the_report_says_why
     assert [e["id"] for e in session.entries] == ["miss"]
     assert [u["unit_id"] for u in session.entry("miss")["review"]["units"]] == ["d#chunk_1", "d#chunk_2"]
     assert "retrieval-only" in report.render("units") and "need a run with a generator" in report.render("units")
+
+
+def test_the_state_lists_the_corpus_folder_once_per_request_whatever_the_entries(client, monkeypatch) -> None:
+    from ragexp.annotation import live_corpus
+
+    page, _ = client
+    calls = []
+    listing = live_corpus._snapshot
+    monkeypatch.setattr(live_corpus, "_snapshot", lambda root: calls.append(root) or listing(root))
+    assert len(page.get("/api/state").json()["entries"]) == 2
+    assert len(calls) == 1
