@@ -49,7 +49,7 @@ def test_kappas_equal_scikit_learn_and_overlap_the_hand_count(pair):
     corpus_dir, alice, bob = pair
     corpus = load_corpus(corpus_dir)
     judgments = (corpus_judgments(load_evalset(alice, corpus), corpus), corpus_judgments(load_evalset(bob, corpus), corpus))
-    result = agreement(paired_judgments(*judgments), ("alice", "bob"))
+    result = agreement(paired_judgments(*judgments), ("alice", "bob"), 0.5)
 
     assert result.items == 10
     assert result.answerable.interval.kappa == pytest.approx(cohen_kappa_score(*ANSWERABLE), abs=1e-12)
@@ -60,7 +60,7 @@ def test_kappas_equal_scikit_learn_and_overlap_the_hand_count(pair):
     both, total = (sum(values) for values in zip(*SPANS.values()))
     assert result.span_micro_f1 == pytest.approx(2 * both / total)
     assert result.span_macro_f1 == pytest.approx(sum(2 * b / t for b, t in SPANS.values()) / len(SPANS))
-    # i1's F1 is exactly 0.5, not below the default threshold
+    # i1's F1 is exactly 0.5, not below the threshold
     assert [d.item_id for d in result.disagreements] == ["i3", "i5", "i6", "i8", "i10"]
     reasons = {d.item_id: d.reasons for d in result.disagreements}
     assert reasons["i3"] == ("answerable: alice yes, bob no", "keys: alice relevant, bob not relevant", "evidence F1 0.00")
@@ -84,7 +84,7 @@ def test_interval_is_the_spread_of_a_bootstrap():
             labels["relevant"][side].append(found[side])
             pair.append(ItemJudgments(f"q{i}", "?", answerable[side], {"keys": found[side]}, {}))
         pairs.append(tuple(pair))
-    result = agreement(pairs, ("a", "b"))
+    result = agreement(pairs, ("a", "b"), 0.5)
 
     draws = np.random.default_rng(5)
     for kappa, (first, second) in ((result.answerable, labels["answerable"]), (result.relevance, labels["relevant"])):
@@ -150,8 +150,8 @@ def test_without_a_corpus_spans_as_written_give_the_same_numbers(tiny_dataset, t
     second = write(tmp_path / "two.jsonl", [b for _, b in spans_only])
     corpus = load_corpus(corpus_dir)
     loaded = agreement(paired_judgments(*(corpus_judgments(load_evalset(f, corpus), corpus) for f in (first, second))),
-                       ("alice", "bob"))
-    read = agreement(paired_judgments(file_judgments(first), file_judgments(second)), ("alice", "bob"))
+                       ("alice", "bob"), 0.5)
+    read = agreement(paired_judgments(file_judgments(first), file_judgments(second)), ("alice", "bob"), 0.5)
     assert read == loaded and read.span_items == 7
 
     assert main(["evalset", "agreement", first, second, "--no-log"]) == 0

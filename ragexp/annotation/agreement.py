@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from ragexp.annotation.judgments import Interval, ItemJudgments
 from ragexp.judging.calibration.kappa_interval import KappaInterval, kappa_interval
 
-DEFAULT_SPAN_THRESHOLD = 0.5
 ANSWERABLE, UNANSWERABLE = "answerable", "unanswerable"
 RELEVANT, NOT_RELEVANT = "relevant", "not relevant"
 
@@ -115,8 +114,7 @@ def overlap(first: dict[str, tuple[Interval, ...]], second: dict[str, tuple[Inte
     return total
 
 
-def agreement(pairs: list[tuple[ItemJudgments, ItemJudgments]], names: tuple[str, str],
-              span_threshold: float = DEFAULT_SPAN_THRESHOLD) -> Agreement:
+def agreement(pairs: list[tuple[ItemJudgments, ItemJudgments]], names: tuple[str, str], span_threshold: float) -> Agreement:
     """The agreement of two annotators (module docstring); ``names`` label them in the reasons."""
     first_flags = [ANSWERABLE if a.answerable else UNANSWERABLE for a, _ in pairs]
     second_flags = [ANSWERABLE if b.answerable else UNANSWERABLE for _, b in pairs]

@@ -18,10 +18,12 @@ import filecmp
 import os
 from pathlib import Path
 
-from ragexp.annotation.agreement import DEFAULT_SPAN_THRESHOLD
 from ragexp.errors import RagexpInputError
 
 HELP = "agreement of two annotators of the same questions: kappa, evidence overlap, disagreements to adjudicate"
+#: Evidence overlap F1 below which an item is a disagreement: one sentence against the same
+#: sentence plus the next (F1 0.67) is not one, two different sentences (F1 0) are.
+DEFAULT_SPAN_THRESHOLD = 0.5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
