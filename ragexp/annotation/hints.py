@@ -5,7 +5,9 @@
   (PyStemmer), as the BM25 pipeline reads them: a question BM25 cannot match by its words.
 - ``boundary``: an evidence span crosses a chunk boundary of the default chunker (it overlaps two
   or more chunks), so a run with that chunking sees it split.
-- ``multi-chunk``: the positive evidence lies in two or more chunks (or documents).
+- ``multi-chunk``: the positive evidence lies in two or more chunks (or documents), counting spans
+  with the same text (whitespace aside) once: a section the corpus repeats word for word, marked
+  in both places, is one answer found twice, not an answer spread over chunks.
 
 Only positive evidence (grade >= 1) counts; judged negatives say nothing about the answer.
 """
@@ -46,14 +48,13 @@ def category_hints(query: str, evidence: list[dict], chunk_map: ChunkMap) -> lis
     query_stems = content_stems(query)
     if query_stems and not query_stems & content_stems(span_text):
         hints.append("synonym")
-    touched: set[str] = set()
-    crosses = False
-    for e in positive:
-        chunks = chunk_map.overlapping(e["doc_id"], e["start"], e["end"])
-        crosses |= len(chunks) > 1
-        touched.update(chunk.id for chunk in chunks)
+    crosses = any(len(chunk_map.overlapping(e["doc_id"], e["start"], e["end"])) > 1 for e in positive)
     if crosses:
         hints.append("boundary")
-    if len(touched) > 1 or len({e["doc_id"] for e in positive}) > 1:
+    distinct = {" ".join(str(e.get("quote") or "").split()) or (e["doc_id"], e["start"], e["end"]): e for e in positive}
+    spread: set[str] = set()
+    for e in distinct.values():
+        spread.update(chunk.id for chunk in chunk_map.overlapping(e["doc_id"], e["start"], e["end"]))
+    if len(spread) > 1 or len({e["doc_id"] for e in distinct.values()}) > 1:
         hints.append("multi-chunk")
     return hints

@@ -31,7 +31,7 @@ import threading
 from ragexp.annotation.coverage import coverage
 from ragexp.annotation.hints import ChunkMap, category_hints
 from ragexp.annotation.live_corpus import LiveCorpus, span_problem
-from ragexp.annotation.pool import Pooler, default_chunker, page_label, passage
+from ragexp.annotation.pool import Pooler, mark_identical, page_label, passage
 from ragexp.annotation.search import CorpusSearch
 from ragexp.annotation.session import Session, check_changes, is_complete
 from ragexp.candidates.log_reader import MAX_LINE_CHARS
@@ -55,7 +55,7 @@ class Annotation:
         corpus = corpus if corpus is not None else self.corpus.current()
         with self.lock:
             if self._chunk_map is None or self._chunk_map[0] is not corpus:
-                self._chunk_map = (corpus, ChunkMap(corpus, default_chunker().chunk_corpus(corpus)))
+                self._chunk_map = (corpus, ChunkMap(corpus, self.pooler.chunker().chunk_corpus(corpus)))
             return self._chunk_map[1]
 
     def view(self, entry: dict, corpus=None) -> dict:
@@ -139,8 +139,10 @@ def routers(annotation: Annotation) -> list:
         if review and not entry.get("reviewed"):
             units = [passage(corpus, u["doc_id"], u["start"], u["end"], unit_id=u["unit_id"])
                      for u in review["units"] if u["doc_id"] in corpus and u["end"] <= len(corpus[u["doc_id"]].text)]
+            mark_identical(units)
             return {"kind": "review", "reason": review.get("reason"), "candidates": units}
-        return {"kind": "pool", "candidates": annotation.pooler.pool(corpus, entry["query"])}
+        pool = annotation.pooler.pool(corpus, entry["query"])
+        return {"kind": "pool", "candidates": pool.candidates, "heading_only": pool.heading_only}
 
     @api.get("/search")
     def find(q: str = "") -> dict:

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         progress.set_enabled(False)  # one bar per pooled question would bury the URL
         pipelines = [name.strip() for name in args.pipelines.split(",") if name.strip()]
-        pooler = Pooler(pipelines, args.pool_depth, args.seed)
+        pooler = Pooler(pipelines, args.pool_depth, args.seed, chunking=session.header.chunking)
         threading.Thread(target=pooler.warm, args=(corpus.current(),), daemon=True, name="pool-warm-up").start()
         annotation = Annotation(session, corpus, pooler)
         app = create_app(routers(annotation), "annotate.html", title="ragexp annotate")

@@ -80,8 +80,9 @@
     state.candidates = data.candidates;
     state.focus = state.candidates.length ? 0 : -1;
     $("candidates-title").textContent = data.kind === "review" ? "Units of the run to judge" : "Candidate passages";
+    const dropped = data.heading_only ? `; ${data.heading_only} heading-only left out` : "";
     $("candidates-note").textContent = data.kind === "review" ? `(${data.candidates.length})`
-      : `(${data.candidates.length}, pooled from several pipelines, shuffled)`;
+      : `(${data.candidates.length}, pooled from several pipelines, shuffled${dropped})`;
     renderCandidates();
   }
 
@@ -149,14 +150,19 @@
     const negative = e && e.evidence.some((x) => (x.grade ?? 1) === 0 && sameSpan(x, p));
     const positive = marks.length > 0;
     const classes = ["passage", negative ? "negative" : "", positive ? "positive" : ""].filter(Boolean).join(" ");
+    const same = (p.same_text || []).length;
     const head = el("div", {className: "passage-head"},
       el("span", {className: "title"}, p.title || p.doc_id),
       el("span", {className: "muted"}, p.doc_id, p.page ? ` · ${p.page}` : ""),
+      same ? el("span", {className: "same-text", title: `the same text: ${p.same_text.join(", ")}`},
+        `identical text ×${same + 1}`) : null,
       el("span", {className: "buttons"},
         el("button", {dataset: {act: "relevant"}, title: "r"}, "relevant"),
         el("button", {dataset: {act: "negative"}, title: "x"}, negative ? "judged not relevant" : "not relevant"),
         el("button", {dataset: {act: "document"}, title: "o"}, "document")));
-    return el("div", {className: classes, dataset: {kind, index: String(index)}}, head, text);
+    const path = (p.headings || []).length
+      ? el("div", {className: "heading-path muted small"}, p.headings.join(" › ")) : null;
+    return el("div", {className: classes, dataset: {kind, index: String(index)}}, head, path, text);
   }
 
   function renderCandidates() {
