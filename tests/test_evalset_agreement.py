@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 
+import mlflow
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
@@ -26,7 +27,6 @@ from ragexp.tracking import store
 from ragexp.tracking.agreement_note import AGREEMENT_TAG, SECTION_TITLE
 from ragexp.web.app import create_app
 from tests.helpers.annotator_pair import ALICE, BOB, write
-from tests.helpers.cli import ragexp
 from tests.helpers.tiny_dataset import TINY_DOCS
 
 REFUNDS = len(TINY_DOCS["refunds"])
@@ -70,7 +70,7 @@ def test_kappas_equal_scikit_learn_and_overlap_the_hand_count(pair):
 
 def test_interval_is_the_spread_of_a_bootstrap():
     """Over 300 items, the analytic standard errors of both kappas are within 10 % of the standard
-    deviation of kappa (scikit-learn's) over 2000 resamples of the items."""
+    deviation of kappa over 2000 resamples of the items."""
     rng = random.Random(3)
     labels = {"answerable": ([], []), "relevant": ([], [])}
     pairs = []
@@ -90,20 +90,30 @@ def test_interval_is_the_spread_of_a_bootstrap():
     for kappa, (first, second) in ((result.answerable, labels["answerable"]), (result.relevance, labels["relevant"])):
         first, second = np.array(first), np.array(second)
         assert kappa.interval.kappa == pytest.approx(cohen_kappa_score(first, second), abs=1e-12)
-        boot = []
-        for _ in range(2000):
-            index = draws.integers(0, 300, 300)
-            boot.append(cohen_kappa_score(first[index], second[index]))
+        index = draws.integers(0, 300, (2000, 300))  # 2000 resamples of the 300 items
+        a, b = first[index], second[index]
+        p_o, p_a, p_b = (a == b).mean(axis=1), a.mean(axis=1), b.mean(axis=1)
+        p_e = p_a * p_b + (1 - p_a) * (1 - p_b)
+        boot = (p_o - p_e) / (1 - p_e)  # Cohen's kappa of each resample
         assert kappa.interval.se == pytest.approx(float(np.std(boot, ddof=1)), rel=0.10)
         assert kappa.interval.low == pytest.approx(kappa.interval.kappa - 1.959964 * kappa.interval.se, abs=1e-5)
 
 
-def test_command_prints_queues_for_the_page_and_notes_in_mlflow(pair, tmp_path, monkeypatch):
+@pytest.fixture
+def global_tracking_uri_restored():
+    """The command sets MLflow's process-wide tracking URI (to this test's store): unset it after."""
+    yield
+    mlflow.set_tracking_uri(None)
+
+
+def test_command_prints_queues_for_the_page_and_notes_in_mlflow(pair, tmp_path, monkeypatch, capsys,
+                                                                global_tracking_uri_restored):
     corpus_dir, alice, bob = pair
+    monkeypatch.chdir(tmp_path)  # the pool's stage cache defaults to ./.ragexp_cache
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     queue = tmp_path / "adjudicated.jsonl"
-    out = ragexp(tmp_path, "evalset", "agreement", alice, bob, "--corpus", corpus_dir, "--queue", str(queue),
-                 "--tracking-uri", uri).stdout
+    assert main(["evalset", "agreement", alice, bob, "--corpus", corpus_dir, "--queue", str(queue), "--tracking-uri", uri]) == 0
+    out = capsys.readouterr().out
     kappa = cohen_kappa_score(*ANSWERABLE)
     assert f"answerability       kappa {kappa:.3f} (95% CI " in out
     assert "agreed on 6/8 documents both judged (3 judged by one only, not counted)" in out
@@ -111,7 +121,6 @@ def test_command_prints_queues_for_the_page_and_notes_in_mlflow(pair, tmp_path, 
     assert f"queued 5 disagreements (5 new questions, 8 passages to judge) in {queue}" in out
 
     # the annotation page's own loader and API read the queue: each disputed item is to be reviewed
-    monkeypatch.chdir(tmp_path)
     page = TestClient(create_app(routers(Annotation(Session(queue), LiveCorpus(corpus_dir), Pooler(["bm25"], depth=3))),
                                  "annotate.html"), base_url="http://127.0.0.1")
     state = page.get("/api/state").json()
@@ -135,9 +144,9 @@ def test_command_prints_queues_for_the_page_and_notes_in_mlflow(pair, tmp_path, 
     assert rest.startswith("**ragexp** runs on eval set **support**")  # the description a run would write, kept
     assert json.loads(experiment.tags[AGREEMENT_TAG])["answerable"]["kappa"] == pytest.approx(kappa)
 
-    again = ragexp(tmp_path, "evalset", "agreement", alice, bob, "--corpus", corpus_dir, "--tracking-uri", uri,
-                   "--experiment", experiment.name).stdout
-    assert "noted in the description" in again
+    assert main(["evalset", "agreement", alice, bob, "--corpus", corpus_dir, "--tracking-uri", uri,
+                 "--experiment", experiment.name]) == 0
+    assert "noted in the description" in capsys.readouterr().out
     assert MlflowClient(uri).get_experiment(experiment.experiment_id).tags[store.DESCRIPTION_TAG].count(SECTION_TITLE) == 1
 
 
