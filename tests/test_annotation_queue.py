@@ -106,3 +106,18 @@ def test_the_state_lists_the_corpus_folder_once_per_request_whatever_the_entries
     monkeypatch.setattr(live_corpus, "_snapshot", lambda root: calls.append(root) or listing(root))
     assert len(page.get("/api/state").json()["entries"]) == 2
     assert len(calls) == 1
+
+
+def test_a_conflict_names_theirs_and_the_before_that_keeps_mine(client) -> None:
+    page, evalset = client
+    first = page.put("/api/entries/a", json={"changes": {"gold_answer": "theirs"}, "before": {"gold_answer": ""}})
+    assert first.status_code == 200
+    mine = {"changes": {"gold_answer": "mine", "tags": ["boundary"]}, "before": {"gold_answer": "", "tags": []}}
+    conflict = page.put("/api/entries/a", json=mine)
+    assert conflict.status_code == 409
+    detail = conflict.json()["detail"]
+    assert detail["theirs"] == {"gold_answer": "theirs"} and detail["before"] == {"gold_answer": "theirs", "tags": []}
+    assert Session(evalset).entry("a")["gold_answer"] == "theirs"  # nothing written
+    kept = page.put("/api/entries/a", json={**mine, "before": detail["before"]})  # "keep mine"
+    assert kept.status_code == 200
+    assert (Session(evalset).entry("a")["gold_answer"], Session(evalset).entry("a")["tags"]) == ("mine", ["boundary"])

@@ -2,7 +2,7 @@
 one entry) and the review page's labels CSV (different claims). Every save either lands or is
 refused with a conflict (409); none is lost: what each process saved is exactly what the file
 holds at the end. While they write, this process reads the files again and again: they always
-parse. Without the lock between processes (:class:`ragexp.web.files.EditLock`), one process's
+parse. Without the lock between processes (:class:`ragexp.web.edit_session.EditLock`), one process's
 save is written over by the other's read-before-it (lost, or a later 409 against it).
 """
 

@@ -33,7 +33,7 @@ from ragexp.judging.review.sample import (
     review_claims,
 )
 from ragexp.judging.review.session import SKIP, ReviewSession
-from ragexp.web.files import Conflict
+from ragexp.web.edit_session import Conflict
 
 S, N = SUPPORTED, NOT_SUPPORTED
 

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from ragexp.errors import RagexpInputError
 from ragexp.web.app import create_app, reserve_port, url_of
-from ragexp.web.files import Conflict, EditLock, atomic_write, lock_path
+from ragexp.web.edit_session import Conflict, EditLock, atomic_write, lock_path
 
 
 def test_reserve_port_binds_loopback_and_a_taken_port_names_itself():

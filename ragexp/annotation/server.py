@@ -35,7 +35,7 @@ from ragexp.annotation.pool import Pooler, mark_identical, page_label, passage
 from ragexp.annotation.search import CorpusSearch
 from ragexp.annotation.session import Session, check_changes, is_complete
 from ragexp.candidates.log_reader import MAX_LINE_CHARS
-from ragexp.web.files import Conflict
+from ragexp.web.edit_session import Conflict
 
 MAX_DOCUMENT_CHARS = 400_000
 MAX_QUERY_CHARS = MAX_LINE_CHARS  # a longer line of a query log is not a query either
@@ -122,9 +122,6 @@ def routers(annotation: Annotation) -> list:
 
     api = APIRouter(prefix="/api")
 
-    def conflict(err: Conflict) -> HTTPException:
-        return HTTPException(status_code=409, detail={"message": str(err.args[0])})
-
     @api.get("/state")
     def state() -> dict:
         return annotation.state()
@@ -171,7 +168,7 @@ def routers(annotation: Annotation) -> list:
                     annotation.check_evidence(item_id, changes["evidence"])
                 entry = annotation.session.update(item_id, changes, before)
             except Conflict as err:
-                raise conflict(err) from None
+                raise err.http() from None
             except KeyError:
                 raise HTTPException(404, f"no entry {item_id!r}") from None
             except ValueError as err:

@@ -19,12 +19,12 @@ memory, so a restarted server decides the same): the page sends ``changes`` (new
 ``before`` (the values it showed when the person made the change). Per field: stored == before, the
 change applies; stored == the new value, it is already so (the retry of a save whose reply was
 lost, e.g. written just before the server was killed, or another page made the same edit); any
-other stored value is a :class:`~ragexp.web.files.Conflict` (HTTP 409: someone else changed that
+other stored value is a :class:`~ragexp.web.edit_session.Conflict` (HTTP 409: someone else changed that
 field in between) and nothing is written. A change that is already so writes nothing.
 Before every change the files are read again when their bytes differ from what this process last
 read or wrote (another server on the same file, an editor); on (re)load the eval set's items win
 over the sidecar's copy of them (an edit by hand is kept). Reading, comparing and writing happen
-under :attr:`Session.lock`, an :class:`~ragexp.web.files.EditLock` on ``EVALSET.lock`` shared
+under :attr:`Session.lock`, an :class:`~ragexp.web.edit_session.EditLock` on ``EVALSET.lock`` shared
 with every other process on the same eval set, so two servers never interleave a read and a
 write (nothing one of them saved is lost).
 """
@@ -43,7 +43,7 @@ from ragexp.data.lint import normalise_query
 from ragexp.data.model import ITEM_SOURCES
 from ragexp.errors import RagexpInputError
 from ragexp.stored.limits import parse_json
-from ragexp.web.files import Conflict, EditLock, atomic_write
+from ragexp.web.edit_session import EditLock, atomic_write, compare_and_set
 
 SIDECAR_VERSION = 1
 SIDECAR_KEY = "ragexp_annotation"
@@ -302,18 +302,9 @@ class Session:
         missing = sorted(set(changes) - set(before))
         if missing:
             raise ValueError(f"before: the values the page showed are needed for {', '.join(missing)}")
-        to_write, changed_elsewhere = {}, []
-        for key, value in changes.items():
-            stored = field_value(entry, key)
-            if stored == field_value(changes, key):
-                continue
-            if stored != field_value(before, key):
-                changed_elsewhere.append(key)
-            to_write[key] = value
-        if changed_elsewhere:
-            raise Conflict(self.evalset, f"{', '.join(changed_elsewhere)} of {item_id} changed since this page loaded "
-                                         "it (another page, editor or process wrote it); nothing was written")
-        return to_write
+        stored = {key: field_value(entry, key) for key in changes}
+        return compare_and_set(self.evalset, item_id, stored, changes, before,
+                               canonical=lambda key, value: field_value({key: value}, key))
 
     def queue(self, rows: Iterable[dict], origin: str) -> int:
         """Append rows (candidates, drafts, failures: ``query`` plus optional eval-set fields) whose

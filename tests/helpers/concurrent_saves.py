@@ -15,7 +15,7 @@ from ragexp.annotation.session import Session, field_value
 from ragexp.judging.calibration.labels import NOT_SUPPORTED, SUPPORTED, LabelledClaim
 from ragexp.judging.review.sample import ReviewClaim
 from ragexp.judging.review.session import ReviewSession, verdict_of
-from ragexp.web.files import Conflict
+from ragexp.web.edit_session import Conflict
 
 
 def annotate_worker(evalset: str, item_id: str, field: str, tag: str, saves: int, barrier, results) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Body, HTTPException
 
 from ragexp.judging.review.session import ReviewSession
-from ragexp.web.files import Conflict
+from ragexp.web.edit_session import Conflict
 
 
 def review_router(session: ReviewSession) -> APIRouter:

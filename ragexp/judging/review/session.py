@@ -12,10 +12,10 @@ verdict) and ``before`` (the verdict it showed: ``supported``, ``not_supported``
 ``""`` for none). The file holds ``before``: the row is written (the whole file replaced
 atomically); it holds ``label`` already: nothing is written and the reply says so (the retry of a
 save whose reply was lost: the server was killed after writing, or failed with a 5xx); anything
-else: :class:`~ragexp.web.files.Conflict` (HTTP 409: another page, an editor or another server
+else: :class:`~ragexp.web.edit_session.Conflict` (HTTP 409: another page, an editor or another server
 gave that claim another verdict) and nothing is written. Verdicts on other claims never conflict,
 so two pages reviewing different claims of one file both land. The file is read, compared and
-written under an :class:`~ragexp.web.files.EditLock` on ``<labels>.lock`` shared with every other
+written under an :class:`~ragexp.web.edit_session.EditLock` on ``<labels>.lock`` shared with every other
 process on the same file, and every reply and page load shows the file's verdicts.
 
 Agreement is computed over the sampled claims the person labelled (skips left out):
@@ -47,7 +47,7 @@ from ragexp.judging.calibration.labels import (
     read_labels,
 )
 from ragexp.judging.review.sample import ReviewClaim
-from ragexp.web.files import Conflict, EditLock, atomic_write
+from ragexp.web.edit_session import EditLock, atomic_write, compare_and_set
 
 SKIP = "skip"
 SKIPPED_NOTE = "skipped"
@@ -161,7 +161,7 @@ class ReviewSession:
     def label(self, claim_id: str, label: str, before: str) -> dict:
         """Record ``label`` (``supported``, ``not_supported`` or ``skip``) for one sampled claim whose
         verdict the page showed as ``before`` (module docstring); returns the agreement, what was
-        logged and ``already_so`` (nothing written). Raises :class:`~ragexp.web.files.Conflict`
+        logged and ``already_so`` (nothing written). Raises :class:`~ragexp.web.edit_session.Conflict`
         when the file gives the claim another verdict than ``before``."""
         if label not in (*LABELS, SKIP):
             raise ValueError(f"label must be one of {', '.join((*LABELS, SKIP))}, got {label!r}")
@@ -174,10 +174,10 @@ class ReviewSession:
         with self.lock:
             rows = self._read()
             stored = verdict_of(claim.row)
-            already_so = stored == label
-            if not already_so and stored != before:
-                raise Conflict(self.path, f"{claim_id} was marked {NAMES[stored]} elsewhere (another page, editor "
-                                          f"or process) since this page showed {NAMES[before]}; nothing was written")
+            already_so = not compare_and_set(
+                self.path, claim_id, {"label": stored}, {"label": label}, {"label": before},
+                message=f"{claim_id} was marked {NAMES[stored]} elsewhere (another page, editor or process) since this "
+                        f"page showed {NAMES[before]}; nothing was written")
             if not already_so:
                 row = replace(claim.row, human_label="" if label == SKIP else label,
                               note=SKIPPED_NOTE if label == SKIP else "")

@@ -23,13 +23,10 @@
   /* --- loading --- */
 
   async function load() {
-    let data = await getJSON("/api/state");
+    const data = await getJSON("/api/state");
     if (!saver) {
-      saver = new RagexpSaver({status: $("save-status"), storageKey: data.evalset});
-      if (saver.pending().length) {  // changes a closed tab or a dead server left behind
-        await saver.replayPending();
-        data = await getJSON("/api/state");
-      }
+      saver = new RagexpSaver({status: $("save-status"), storageKey: data.evalset, onTheirs: refresh});
+      if (saver.pending().length) saver.replayPending().then(refresh);  // what a closed tab or a dead server left
     }
     state.entries = data.entries;
     state.coverage = data.coverage;
@@ -41,6 +38,16 @@
     renderQueue();
     renderCoverage();
     if (first) await open(first.id);
+  }
+
+  /* The files as they are now (after a replay, or "take theirs"), the current question kept. */
+  async function refresh() {
+    const data = await getJSON("/api/state");
+    state.entries = data.entries;
+    state.coverage = data.coverage;
+    renderQueue();
+    renderCoverage();
+    if (entry()) { renderItem(); renderCandidates(); renderReason(); }
   }
 
   /* The server's entry, with the changes still on their way on top (they are this page's newest). */
