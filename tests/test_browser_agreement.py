@@ -1,18 +1,22 @@
-"""The annotators' agreement on the first screen of the eval set's MLflow experiment, in headless Chromium.
+"""Two annotators' agreement where people read it, in Debian's Chromium.
 
-A real ``ragexp run`` on alice's eval set logs a run to a sqlite store (in the eval set's default
-experiment); ``ragexp evalset agreement alice.jsonl bob.jsonl`` notes the agreement there; a real
-``mlflow server`` serves the store and Debian's Chromium opens the experiment as on a first visit:
-the description above the runs table, folded to its first line, shows both kappas with their
-intervals (not clipped by the fold, above the bottom of the screen) beside the run. Screenshot: ``test-artifacts/agreement-mlflow.png``;
-``RAGEXP_UPDATE_SCREENSHOT=1`` copies it to ``docs/images/`` (docs/agreement.md's).
-"""
+- MLflow: a real ``ragexp run`` on alice's eval set logs a run to a sqlite store (in the eval set's
+  default experiment); ``ragexp evalset agreement alice.jsonl bob.jsonl`` notes the agreement there;
+  a real ``mlflow server`` serves the store and the experiment opens as on a first visit: the
+  description above the runs table, folded to its first line, shows both kappas with their
+  intervals (not clipped by the fold, above the bottom of the screen) beside the run.
+- The annotation page: ``--queue`` then ``ragexp evalset annotate`` opens on the disputed items,
+  and a third annotator settles one with the keyboard.
+
+Screenshots: ``test-artifacts/agreement-mlflow.png`` and ``agreement-adjudication.png``;
+``RAGEXP_UPDATE_SCREENSHOT=1`` copies them to ``docs/images/`` (docs/agreement.md's)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,8 +25,15 @@ from mlflow.tracking import MlflowClient
 from ragexp.tracking.agreement_note import AGREEMENT_TAG
 from tests.helpers.annotator_pair import ALICE, BOB, write
 from tests.helpers.cli import ENV, ragexp
-from tests.helpers.mlflow_server import mlflow_server, wait_until_healthy
-from tests.helpers.page_server import BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS
+from tests.helpers.mlflow_server import free_port, mlflow_server, wait_until_healthy
+from tests.helpers.page_server import (
+    BROWSER_MARKS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    settled_save_state,
+    start_page,
+    stop_page,
+)
 from tests.helpers.tiny_dataset import write_tiny_dataset
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
@@ -62,7 +73,29 @@ def kappa_text(numbers: dict) -> str:
     return f"kappa {numbers['kappa']:.2f} (95% CI {numbers['ci_low']:.2f} to {numbers['ci_high']:.2f})"
 
 
-def test_the_experiments_first_screen_shows_the_agreement(tmp_path):
+@pytest.fixture()
+def page() -> Iterator[sync_api.Page]:
+    """A fresh headless Chromium page (a first visit: no stored UI state)."""
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.set_default_timeout(UI_TIMEOUT_MS)
+            yield page
+        finally:
+            browser.close()
+
+
+def screenshot(page: sync_api.Page, name: str) -> None:
+    """Into ``test-artifacts/``, and ``docs/images/`` with ``RAGEXP_UPDATE_SCREENSHOT=1``."""
+    (REPO / "test-artifacts").mkdir(exist_ok=True)
+    page.mouse.move(0, 0)
+    page.screenshot(path=REPO / "test-artifacts" / name)
+    if os.environ.get("RAGEXP_UPDATE_SCREENSHOT") == "1":
+        shutil.copyfile(REPO / "test-artifacts" / name, REPO / "docs" / "images" / name)
+
+
+def test_the_experiments_first_screen_shows_the_agreement(tmp_path, page):
     corpus, _ = write_tiny_dataset(tmp_path)
     alice, bob = write(tmp_path / "alice.jsonl", ALICE), write(tmp_path / "bob.jsonl", BOB)
     db = tmp_path / "mlflow.db"
@@ -80,23 +113,49 @@ def test_the_experiments_first_screen_shows_the_agreement(tmp_path):
         expected = [f"answerability {kappa_text(numbers['answerable'])}", f"document relevance {kappa_text(numbers['relevance'])}"]
         assert f"kappa {numbers['answerable']['kappa']:.3f} (95% CI {numbers['answerable']['ci_low']:.3f}" in printed
 
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport=VIEWPORT)
-                page.set_default_timeout(UI_TIMEOUT_MS)
-                page.goto(f"{base}/#/experiments/{experiment.experiment_id}/runs")
-                sync_api.expect(page.get_by_role("link", name=run.info.run_name, exact=True)).to_be_visible()
-                for text in expected:  # not clipped by the folded description, and above the fold
-                    shown = page.evaluate(SHOWN_JS, text)
-                    assert shown is not None, f"{text!r} is not on the page"
-                    assert not shown["clipped"] and shown["bottom"] <= VIEWPORT["height"], (text, shown)
-                # the check sees the fold: the run description's link, two paragraphs down, is hidden by it
-                assert page.evaluate(SHOWN_JS, "Open the ragexp view")["clipped"]
-                page.mouse.move(0, 0)
-                (REPO / "test-artifacts").mkdir(exist_ok=True)
-                page.screenshot(path=REPO / "test-artifacts" / "agreement-mlflow.png")
-            finally:
-                browser.close()
-    if os.environ.get("RAGEXP_UPDATE_SCREENSHOT") == "1":
-        shutil.copyfile(REPO / "test-artifacts" / "agreement-mlflow.png", REPO / "docs" / "images" / "agreement-mlflow.png")
+        page.goto(f"{base}/#/experiments/{experiment.experiment_id}/runs")
+        sync_api.expect(page.get_by_role("link", name=run.info.run_name, exact=True)).to_be_visible()
+        for text in expected:  # not clipped by the folded description, and above the fold
+            shown = page.evaluate(SHOWN_JS, text)
+            assert shown is not None, f"{text!r} is not on the page"
+            assert not shown["clipped"] and shown["bottom"] <= VIEWPORT["height"], (text, shown)
+        # the check sees the fold: the run description's link, two paragraphs down, is hidden by it
+        assert page.evaluate(SHOWN_JS, "Open the ragexp view")["clipped"]
+        screenshot(page, "agreement-mlflow.png")
+
+
+def test_a_third_annotator_adjudicates_the_queue_on_the_page(tmp_path, page):
+    """``--queue`` then ``ragexp evalset annotate``: the page opens on the first disputed item with
+    its reasons and the one passage they disputed; ``r`` and ``Ctrl+Enter`` settle it, and the
+    adjudicated eval set holds it with that evidence and the adjudicator's name."""
+    corpus, _ = write_tiny_dataset(tmp_path)
+    alice, bob = write(tmp_path / "alice.jsonl", ALICE), write(tmp_path / "bob.jsonl", BOB)
+    queue = tmp_path / "adjudicated.jsonl"
+    ragexp(tmp_path, "evalset", "agreement", alice, bob, "--corpus", str(corpus), "--queue", str(queue), "--no-log")
+    server, url = start_page(tmp_path, ["evalset", "annotate", str(queue), "--corpus", str(corpus), "--port",
+                                        str(free_port()), "--annotator", "carol", "--pipelines", "bm25"])
+    try:
+        page.goto(url)
+        page.wait_for_selector("#candidates .passage")
+        sync_api.expect(page.locator("#query")).to_have_text("question i3?")
+        sync_api.expect(page.locator("#review-reason")).to_contain_text(
+            "alice and bob disagree: answerable: alice yes, bob no; keys: alice relevant, bob not relevant")
+        passages = page.locator("#candidates .passage .passage-text")
+        sync_api.expect(passages).to_have_count(1)  # alice's span, which bob judged not relevant
+        shown = passages.first.evaluate("e => [...e.childNodes].filter(n => !n.classList || !n.classList.contains('context'))"
+                                        ".map(n => n.textContent).join('')")
+        assert shown == "You can have two active keys at once."  # the passage itself, its context around it
+        # i3, i5, i6, i8, i10 with the passages only one annotator gave (8 in all)
+        sync_api.expect(page.locator("#queue li .badge")).to_have_text(["review 1", "review 2", "review 2", "review 2",
+                                                                        "review 1"])
+        screenshot(page, "agreement-adjudication.png")
+        page.keyboard.press("r")
+        assert settled_save_state(page, UI_TIMEOUT_MS) == "saved"
+        page.keyboard.press("Control+Enter")
+        sync_api.expect(page.locator("#query")).to_have_text("question i5?")
+        assert settled_save_state(page, UI_TIMEOUT_MS) == "saved"
+    finally:
+        stop_page(server)
+    [_, adjudicated] = [json.loads(line) for line in queue.read_text().splitlines()]
+    assert adjudicated["id"] == "i3" and adjudicated["annotator"] == "carol" and adjudicated.get("answerable", True)
+    assert [(e["doc_id"], e["start"], e["end"], e.get("grade", 1)) for e in adjudicated["evidence"]] == [("keys", 25, 62, 1)]

@@ -35,7 +35,7 @@ ANSWERABLE = ([1, 1, 1, 0, 1, 1, 0, 1, 1, 0], [1, 1, 0, 0, 1, 1, 0, 1, 1, 1])
 #: (item, document) both judged: i1 webhooks, i2 keys, i3 keys, i4 limits, i5 limits, i5 refunds, i6 refunds, i9 webhooks
 RELEVANT = ([1, 1, 1, 0, 1, 0, 1, 1], [1, 1, 0, 0, 1, 1, 1, 1])
 #: Per item with evidence: (characters both covered, characters alice + bob covered).
-SPANS = {"i1": (20, 80), "i2": (20, 40), "i3": (0, 50), "i5": (30, 80), "i6": (10, REFUNDS + 10), "i8": (0, 20),
+SPANS = {"i1": (20, 80), "i2": (20, 40), "i3": (0, 37), "i5": (30, 80), "i6": (10, REFUNDS + 10), "i8": (0, 20),
          "i9": (10, 20), "i10": (0, 10)}
 
 

@@ -20,7 +20,7 @@ def item(item_id, evidence, answerable=True) -> dict:
 ALICE = [
     item("i1", [ev("webhooks", 0, 40)]),                             # overlap [20, 40): F1 2*20/80 = 0.5
     item("i2", [ev("keys", 10, 30)]),                                # identical: F1 1
-    item("i3", [ev("keys", 0, 50)]),                                 # bob: unanswerable, keys not relevant
+    item("i3", [ev("keys", 25, 62)]),                                # bob: unanswerable, keys not relevant
     item("i4", [ev("limits", grade=0)], answerable=False),           # both: limits not relevant
     item("i5", [ev("limits", 0, 30), ev("refunds", grade=0)]),       # refunds: alice no, bob yes
     item("i6", [ev("refunds")]),                                     # whole document vs [0, 10)
@@ -32,7 +32,7 @@ ALICE = [
 BOB = [
     item("i1", [ev("webhooks", 20, 60)]),
     item("i2", [ev("keys", 10, 30)]),
-    item("i3", [ev("keys", 0, 50, grade=0)], answerable=False),
+    item("i3", [ev("keys", 25, 62, grade=0)], answerable=False),
     item("i4", [ev("limits", grade=0)], answerable=False),
     item("i5", [ev("limits", 0, 30), ev("refunds", 0, 20)]),
     item("i6", [ev("refunds", 0, 10)]),
