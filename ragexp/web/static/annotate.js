@@ -82,8 +82,12 @@
     renderQueue();
     renderItem();
     $("candidates").replaceChildren(el("p", {className: "muted"}, "pooling candidates…"));
-    const data = await getJSON(`/api/entries/${encodeURIComponent(id)}/candidates`);
-    if (state.current !== id) return;
+    let data = null;
+    while (data === null) {  // a restarting server: try again until it answers (or another question is opened)
+      data = await getJSON(`/api/entries/${encodeURIComponent(id)}/candidates`).catch(() => null);
+      if (state.current !== id) return;
+      if (data === null) await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
     state.candidates = data.candidates;
     state.focus = state.candidates.length ? 0 : -1;
     $("candidates-title").textContent = data.kind === "review" ? "Units of the run to judge" : "Candidate passages";
@@ -229,6 +233,7 @@
     if (a >= b) return;
     const base = Number(start.dataset.base);
     addSpan({doc_id: start.dataset.doc, start: base + a, end: base + b, quote: chars.slice(a, b).join(""), grade: 1});
+    if (p === state.candidates[state.focus]) focusNextUnjudged();  // the focused passage is judged now: x/r go on
   });
 
   /* Whether the person judged passage p: a span over it (either grade) or positive evidence inside it. */
@@ -430,13 +435,12 @@
       $("save-status").dataset.state = "error";
       return;
     }
-    const index = state.entries.indexOf(e);
     const reply = await saver.send("DELETE", `/api/entries/${encodeURIComponent(e.id)}`);
     if (!reply) return;
     state.entries = state.entries.filter((x) => x.id !== e.id);
     renderQueue();
-    const following = state.entries[Math.min(index, state.entries.length - 1)];
-    if (following) open(following.id);
+    const following = state.entries.find((x) => x.status === "open" || x.status === "review") || state.entries[0];
+    if (following) open(following.id);  // the first question still to do
   }
 
   function renderCoverage() {

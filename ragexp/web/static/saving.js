@@ -95,7 +95,7 @@
             RagexpSaver.conflictBar(detail);
             return null;
           }
-          this.show("conflict: keep yours or take theirs (bar above)", "conflict");
+          this.show("conflict: keep yours or take theirs (bar below)", "conflict");
           const keep = await RagexpSaver.ask(detail, entry.body, this.pending().length - 1);
           if (keep) {
             entry.body = {...entry.body, before: detail.before};
