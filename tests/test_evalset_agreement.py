@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 
 import mlflow
 import numpy as np
@@ -118,7 +119,7 @@ def test_command_prints_queues_for_the_page_and_notes_in_mlflow(pair, tmp_path, 
     assert f"answerability       kappa {kappa:.3f} (95% CI " in out
     assert "agreed on 6/8 documents both judged (3 judged by one only, not counted)" in out
     assert "disagreements       5 items" in out and "    i5: refunds: alice not relevant, bob relevant" in out
-    assert f"queued 5 disagreements (5 new questions, 8 passages to judge) in {queue}" in out
+    assert f"queued 5 of 5 disagreements (5 new questions, 8 passages to judge) in {queue}" in out
 
     # the annotation page's own loader and API read the queue: each disputed item is to be reviewed
     page = TestClient(create_app(routers(Annotation(Session(queue), LiveCorpus(corpus_dir), Pooler(["bm25"], depth=3))),
@@ -167,6 +168,19 @@ def test_without_a_corpus_spans_as_written_give_the_same_numbers(tiny_dataset, t
     out = capsys.readouterr().out
     assert out.startswith(f"agreement of alice ({first}) and bob ({second}) on 9 questions\n")
     assert out.endswith(loaded.render(f"alice ({first})", f"bob ({second})") + "\n")
+
+
+def test_queue_into_a_copy_of_one_annotators_file_reopens_its_items(pair, tmp_path, monkeypatch, capsys):
+    corpus_dir, alice, bob = pair
+    monkeypatch.chdir(tmp_path)
+    copy = tmp_path / "adjudicated.jsonl"
+    shutil.copyfile(alice, copy)
+    assert main(["evalset", "agreement", alice, bob, "--corpus", corpus_dir, "--queue", str(copy), "--no-log"]) == 0
+    assert f"queued 5 of 5 disagreements (0 new questions, 8 passages to judge) in {copy}" in capsys.readouterr().out
+    session = Session(copy)
+    assert [e["id"] for e in session.entries if e.get("review")] == ["i3", "i5", "i6", "i8", "i10"]
+    kept = {item["id"]: item["evidence"] for item in map(json.loads, copy.read_text().splitlines()[1:])}
+    assert kept == {item["id"]: item["evidence"] for item in ALICE}  # alice's judgments kept until adjudicated
 
 
 def run_cli(capsys, *args) -> tuple[int, list[str]]:

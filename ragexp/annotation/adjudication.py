@@ -11,7 +11,8 @@ annotation session of an eval set ``FILE`` (opened later with ``ragexp evalset a
   a run's units: the page shows these passages to judge.
 
 A question ``FILE`` already holds (e.g. ``FILE`` is a copy of one annotator's file) keeps its
-fields and is reopened for review the same way. Written through
+fields and is reopened for review the same way; one it holds under another id (its own
+question) is not queued, and not counted in :attr:`QueuedDisagreements.entries`. Written through
 :class:`~ragexp.annotation.session.Session`, the page's own reader and writer.
 """
 

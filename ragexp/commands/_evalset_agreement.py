@@ -96,8 +96,9 @@ def run(args: argparse.Namespace) -> int:
 
         items = ({item.id: item for item in first}, {item.id: item for item in second})
         queued = queue_disagreements(Session(args.queue), result, items, names, corpus)
-        print(f"queued {queued.entries} disagreements ({queued.new} new questions, {queued.units} passages to judge) in "
-              f"{args.queue}; adjudicate with: ragexp evalset annotate {args.queue} --corpus {args.corpus}")
+        print(f"queued {queued.entries} of {len(result.disagreements)} disagreements ({queued.new} new questions, "
+              f"{queued.units} passages to judge) in {args.queue}; adjudicate with: ragexp evalset annotate {args.queue} "
+              f"--corpus {args.corpus}")
     if not args.no_log:
         _note(args, result, names, corpus, first)
     return 0
