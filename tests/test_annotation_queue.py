@@ -121,3 +121,23 @@ def test_a_conflict_names_theirs_and_the_before_that_keeps_mine(client) -> None:
     kept = page.put("/api/entries/a", json={**mine, "before": detail["before"]})  # "keep mine"
     assert kept.status_code == 200
     assert (Session(evalset).entry("a")["gold_answer"], Session(evalset).entry("a")["tags"]) == ("mine", ["boundary"])
+
+
+def test_the_runs_chunking_is_read_as_data_from_a_folder_removed_afterwards(tmp_path, monkeypatch) -> None:
+    import argparse
+
+    from ragexp.commands import _evalset_annotate
+    from ragexp.tracking import store
+
+    folders = []
+
+    def download(run_id, artifact, uri, dst_dir):
+        folders.append(dst_dir)
+        saved = dst_dir / "resolved.yaml"
+        saved.write_text("chunking:\n  name: fixed\n  size: ${oc.env:HOME}\n  overlap: null\n", encoding="utf-8")
+        return saved
+
+    monkeypatch.setattr(store, "download_artifact", download)
+    args = argparse.Namespace(from_run="0" * 32, tracking_uri=f"sqlite:///{tmp_path / 'm.db'}")
+    assert _evalset_annotate._run_chunking(args) == {"name": "fixed", "size": "${oc.env:HOME}"}  # never resolved
+    assert folders and not folders[0].exists()

@@ -14,6 +14,7 @@ against the eval-set schema before anything is queued.
 from __future__ import annotations
 
 import argparse
+import tempfile
 import threading
 from pathlib import Path
 
@@ -62,18 +63,30 @@ def _check(args: argparse.Namespace) -> None:
         raise RagexpInputError("no such file; pass the candidates or drafts file", file=args.queries, field="--queries")
 
 
-def _queue_run(args: argparse.Namespace, session, corpus) -> str:
-    from omegaconf import OmegaConf
+def _run_chunking(args: argparse.Namespace) -> dict:
+    """The ``chunking`` options of the run's saved config, read as plain data (no interpolation is
+    resolved: a stored config is never composed), from a temporary folder removed afterwards."""
+    from ragexp.stored.limits import parse_yaml, read_text
+    from ragexp.tracking import store
 
+    with tempfile.TemporaryDirectory(prefix="ragexp-") as scratch:
+        saved = store.download_artifact(args.from_run, store.CONFIG_ARTIFACT, args.tracking_uri or store.default_tracking_uri(),
+                                        dst_dir=Path(scratch))
+        config = parse_yaml(read_text(saved), source=f"run {args.from_run}: {store.CONFIG_ARTIFACT}")
+    chunking = config.get("chunking") if isinstance(config, dict) else None
+    if not isinstance(chunking, dict):
+        raise RagexpInputError(f"run {args.from_run}'s saved config has no chunking mapping; was it logged by ragexp run?",
+                               field="--from-run")
+    return {key: value for key, value in chunking.items() if value is not None}
+
+
+def _queue_run(args: argparse.Namespace, session, corpus) -> str:
     from ragexp.annotation.from_run import queue_failures, queue_unjudged
     from ragexp.chunking import make_chunker
     from ragexp.commands._runs import load_results
-    from ragexp.config.schema import chunker_options
-    from ragexp.tracking import store
 
     results = load_results(args.from_run, args.tracking_uri)
-    saved = store.download_artifact(args.from_run, store.CONFIG_ARTIFACT, args.tracking_uri or store.default_tracking_uri())
-    chunker = make_chunker(chunker_options(OmegaConf.load(saved).chunking))
+    chunker = make_chunker(_run_chunking(args))
     chunks = {chunk.id: chunk for chunk in chunker.chunk_corpus(corpus)}
     if args.failures:
         return queue_failures(session, results, chunks).render("units the generator saw")
