@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ragexp.errors import RagexpInputError
 from ragexp.models import encoders
+from ragexp.models.device import resolve_device
 from ragexp.models.encoders import (  # noqa: F401 - the encoder API of reference_pipelines
     Encoder,
     OnnxEncoder,
@@ -37,22 +37,20 @@ class Embedding:
     torch, said once), and it encodes with that encoder (:attr:`encoder`): :attr:`identity`, the key
     of every cached vector, and :attr:`backend` name the backend that actually encodes.
 
-    ``name`` is the group's label. ``device`` is for the torch backend. The run's text-vector cache
+    ``name`` is the group's label. ``device``: ``auto``, ``cpu``, ``cuda[:N]``
+    (:mod:`ragexp.models.device`; ONNX on a GPU as :mod:`ragexp.models.encoders` says). The run's text-vector cache
     is applied by whoever uses it (dense retriever, embedding reranker and judge, answer relevance).
     """
 
     def __init__(
         self, model: str = "minilm", backend: str = "onnx", precision: str = "fp32", name: str | None = None,
         query_prefix: str = "", passage_prefix: str = "", max_seq_length: int | None = None, normalize: bool = True,
-        batch_size: int = 64, threads: int | str = "auto", device: str | None = None,
+        batch_size: int = 64, threads: int | str = "auto", device: str = "auto",
     ) -> None:
+        self.device = resolve_device(device)
         options: dict[str, Any] = {"query_prefix": query_prefix, "passage_prefix": passage_prefix,
                                    "max_seq_length": max_seq_length, "normalize": normalize, "batch_size": batch_size,
-                                   "threads": threads}
-        if device is not None:
-            if encoders.effective_backend(model, backend, precision) != "torch":
-                raise RagexpInputError(f"device applies to the torch backend; {model!r} runs on onnx here", field="device")
-            options["device"] = device
+                                   "threads": threads, "device": self.device}
         self.name = name
         self.encoder: Encoder = encoders.make_encoder(model, backend=backend, precision=precision, **options)
         self.identity = self.encoder.identity

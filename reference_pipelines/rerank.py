@@ -19,6 +19,7 @@ import numpy as np
 
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
+from ragexp.models.device import resolve_device
 from ragexp.models.resolve import model_identity, resolve_model, unloadable_model_error
 from ragexp.runtime import progress
 from ragexp.runtime.fingerprint import stable_hash
@@ -71,7 +72,8 @@ def _reorder(ranking: Ranking, head: list[str], head_scores: list[float]) -> Ran
 
 
 class CrossEncoderReranker(_HeadReranker):
-    """``model``: a local CrossEncoder folder or a Hugging Face id (see :func:`resolve_model`)."""
+    """``model``: a local CrossEncoder folder or a Hugging Face id (see :func:`resolve_model`).
+    ``device``: ``auto``, ``cpu``, ``cuda[:N]`` (:mod:`ragexp.models.device`)."""
 
     def __init__(
         self,
@@ -80,14 +82,14 @@ class CrossEncoderReranker(_HeadReranker):
         batch_size: int = 32,
         max_length: int | None = None,
         include_title: bool = True,
-        device: str = "cpu",
+        device: str = "auto",
         cache: StageCache | None = None,
     ) -> None:
         super().__init__(top_n, include_title, cache)
         self.resolved = resolve_model(model)
         self.batch_size = batch_size
         self.max_length = max_length
-        self.device = device
+        self.device = resolve_device(device)
         self.identity = {"reranker": "cross-encoder", "model": model_identity(self.resolved), "max_length": max_length}
         self._model = None
 

@@ -4,7 +4,8 @@ before its first job (the sweep callback, :mod:`ragexp.tracking.sweep`).
 :func:`validate_job`: the config and its overrides screened for secrets, its values
 (:func:`~ragexp.config.schema.validate`), the chunker and the dataset loader built without reading
 anything (:func:`check_data_components`), every pipeline component block against the registry and
-its class's schema (:mod:`ragexp.config.targets`), and, for a config not typed on this machine,
+its class's schema (:mod:`ragexp.config.targets`), every ``device`` in them
+(:func:`~ragexp.models.device.resolved_devices`: ``cuda`` without CUDA fails here), and, for a config not typed on this machine,
 its endpoints (:mod:`ragexp.config.endpoints`).
 """
 
@@ -21,6 +22,7 @@ from ragexp.config.secrets import screen_overrides
 from ragexp.config.targets import check_component
 from ragexp.data.dataset import dataset_loader
 from ragexp.errors import RagexpInputError
+from ragexp.models.device import resolved_devices
 
 PIPELINE_GROUPS = ("embedding", "retrieval", "reranker", "generator", "judge")
 
@@ -36,6 +38,7 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
     for group in PIPELINE_GROUPS:
         if group in skip or resolved.get(group) is None:
             continue
+        resolved_devices(resolved[group], group)
         if not isinstance(resolved[group], dict):  # `retrieval=bm25` on a hand-given config that has no defaults list
             raise RagexpInputError(f"must be a component block (a mapping with _target_), got {resolved[group]!r}; a "
                                    f"choice such as {group}=NAME picks from this machine's conf/ and does not apply to "

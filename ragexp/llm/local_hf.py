@@ -33,6 +33,7 @@ from ragexp.llm.base import LLMCallError, LLMResponse, Prompt, as_messages
 from ragexp.llm.call_cache import CallCache, cached_batch
 from ragexp.llm.decoding import decode_batch
 from ragexp.llm.prefix_scoring import score_pairs
+from ragexp.models.device import resolve_device
 from ragexp.models.resolve import (
     GGUF,
     HF_FOLDER,
@@ -87,19 +88,28 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
     publish_dir(target, fill)
 
 
+def converted_folder(source: ResolvedModel, cache_dir: str | os.PathLike[str]) -> tuple[Path, bool]:
+    """The plain transformers folder of GGUF ``source`` under ``cache_dir``
+    (``<gguf stem>-<sha256[:16]>``), converted now when absent; ``(folder, converted now)``.
+    Any transformers tool can load the folder (the real-server tests serve it)."""
+    digest = weights_digest(source.path)[:16]
+    folder = Path(cache_dir) / f"{source.path.stem}-{digest}"
+    if folder.is_dir():
+        return folder, False
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    _convert_gguf(source.path, folder)
+    return folder, True
+
+
 @functools.lru_cache(maxsize=4)
 def load_weights(source: ResolvedModel, device: str, dtype: str, cache_dir: str) -> LoadedWeights:
     """Load (once per process) the weights ``source`` names; GGUF goes through the converted cache."""
     started = time.perf_counter()
     progress.apply_to_libraries()  # this module imported transformers
     if source.kind == GGUF:
-        digest = weights_digest(source.path)[:16]
-        folder = Path(cache_dir) / f"{source.path.stem}-{digest}"
-        loaded_from = "converted_cache" if folder.is_dir() else "gguf"
-        if loaded_from == "gguf":
-            folder.parent.mkdir(parents=True, exist_ok=True)
-            _convert_gguf(source.path, folder)
-        location, content_id = str(folder), f"gguf-sha256:{digest}"
+        folder, converted_now = converted_folder(source, cache_dir)
+        loaded_from = "gguf" if converted_now else "converted_cache"
+        location, content_id = str(folder), f"gguf-sha256:{folder.name.rsplit('-', 1)[1]}"
     elif source.kind == HF_FOLDER:
         location, content_id, loaded_from = str(source.path), source.name, "pretrained"
     else:
@@ -128,7 +138,8 @@ def quantized_weights(source: ResolvedModel, device: str, cache_dir: str) -> Loa
 class LocalHFModel:
     """A transformers causal LM. ``model`` is a short name (see :mod:`ragexp.models.resolve`), a
     Hugging Face id or a local path; ``gguf_file`` picks a GGUF file inside a folder or repo.
-    ``quantization``: ``none`` or ``dynamic_int8`` (see :func:`quantized_weights`; needs
+    ``device``: ``auto`` (CUDA when torch sees it, else the CPU), ``cpu``, ``cuda[:N]``
+    (:mod:`ragexp.models.device`). ``quantization``: ``none`` or ``dynamic_int8`` (see :func:`quantized_weights`; needs
     ``dtype: float32``). ``threads``: torch intra-op threads, an int or ``auto``
     (:func:`ragexp.runtime.threads.configure_threads`). ``batch_size``: prompts decoded together and
     continuations scored together. ``repeat_ngram``: ``None``, or ``n`` to end an answer where it
@@ -142,7 +153,7 @@ class LocalHFModel:
         self,
         model: str = "smollm2-135m",
         gguf_file: str | None = None,
-        device: str = "cpu",
+        device: str = "auto",
         dtype: str = "float32",
         quantization: str = "none",
         threads: int | str = "auto",
@@ -155,6 +166,8 @@ class LocalHFModel:
             raise RagexpInputError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}", field="dtype")
         if quantization not in QUANTIZATIONS:
             raise RagexpInputError(f"unknown quantization {quantization!r}; use one of {', '.join(QUANTIZATIONS)}", field="quantization")
+        # auto picks the CPU for a quantization that runs there only
+        device = "cpu" if quantization != "none" and device == "auto" else resolve_device(device)
         if quantization != "none" and (dtype != "float32" or device != "cpu"):
             raise RagexpInputError(f"{quantization} quantizes float32 weights on the CPU; set dtype: float32, device: cpu", field="quantization")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:

@@ -17,6 +17,11 @@ Backends (:func:`make_encoder`, ``embedding.backend``):
 
 ``precision``: ``fp32`` or ``int8`` (ONNX Runtime dynamic quantisation; lossy, ONNX only).
 
+``device`` (:mod:`ragexp.models.device`, resolved by the caller): torch runs on it; ONNX Runtime
+runs on a GPU through its CUDA provider when installed (``onnxruntime-gpu``). Without that
+provider a sentence-transformers folder runs on the torch backend on the GPU instead, said once
+like the export fallback; an ``.onnx`` model (no torch weights) stays on the CPU, said once.
+
 Batching (ONNX): all texts are tokenised once, sorted by token count (longest first, stable),
 cut into ``batch_size`` batches padded to each batch's longest text, and the rows are put back
 in input order; sentence-transformers sorts by character length the same way. ``int8`` runs
@@ -42,6 +47,7 @@ import numpy as np
 
 from ragexp.errors import RagexpInputError
 from ragexp.models import onnx_export
+from ragexp.models.device import onnx_cuda_available, resolve_device
 from ragexp.models.onnx_export import INT8_METHOD
 from ragexp.models.resolve import (
     HF_FOLDER,
@@ -187,12 +193,15 @@ def onnx_session_options(threads: int | None):
 
 
 @functools.lru_cache(maxsize=8)
-def _load_onnx_session(path: str, threads: int | None):
-    """One inference session per (graph, thread count) and process: the jobs of a sweep share it
-    (a session is read-only at inference; loading one is not free)."""
+def _load_onnx_session(path: str, threads: int | None, device: str = "cpu"):
+    """One inference session per (graph, thread count, device) and process: the jobs of a sweep
+    share it (a session is read-only at inference; loading one is not free)."""
     import onnxruntime
 
-    return onnxruntime.InferenceSession(path, onnx_session_options(threads), providers=["CPUExecutionProvider"])
+    providers: list = ["CPUExecutionProvider"]
+    if device.startswith("cuda"):
+        providers.insert(0, ("CUDAExecutionProvider", {"device_id": int(device.partition(":")[2] or 0)}))
+    return onnxruntime.InferenceSession(path, onnx_session_options(threads), providers=providers)
 
 
 class OnnxEncoder(_PrefixedEncoder):
@@ -208,9 +217,10 @@ class OnnxEncoder(_PrefixedEncoder):
 
     def __init__(
         self, model: str | ResolvedModel = "paraphrase-minilm-l3", graph: Path | None = None, tokenizer: Path | None = None,
-        sort_by_length: bool = True, **config: Any,
+        sort_by_length: bool = True, device: str = "cpu", **config: Any,
     ) -> None:
         super().__init__(model, **config)
+        self.device = device
         if graph is None and self.resolved.kind != ONNX:
             raise unloadable_model_error(self.resolved.name, "OnnxEncoder needs an .onnx model")
         self.graph = graph or self.resolved.path
@@ -228,7 +238,7 @@ class OnnxEncoder(_PrefixedEncoder):
     def _load(self) -> None:
         from tokenizers import Tokenizer
 
-        self._session = _load_onnx_session(str(self.graph), resolve_threads(self.threads))
+        self._session = _load_onnx_session(str(self.graph), resolve_threads(self.threads), self.device)
         tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
         tokenizer.enable_truncation(max_length=self.max_seq_length or self.resolved.max_seq_length or 512)
         tokenizer.no_padding()
@@ -271,13 +281,13 @@ class OnnxEncoder(_PrefixedEncoder):
         return unit_rows(vectors) if self.normalize else vectors
 
 
-def _note_once(model: str, reason: str) -> None:
+def _note_once(model: str, reason: str, runs_on: str = "torch, not ONNX") -> None:
     if BACKEND_NOTES.get(model) != reason:
         BACKEND_NOTES[model] = reason
-        log.warning("embedding model %s runs on torch, not ONNX: %s", model, reason)
+        log.warning("embedding model %s runs on %s: %s", model, runs_on, reason)
 
 
-def _plan(resolved: ResolvedModel, backend: str) -> tuple[onnx_export.OnnxGraph | None, int | None, str]:
+def _plan(resolved: ResolvedModel, backend: str, device: str = "cpu") -> tuple[onnx_export.OnnxGraph | None, int | None, str]:
     """How :func:`make_encoder` runs ``resolved``: ``(graph, max_seq_length of the export, reason)``;
     ``graph`` is the fp32 ONNX graph to run, ``None`` for torch (``reason``: why torch although
     ``backend`` is ``onnx``; empty when torch was asked for)."""
@@ -287,6 +297,8 @@ def _plan(resolved: ResolvedModel, backend: str) -> tuple[onnx_export.OnnxGraph 
         return None, None, ""
     if resolved.kind != HF_FOLDER:
         return None, None, f"a {resolved.kind} model is not a sentence-transformers folder ONNX can export"
+    if device != "cpu" and not onnx_cuda_available():
+        return None, None, f"ONNX Runtime has no CUDA provider here (install onnxruntime-gpu); torch runs it on {device}"
     export = onnx_export.exported(resolved, _graph_vectors)
     return export.graph, export.max_seq_length, "" if export.graph is not None else export.reason
 
@@ -305,33 +317,41 @@ def _check_choice(backend: str, precision: str) -> None:
         raise RagexpInputError(f"precision {precision!r} needs backend onnx; the torch backend runs fp32", field="precision")
 
 
-def make_encoder(model: str, backend: str = "onnx", precision: str = "fp32", name: str | None = None, **options: Any) -> Encoder:
-    """The encoder for ``model`` on ``backend`` at ``precision`` (see the module docstring);
-    ``options`` go to its constructor. ``name`` is the config group's label (``embedding=minilm``)
-    and is ignored. An ``.onnx`` model runs on ONNX Runtime whatever ``backend`` says; the
-    encoder's :attr:`identity` names the backend that encodes (:func:`effective_backend`)."""
+def make_encoder(
+    model: str, backend: str = "onnx", precision: str = "fp32", name: str | None = None, device: str = "auto", **options: Any
+) -> Encoder:
+    """The encoder for ``model`` on ``backend`` at ``precision`` on ``device`` (see the module
+    docstring); ``options`` go to its constructor. ``name`` is the config group's label
+    (``embedding=minilm``) and is ignored. An ``.onnx`` model runs on ONNX Runtime whatever
+    ``backend`` says; the encoder's :attr:`identity` names the backend that encodes
+    (:func:`effective_backend`)."""
     _check_choice(backend, precision)
+    device = resolve_device(device)
     resolved = resolve_model(model)
-    graph, export_length, reason = _plan(resolved, backend)
+    graph, export_length, reason = _plan(resolved, backend, device)
     if graph is None:
         if reason:
             if precision != "fp32":
                 raise RagexpInputError(f"precision {precision!r} needs an ONNX export of {model!r}, which was refused: {reason}", field="precision")
             _note_once(model, reason)
-        return SentenceTransformerEncoder(resolved, precision=precision, **options)
+        return SentenceTransformerEncoder(resolved, precision=precision, device=device, **options)
     if export_length is not None and options.get("max_seq_length") is None:  # the folder's own limit, as sentence-transformers keeps it
         options["max_seq_length"] = export_length
     if precision == "int8":
         graph = onnx_export.int8_graph(graph, resolved)
-    return OnnxEncoder(resolved, graph=graph.path, tokenizer=graph.tokenizer, precision=precision, **options)
+    if device != "cpu" and not onnx_cuda_available():
+        _note_once(model, f"ONNX Runtime has no CUDA provider here (install onnxruntime-gpu) and {model!r} has no torch "
+                          f"weights; it runs on the CPU, not {device}", "cpu")
+        device = "cpu"
+    return OnnxEncoder(resolved, graph=graph.path, tokenizer=graph.tokenizer, precision=precision, device=device, **options)
 
 
-def effective_backend(model: str, backend: str = "onnx", precision: str = "fp32") -> str:
+def effective_backend(model: str, backend: str = "onnx", precision: str = "fp32", device: str = "cpu") -> str:
     """The backend :func:`make_encoder` encodes ``model`` with when ``backend`` is configured:
     ``torch`` where the ONNX export of a sentence-transformers folder was refused, ``onnx`` for an
     ``.onnx`` model. Cheap once the encoder was built (the export verdict is on disk)."""
     _check_choice(backend, precision)
-    graph, _, _ = _plan(resolve_model(model), backend)
+    graph, _, _ = _plan(resolve_model(model), backend, device)
     return "torch" if graph is None else "onnx"
 
 
@@ -345,7 +365,8 @@ def with_effective_backends(node: Any) -> Any:
         out = {key: with_effective_backends(value) for key, value in node.items()}
         if isinstance(out.get("model"), str) and out.get("backend") in BACKENDS:
             try:
-                out["backend"] = effective_backend(out["model"], out["backend"], out.get("precision", "fp32"))
+                device = resolve_device(out.get("device") or "cpu")
+                out["backend"] = effective_backend(out["model"], out["backend"], out.get("precision", "fp32"), device)
             except RagexpInputError:
                 pass
         return out

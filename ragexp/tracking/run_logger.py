@@ -5,7 +5,7 @@ uses (:mod:`~ragexp.tracking.labels`), plus the run's constants (query and chunk
 metrics: every aggregate and stage timing under its section prefix (``1_headline/``,
 ``retrieval/``, ``doc/``, ``generation/``, ``tag/<tag>/``, ``ci/``, ``time/``;
 :mod:`~ragexp.tracking.metric_names`); tags: config hash, corpus and eval-set fingerprints, eval-set
-name and gold level, the embedding backend that encoded (``ragexp.embedding_backend``), code version, package versions, the sweep's axis values (``axis.<key>``),
+name and gold level, the embedding backend that encoded (``ragexp.embedding_backend``), the models' devices (``ragexp.devices``), code version, package versions, the sweep's axis values (``axis.<key>``),
 ``mlflow.runType=evaluation``; with a judge, its calibration next to faithfulness
 (:func:`judge_fields`); artifacts: resolved config and Hydra overrides, the portable
 ``ragexp_results.json``, the per-query table (MLflow's table artifact, flat columns: :func:`per_query_table`),
@@ -35,8 +35,10 @@ from omegaconf import DictConfig, OmegaConf
 from ragexp.chunking import make_chunker
 from ragexp.config.schema import chunker_options
 from ragexp.data import EvalSet
+from ragexp.evaluation.checks import PIPELINE_GROUPS
 from ragexp.evaluation.results import ARTIFACT_NAME, failure_class
 from ragexp.evaluation.runner import RunOutput, semantic_config
+from ragexp.models.device import devices_tag
 from ragexp.runtime import interrupt
 from ragexp.tracking import store
 from ragexp.tracking.experiments import gold_level
@@ -50,6 +52,8 @@ TAG_JUDGE_WARNING = "ragexp.judge_warning"
 #: The backend the embedding model actually encoded with (``meta.embedding_backend``): ``torch`` where
 #: ``embedding.backend=onnx`` fell back because ONNX could not export the model.
 TAG_EMBEDDING_BACKEND = "ragexp.embedding_backend"
+#: The device every model of the run resolved to (``device: auto`` included): :func:`ragexp.models.device.devices_tag`.
+TAG_DEVICES = "ragexp.devices"
 
 
 def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float], dict[str, str]]:
@@ -218,6 +222,7 @@ def _millis(seconds: float | None) -> int | None:
 def run_tags(cfg: DictConfig, output: RunOutput, evalset: EvalSet) -> dict[str, str]:
     """ragexp's own tags of a job run (see the module docstring)."""
     meta = output.results.meta
+    devices = devices_tag(OmegaConf.to_container(cfg, resolve=True), PIPELINE_GROUPS)
     return {
         store.TAG_KIND: "job",
         store.RUN_TYPE_TAG: store.RUN_TYPE_EVALUATION,
@@ -230,6 +235,7 @@ def run_tags(cfg: DictConfig, output: RunOutput, evalset: EvalSet) -> dict[str, 
         store.TAG_VERSION: meta["ragexp_version"],
         "ragexp.dataset": str(cfg.dataset.get("name", "")),
         **({TAG_EMBEDDING_BACKEND: meta["embedding_backend"]} if meta.get("embedding_backend") else {}),
+        **({TAG_DEVICES: devices} if devices else {}),
         **({TAG_WARNINGS: " | ".join(meta["warnings"])[:TAG_LIMIT]} if meta.get("warnings") else {}),
         **store.package_versions(),
     }
