@@ -162,7 +162,7 @@ def draft_questions(corpus, model, per_category: int, *, seed: int = 0, max_toke
     """Ask ``model`` for drafts (see the module docstring); return the kept ones as queue lines and the counts."""
     from ragexp.chunking import make_chunker
     from ragexp.data.lint import normalise_query
-    from ragexp.llm.base import LLMCallError, complete_all
+    from ragexp.llm.base import LLMCallError, complete_all, refused_by_endpoint
 
     chunker = make_chunker(SECTION_CHUNKING)
     chunks_by_doc = {doc.id: chunker.chunk(doc) for doc in corpus.documents()}
@@ -174,6 +174,9 @@ def draft_questions(corpus, model, per_category: int, *, seed: int = 0, max_toke
     replies = []
     for start in progress.bar(range(0, len(prompts), BATCH), desc="drafting", unit="batch", disable=len(prompts) <= BATCH):
         replies += complete_all(model, prompts[start : start + BATCH], max_tokens=max_tokens)
+        refused = refused_by_endpoint(replies) if start == 0 else None
+        if refused is not None:
+            raise RagexpInputError(f"the model endpoint refused all {len(replies)} calls: {refused}", field="--model")
     added = datetime.now(UTC).isoformat(timespec="seconds")
     kept: list[dict] = []
     seen: set[str] = set()

@@ -106,6 +106,17 @@ def complete_all(
     return results
 
 
+def refused_by_endpoint(results: Sequence[LLMResponse | LLMCallError]) -> LLMCallError | None:
+    """The error when the endpoint refused every one of ``results`` (each an ``http_4xx``, made
+    once: a 4xx is not retried) with one status, else ``None``: a wrong model name, path or key,
+    which every further call would meet as well, so the caller stops with that one line
+    instead of recording the same failure for every question."""
+    errors = [r for r in results if isinstance(r, LLMCallError)]
+    if not results or len(errors) < len(results) or any(e.kind != "http_4xx" or e.status == 429 for e in errors):
+        return None
+    return errors[0] if len({e.status for e in errors}) == 1 else None
+
+
 @runtime_checkable
 class ScoringModel(Protocol):
     """A model that exposes token log-probabilities (local models only)."""

@@ -25,7 +25,7 @@ from ragexp.data import Chunk
 from ragexp.data.context import format_context
 from ragexp.errors import RagexpInputError
 from ragexp.llm.answer_end import end_at_sentence
-from ragexp.llm.base import ChatModel, LLMCallError, LLMResponse, complete_all
+from ragexp.llm.base import ChatModel, LLMCallError, LLMResponse, complete_all, refused_by_endpoint
 from ragexp.llm.call_cache import CallCache
 from ragexp.llm.chat_models import build_chat_model
 from ragexp.runtime.stage_cache import StageCache
@@ -127,6 +127,9 @@ class LLMGenerator:
         prompts = [self.build_prompt(query, chunks) for (query, _), chunks in zip(requests, shown)]
         started = time.perf_counter()
         responses = complete_all(self.model, prompts, max_tokens=self.max_new_tokens, temperature=0.0, stop=self.stop)
+        refused = refused_by_endpoint(responses)
+        if refused is not None:
+            raise RagexpInputError(f"the model endpoint refused all {len(responses)} calls: {refused}", field="generator.model")
         elapsed = time.perf_counter() - started
         generations = []
         for prompt, chunks, response in zip(prompts, shown, responses):
