@@ -21,7 +21,7 @@ from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import load_evalset
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.relevance import chunk_qrels
-from ragexp.evaluation.results import RunResults
+from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.metrics.judged import judged_at_k
 from ragexp.web.app import create_app
 from tests.helpers.tiny_dataset import TINY_DOCS, write_tiny_dataset
@@ -197,7 +197,8 @@ def test_from_run_queues_exactly_the_unjudged_units(tmp_path, monkeypatch):
     ranking.insert(0, [judged_first, 1000.0])
     ranking = list({cid: [cid, s] for cid, s in ranking}.values())
     results = RunResults(meta={"run_id": "r1", "context_k": 5}, aggregates={},
-                         per_query=[{"query_id": "a", "query": item.query, "ranking": ranking, "relevant": qrels}])
+                         per_query=[QueryResult.from_dict({"query_id": "a", "query": item.query, "ranking": ranking,
+                                                           "relevant": qrels})])
     k = 5
     expected = [cid for cid, _ in sorted(ranking, key=lambda r: -r[1])[:k] if cid not in qrels]
     assert unjudged_units(results, k) == {"a": expected} and len(expected) == k - 1

@@ -82,12 +82,12 @@ def test_units_queued_on_a_done_item_show_as_review_with_a_count_until_reviewed(
 def test_failures_of_a_retrieval_only_run_are_its_misses_and_the_report_says_why(tmp_path) -> None:
     from ragexp.annotation.from_run import queue_failures
     from ragexp.data import Chunk
-    from ragexp.evaluation.results import RunResults
+    from ragexp.evaluation.results import QueryResult, RunResults
 
     rows = [{"query_id": "hit", "query": "q hit", "ranking": [["d#chunk_0", 2.0], ["d#chunk_1", 1.0]], "relevant": {"d#chunk_0": 1}},
             {"query_id": "miss", "query": "q miss", "ranking": [["d#chunk_1", 2.0], ["d#chunk_2", 1.0], ["d#chunk_0", 0.5]],
              "relevant": {"d#chunk_0": 1}}]
-    results = RunResults(meta={"context_k": 2, "run_id": "r"}, aggregates={}, per_query=rows)
+    results = RunResults(meta={"context_k": 2, "run_id": "r"}, aggregates={}, per_query=[QueryResult.from_dict(row) for row in rows])
     chunks = {f"d#chunk_{i}": Chunk(id=f"d#chunk_{i}", doc_id="d", index=i, start=10 * i, end=10 * i + 10, text="x" * 10)
               for i in range(3)}
     session = Session(tmp_path / "e.jsonl")

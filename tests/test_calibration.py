@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from sklearn.metrics import cohen_kappa_score
@@ -12,7 +13,7 @@ from ragexp.cli import main
 from ragexp.data.datasets import DEMO_DIR
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.errors import RagexpInputError
-from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult, RunResults
 from ragexp.judging.calibration.labels import (
     LABELS,
     NOT_SUPPORTED,
@@ -113,7 +114,7 @@ def _results_with_claims() -> RunResults:
         ]},
         {"query_id": "q3", "metrics": {}},  # no generation for this query
     ]
-    return RunResults(meta={"run_id": "r"}, aggregates={}, per_query=per_query)
+    return RunResults(meta={"run_id": "r"}, aggregates={}, per_query=[QueryResult.from_dict(row) for row in per_query])
 
 
 @pytest.mark.slow  # a fresh MLflow sqlite store migrates its schema: tens of seconds on two cores
@@ -176,8 +177,7 @@ def test_judge_agreement_runs_the_lexical_judge_on_the_calibration_set(tmp_path,
 def test_judge_commands_reject_bad_input(tmp_path, capsys):
     assert main(["judge", "agreement", str(DEMO / "calibration.csv")]) == 2
     assert "pass --judge" in capsys.readouterr().err
-    empty = _results_with_claims()
-    empty.per_query = [{"query_id": "q", "metrics": {}}]
+    empty = replace(_results_with_claims(), per_query=[QueryResult(query_id="q")])
     path = empty.save(tmp_path / "results.json")
     assert main(["judge", "sample", str(path), "--out", str(tmp_path / "x.csv")]) == 2
     assert "no judged claims" in capsys.readouterr().err

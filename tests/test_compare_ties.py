@@ -10,7 +10,7 @@ from mlflow.tracking import MlflowClient
 
 from ragexp.cli import main
 from ragexp.comparison import vs_best
-from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult, RunResults
 from ragexp.tracking import store
 from ragexp.tracking.metric_names import split_for_mlflow
 
@@ -34,7 +34,7 @@ def results_for(hits: list[int], moved: int | None = None) -> RunResults:
                      "ranking": sorted(ranking, key=lambda r: -r[1]), "relevant": {"g": 1},
                      "metrics": {"hit_rate_at_5": float(hit), "mrr": (1 / rank) if hit else 0.0}})
     return RunResults(meta={"ks": [5], "context_k": 5, "evalset_fingerprint": "f" * 64}, aggregates={},
-                      per_query=rows)
+                      per_query=[QueryResult.from_dict(row) for row in rows])
 
 
 def log_run(client: MlflowClient, experiment_id: str, name: str, results: RunResults, tmp_path) -> str:
@@ -42,7 +42,7 @@ def log_run(client: MlflowClient, experiment_id: str, name: str, results: RunRes
             store.TAG_GOLD_LEVEL: "span"}
     run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
     rows = results.per_query
-    aggregates = {m: sum(r["metrics"][m] for r in rows) / len(rows) for m in ("hit_rate_at_5", "mrr")}
+    aggregates = {m: sum(r.metrics[m] for r in rows) / len(rows) for m in ("hit_rate_at_5", "mrr")}
     metrics, constants = split_for_mlflow({**aggregates, "n_queries": float(len(rows))}, {})
     store.log_batched(client, run_id, params={"chunking": "fixed", **constants}, metrics=metrics)
     client.log_artifact(run_id, str(results.save(tmp_path / name / ARTIFACT_NAME)))

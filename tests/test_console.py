@@ -1,11 +1,11 @@
 """Terminal summary: failed generator calls and judge verdicts are reported, not hidden in a metric."""
 
-from ragexp.evaluation.results import RunResults
+from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.jobs.console import call_failure_warnings, index_warnings
 
 
 def results(aggregates: dict, rows: list[dict]) -> RunResults:
-    return RunResults(meta={}, aggregates=aggregates, per_query=rows)
+    return RunResults(meta={}, aggregates=aggregates, per_query=[QueryResult.from_dict(row) for row in rows])
 
 
 def test_failed_generator_calls_are_reported_with_the_first_error():

@@ -67,7 +67,7 @@ def test_title_only_documents_are_indexed_and_fusion_ties_follow_corpus_order(tm
     cfg = compose_config(tmp_path, "retrieval=hybrid_rrf", "retrieval/tokenizer=plain", "eval.retrieve_k=5")
     result = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to_store=False)
     results = result.output.results
-    rows = {row["query_id"]: row for row in results.per_query}
+    rows = {row.query_id: row.to_dict() for row in results.per_query}
 
     # indexing: the title-only document is a chunk; the blank one is reported, not silently gone
     assert results.aggregates["n_chunks"] == 5 and results.aggregates["n_docs_not_indexed"] == 1
@@ -116,7 +116,7 @@ def test_blank_gold_query_counts_as_a_failure_like_trec_eval(tmp_path: Path) -> 
     cfg = compose_config(tmp_path, "retrieval=bm25", "retrieval/tokenizer=plain", "eval.retrieve_k=5")
     results = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to_store=False).output.results
     qrels = {item["id"]: {e["doc_id"]: 1 for e in item["evidence"]} for item in ITEMS}  # chunking=none: unit = doc#chunk_0
-    run = {row["query_id"]: {cid.split("#")[0]: score for cid, score in row["ranking"]} for row in results.per_query}
+    run = {row.query_id: {cid.split("#")[0]: score for cid, score in row.ranking} for row in results.per_query}
     truth = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "ndcg_cut.3", "recall.1"}).evaluate(run)
     assert len(truth) == 3 and truth["q-blank"]["recip_rank"] == 0.0
     for ours, theirs in (("mrr", "recip_rank"), ("ndcg_at_3", "ndcg_cut_3"), ("recall_at_1", "recall_1")):
@@ -157,7 +157,7 @@ def test_doc_metrics_score_the_runs_own_ranking_collapsed_to_documents(tmp_path:
         ])  # fmt: skip
     results = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to_store=False).output.results
     collapsed: dict[str, dict[str, float]] = {}
-    for row in results.per_query:
+    for row in (r.to_dict() for r in results.per_query):
         assert len(row["ranking"]) == 10 and "doc_ranking" not in row
         documents: list[str] = []
         for chunk_id, _score in row["ranking"]:  # already in trec order

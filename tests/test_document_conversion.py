@@ -274,8 +274,9 @@ def test_run_on_a_pdf_corpus_shows_pages_in_the_per_query_table(tmp_path: Path) 
     results = json.loads((tmp_path / "out" / "ragexp_results.json").read_text(encoding="utf-8"))
     rows = {row["query_id"]: row for row in results["per_query"]}
     assert rows["q1"]["gold_pages"] == ["warranty p. 1"] and rows["q2"]["gold_pages"] == ["portal p. 3"]
+    from ragexp.evaluation.results import QueryResult
     from ragexp.tracking.run_logger import _with_page
 
     top = rows["q2"]["ranking"][0][0]
-    assert _with_page(top, rows["q2"]).endswith(f"({rows['q2']['pages'][top]})")
+    assert _with_page(top, QueryResult.from_dict(rows["q2"])).endswith(f"({rows['q2']['pages'][top]})")
     assert results["meta"]["corpus_conversion"]["converted"] == {"pdf": 2}

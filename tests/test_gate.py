@@ -14,14 +14,14 @@ import pytest
 from ragexp.commands.gate import render_json, render_markdown, render_text
 from ragexp.comparison.gate import GateSpec, first_relevant_rank, holm, run_gate
 from ragexp.errors import RagexpInputError
-from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult, RunResults
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 N = 120
 GOLD_TOP_RANK = 1
 
 
-def query_row(index: int, gold_rank: int | None, extra: dict | None = None) -> dict:
+def query_row(index: int, gold_rank: int | None, extra: dict | None = None) -> QueryResult:
     """One query whose single gold chunk sits at ``gold_rank`` (``None``: not in the top 10)."""
     gold = f"doc_{index}#chunk_0"
     ranking = [[f"other_{index}_{r}#chunk_0", 10.0 - r] for r in range(10)]
@@ -35,14 +35,14 @@ def query_row(index: int, gold_rank: int | None, extra: dict | None = None) -> d
         "ndcg_at_10": 1.0 / math.log2(gold_rank + 1) if gold_rank else 0.0,
         **(extra or {}),
     }
-    return {"query_id": f"q{index:03d}", "tags": ["factoid"], "metrics": metrics, "ranking": ranking,
-            "relevant": {gold: 1}}
+    return QueryResult.from_dict({"query_id": f"q{index:03d}", "tags": ["factoid"], "metrics": metrics, "ranking": ranking,
+                                  "relevant": {gold: 1}})
 
 
 def make_run(gold_ranks: list[int | None], fingerprint: str = "evalset-A", extra: dict[int, dict] | None = None) -> RunResults:
     rows = [query_row(i, rank, (extra or {}).get(i)) for i, rank in enumerate(gold_ranks)]
-    metric_names = rows[0]["metrics"].keys()
-    aggregates = {m: sum(r["metrics"][m] for r in rows) / len(rows) for m in metric_names}
+    metric_names = rows[0].metrics.keys()
+    aggregates = {m: sum(r.metrics[m] for r in rows) / len(rows) for m in metric_names}
     meta = {"run_id": None, "run_name": "test", "evalset_fingerprint": fingerprint, "corpus_fingerprint": "corpus-1",
             "n_queries": len(rows)}
     return RunResults(meta=meta, aggregates=aggregates, per_query=rows)
@@ -182,7 +182,7 @@ def test_fingerprint_mismatch_is_refused_naming_both_unless_forced():
 def test_pairs_by_query_id_and_counts_unpaired():
     baseline = make_run(ranks_with_losses(N, 0))
     candidate = make_run(ranks_with_losses(N, 0))
-    candidate.per_query = list(reversed(candidate.per_query[10:])) + [query_row(900, 1), query_row(901, 1)]
+    candidate = replace(candidate, per_query=list(reversed(candidate.per_query[10:])) + [query_row(900, 1), query_row(901, 1)])
     report = run_gate(baseline, candidate)
     assert (report.n_paired, report.baseline_only, report.candidate_only) == (110, 10, 2)
     assert report.status == "pass" and report.metrics[0].n == 110
@@ -203,7 +203,7 @@ def test_metric_in_one_run_only_is_an_error_and_in_neither_is_skipped():
 def test_nan_per_query_value_is_a_data_error():
     run = make_run(ranks_with_losses(N, 0))
     broken = make_run(ranks_with_losses(N, 0))
-    broken.per_query[3]["metrics"]["mrr"] = float("nan")
+    broken.per_query[3].metrics["mrr"] = float("nan")
     with pytest.raises(RagexpInputError, match="'mrr' has NaN"):
         run_gate(run, broken)
 
@@ -242,11 +242,11 @@ def test_gold_lost_uses_each_runs_context_k_unless_the_spec_fixes_k():
     ranks = [4] * 10 + [1] * (N - 10)
     baseline, candidate = make_run(ranks), make_run(ranks)
     for row in candidate.per_query[:10]:
-        row["metrics"]["context_hit_rate"] = 0.0
+        row.metrics["context_hit_rate"] = 0.0
     for row in baseline.per_query:
-        row["metrics"]["context_hit_rate"] = 1.0
+        row.metrics["context_hit_rate"] = 1.0
     for row in candidate.per_query[10:]:
-        row["metrics"]["context_hit_rate"] = 1.0
+        row.metrics["context_hit_rate"] = 1.0
     baseline.meta["context_k"], candidate.meta["context_k"] = 5, 3
     report = run_gate(baseline, candidate, metrics=["context_hit_rate"])
     assert report.gold_ks == (5, 3)
@@ -260,10 +260,10 @@ def test_gold_lost_uses_each_runs_context_k_unless_the_spec_fixes_k():
 
 
 def test_first_relevant_rank_reads_trec_order_and_ignores_zero_grades():
-    row = {"ranking": [["a", 3.0], ["b", 2.0], ["c", 1.0]], "relevant": {"a": 0, "c": 2}}
+    row = QueryResult("q", ranking=(("a", 3.0), ("b", 2.0), ("c", 1.0)), relevant={"a": 0, "c": 2})
     assert first_relevant_rank(row) == 3
-    assert first_relevant_rank({"ranking": [["a", 1.0]], "relevant": {}}) is None
-    unsorted_with_tie = {"ranking": [["x", 1.0], ["a", 2.0], ["b", 2.0]], "relevant": {"a": 1}}
+    assert first_relevant_rank(QueryResult("q", ranking=(("a", 1.0),), relevant={})) is None
+    unsorted_with_tie = QueryResult("q", ranking=(("x", 1.0), ("a", 2.0), ("b", 2.0)), relevant={"a": 1})
     assert first_relevant_rank(unsorted_with_tie) == 2
 
 

@@ -87,7 +87,7 @@ def test_rounds_of_batches_give_the_records_of_one_call_per_question(demo_run, t
     assert n == 148 and batching.batches == [ROUND] * (n // ROUND) + [n % ROUND]
     assert len(judge.batches) == len(batching.batches) and max(judge.batches) <= ROUND
     keys = ("answer", "failure_class", "claims", "metrics")
-    assert [{k: r.get(k) for k in keys} for r in batched.per_query] == [{k: r.get(k) for k in keys} for r in single.per_query]
+    assert [{k: getattr(r, k) for k in keys} for r in batched.per_query] == [{k: getattr(r, k) for k in keys} for r in single.per_query]
     timing = {"gen.generate_wall_s", "gen.judge_wall_s", "gen.latency_s"}
     assert {k: v for k, v in batched.aggregates.items() if k not in timing} == {
         k: v for k, v in single.aggregates.items() if k not in timing

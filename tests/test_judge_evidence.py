@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ragexp.data.context import format_context, passage_spans
 from ragexp.data.model import Chunk
+from ragexp.evaluation.results import QueryResult
 from ragexp.judging.evidence import document_sentence_spans, document_text
 from ragexp.judging.judges import EmbeddingJudge, LexicalJudge, LLMJudge, LocalLikelihoodJudge
 from ragexp.judging.review.sample import EVIDENCE_BY_OVERLAP, review_claims
@@ -120,7 +121,7 @@ def test_review_page_highlights_document_text_only() -> None:
                          "raw": "", "evidence": on_label},
                         {"claim": "Resetting the network: hold the button.", "supported": True, "score": None,
                          "raw": "yes", "evidence": None}]}]
-    claims = review_claims(rows)
+    claims = review_claims([QueryResult.from_dict(row) for row in rows])
     for claim in claims:
         assert claim.evidence_by == EVIDENCE_BY_OVERLAP
         assert CONTEXT[slice(*claim.evidence)] == "Hold the button on the back for ten seconds."

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
+from ragexp.evaluation.results import QueryResult
 from ragexp.judging.calibration.kappa_interval import kappa_interval
 from ragexp.judging.calibration.labels import (
     COLUMNS,
@@ -125,7 +126,7 @@ def test_lexical_verdict_points_at_the_sentence_sharing_most_words() -> None:
     assert missing.evidence is None and missing.supported is False
 
 
-def per_query_rows() -> list[dict]:
+def per_query_rows() -> list[QueryResult]:
     """Two queries, five claims: verdicts as a run stores them (one without a stored span)."""
     judge = LexicalJudge()
     rows = []
@@ -138,7 +139,7 @@ def per_query_rows() -> list[dict]:
     nothing = judge.judge_claims(["The CEO likes blue."], "")  # nothing retrieved: not drawn
     rows.append({"query_id": "q3", "query": "question q3", "answer": "The CEO likes blue.", "judge_context": "",
                  "claims": [v.to_dict() for v in nothing]})
-    return rows
+    return [QueryResult.from_dict(row) for row in rows]
 
 
 def test_review_claims_carry_the_judges_span_or_the_closest_sentence() -> None:

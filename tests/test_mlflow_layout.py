@@ -111,7 +111,7 @@ def test_sweep_runs_are_named_tagged_timed_and_summarised(tiny_dataset, tmp_path
         assert list(loaded.columns)[:len(columns)] == columns and len(loaded) == len(table["data"])
         assert columns[:6] == ["query_id", "outcome", "query", "tags", "failure_class", "first_relevant_rank"]
         assert {"hit@1", "hit@5", "rr", "ndcg@5", "top_3", "gold_ids"} <= set(columns)
-        for record, row in zip(table["data"], results.per_query):
+        for record, row in zip(table["data"], (r.to_dict() for r in results.per_query)):
             cell = dict(zip(columns, record))
             assert all(not isinstance(v, (list, dict)) for v in cell.values())  # flat: nothing to parse
             assert cell["query_id"] == row["query_id"]

@@ -53,7 +53,7 @@ def test_a_run_logs_each_source_mean_and_compare_splits_and_notes_it(tiny_datase
     assert "WARNING: the eval set mixes drafted and other questions (2 draft, 2 hand, 3 log)" in proc.stdout
     client, _, (run,) = job_runs(db)
     results = RunResults.load(client.download_artifacts(run.info.run_id, "ragexp_results.json", str(tmp_path)))
-    rows = {row["query_id"]: row for row in results.per_query}
+    rows = {row.query_id: row.to_dict() for row in results.per_query}
     logged = results_view(run.data.metrics, run.data.params)
     for source in ("log", "draft", "hand"):
         ids = [qid for qid, s in sources.items() if s == source and rows[qid]["relevant"]]  # t7 has no gold

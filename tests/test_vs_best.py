@@ -12,7 +12,7 @@ from scipy.stats import permutation_test
 
 from ragexp.comparison import per_query_diff as pqd
 from ragexp.comparison import vs_best
-from ragexp.evaluation.results import RunResults
+from ragexp.evaluation.results import QueryResult, RunResults
 
 N = 14
 BEST = [1] * 13 + [0]
@@ -85,7 +85,7 @@ def results(rows, context_k=1) -> RunResults:
         hit = float(any(unit in relevant for unit in ranking[:2]))
         per_query.append({"query_id": query_id, "query": f"question {query_id}", "tags": tags, "ranking": scored,
                           "relevant": {unit: 1 for unit in relevant}, "metrics": {"hit_rate_at_2": hit}})
-    return RunResults(meta={"context_k": context_k}, aggregates={}, per_query=per_query)
+    return RunResults(meta={"context_k": context_k}, aggregates={}, per_query=[QueryResult.from_dict(r) for r in per_query])
 
 
 def test_per_query_diff_against_a_hand_computation():

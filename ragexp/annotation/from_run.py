@@ -11,7 +11,7 @@ exists (the corpus changed since the run) is counted, not guessed.
 question already in the eval set is reopened for review with those units; a question the eval set
 does not hold yet (a run on production questions) is queued as a new item with ``source: failure``.
 A retrieval-only run has no generation, so no hallucination: its retrieval failures (no relevant
-unit among the top ``context_k``, :func:`~ragexp.evaluation.results.failure_class`) are queued and
+unit among the top ``context_k``, :meth:`~ragexp.evaluation.results.QueryResult.outcome_class`) are queued and
 the report says that hallucinations need a run with a generator.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ragexp.annotation.session import Session
 from ragexp.data import Chunk
-from ragexp.evaluation.results import RunResults, failure_class
+from ragexp.evaluation.results import RunResults
 from ragexp.judging.failure import FailureClass
 from ragexp.metrics.ranking import trec_order
 
@@ -50,28 +50,27 @@ def unjudged_units(results: RunResults, k: int) -> dict[str, list[str]]:
     """``{query id: [unit id, ...]}`` of top-``k`` units without a grade in the run's qrels."""
     out = {}
     for row in results.per_query:
-        judged = row.get("relevant") or {}
-        units = [unit for unit, _ in trec_order([tuple(pair) for pair in row.get("ranking", [])])[:k] if unit not in judged]
+        units = [unit for unit, _ in trec_order(row.ranking)[:k] if unit not in row.relevant]
         if units:
-            out[row["query_id"]] = units
+            out[row.query_id] = units
     return out
 
 
 def generated(results: RunResults) -> bool:
     """Whether the run generated answers (its rows carry a generation failure class)."""
-    return any(row.get("failure_class") for row in results.per_query)
+    return any(row.failure_class for row in results.per_query)
 
 
 def failed_queries(results: RunResults) -> dict[str, str]:
     """``{query id: failure class}`` of the retrieval failures and hallucinations (module docstring)."""
     depth = int(results.meta.get("context_k") or 5)
-    classes = {row["query_id"]: failure_class(row, depth) for row in results.per_query}
+    classes = {row.query_id: row.outcome_class(depth) for row in results.per_query}
     return {qid: cls for qid, cls in classes.items() if cls in FAILURE_CLASSES}
 
 
 def _queue(session: Session, results: RunResults, wanted: dict[str, list[str]], reasons: dict[str, str],
            chunks: dict[str, Chunk], new_source: str, report: QueueReport) -> None:
-    rows = {row["query_id"]: row for row in results.per_query}
+    rows = {row.query_id: row for row in results.per_query}
     with session.lock:  # held until saved: another server on the file waits
         session.reload_if_changed()
         for qid, unit_ids in wanted.items():
@@ -84,8 +83,8 @@ def _queue(session: Session, results: RunResults, wanted: dict[str, list[str]], 
                 units.append({"unit_id": unit_id, "doc_id": chunk.doc_id, "start": chunk.start, "end": chunk.end})
             if session.entry(qid) is None:
                 row = rows[qid]
-                source = new_source or row.get("source") or "hand"
-                report.new_items += session.queue([{"id": qid, "query": row["query"], "source": source}], "run") or 0
+                source = new_source or row.source or "hand"
+                report.new_items += session.queue([{"id": qid, "query": row.query, "source": source}], "run") or 0
             if session.attach_review(qid, units, reasons[qid]):
                 report.queries += 1
                 report.units += len(units)
@@ -104,8 +103,8 @@ def queue_failures(session: Session, results: RunResults, chunks: dict[str, Chun
     report = QueueReport()
     classes = failed_queries(results)
     depth = int(results.meta.get("context_k") or 5)
-    rows = {row["query_id"]: row for row in results.per_query}
-    wanted = {qid: [unit for unit, _ in trec_order([tuple(p) for p in rows[qid].get("ranking", [])])[:depth]] for qid in classes}
+    rows = {row.query_id: row for row in results.per_query}
+    wanted = {qid: [unit for unit, _ in trec_order(rows[qid].ranking)[:depth]] for qid in classes}
     _queue(session, results, wanted, classes, chunks, "failure", report)
     if not generated(results):
         report.note = (f"the run is retrieval-only, so these are its retrieval failures (no relevant unit in the top "

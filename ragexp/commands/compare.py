@@ -121,10 +121,6 @@ def _results(client, run) -> RunResults | None:
             return None
 
 
-def _per_query_values(results: RunResults, metric: str) -> dict[str, float]:
-    return {row["query_id"]: row["metrics"][metric] for row in results.per_query if metric in row.get("metrics", {})}
-
-
 def tie_marks(names: list[str], results: dict[str, RunResults], metrics: list[str], unranked: set[str]
               ) -> tuple[dict[str, set[str]], str | None]:
     """``({metric: runs tied with the best}, noise line)`` over the runs with results files; the
@@ -135,7 +131,7 @@ def tie_marks(names: list[str], results: dict[str, RunResults], metrics: list[st
         if metric in unranked:
             continue
         per_query = {name: values for name in names if name in results
-                     and (values := _per_query_values(results[name], metric))}
+                     and (values := results[name].metric_values(metric))}
         if len(per_query) < 2:
             continue
         standing = vs_best.classify(per_query, lower_is_better=lower_is_better(metric))
@@ -231,7 +227,7 @@ def _per_query(client, args) -> int:
     diff = per_query_diff(a, b, k, a_label=labels[0], b_label=labels[1])
     print(format_text(diff))
     metric = f"hit_rate_at_{k}"
-    values = [_per_query_values(x, metric) for x in (a, b)]
+    values = [x.metric_values(metric) for x in (a, b)]
     queries = sorted(values[0].keys() & values[1].keys())
     if queries:
         base = [values[0][q] for q in queries]

@@ -40,12 +40,10 @@ def run(args: argparse.Namespace) -> int:
     results = load_results(args.run_id, args.tracking_uri)
     run_lines, qrels_lines = [], []
     for row_index, row in enumerate(results.per_query):
-        qid = row["query_id"]
-        ranking = [(cid, float(score)) for cid, score in row["ranking"]]
-        relevant = row["relevant"]
+        qid, ranking, relevant = row.query_id, list(row.ranking), row.relevant
         if args.level == "doc":  # the run's own chunk ranking collapsed to documents, as doc_* metrics are
             ranking = doc_level(ranking)
-            relevant = row.get("doc_relevant", {})
+            relevant = row.doc_relevant
         for field, value in (("query_id", qid), *(("ranking", unit) for unit, _ in ranking), *(("relevant", unit) for unit in relevant)):
             _check_trec_id(str(value), f"per_query[{row_index}].{field}", args.run_id)
         for rank, (unit, score) in enumerate(ranking, start=1):

@@ -31,7 +31,7 @@ import yaml
 
 from ragexp.comparison import stats
 from ragexp.errors import RagexpInputError
-from ragexp.evaluation.results import RunResults
+from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.metrics import RELEVANCE_LEVEL
 from ragexp.metrics.ranking import trec_order
 
@@ -319,19 +319,12 @@ class GateReport:
         return EXIT_CODES[self.status]
 
 
-def _present_metrics(results: RunResults) -> set[str]:
-    return {name for row in results.per_query for name in row.get("metrics", {})}
-
-
-def _rows_by_id(results: RunResults, label: str) -> dict[str, dict]:
-    rows: dict[str, dict] = {}
+def _rows_by_id(results: RunResults, label: str) -> dict[str, QueryResult]:
+    rows: dict[str, QueryResult] = {}
     for row in results.per_query:
-        query_id = row.get("query_id")
-        if query_id is None:
-            raise RagexpInputError(f"{label} results have a per-query row without 'query_id'", field="query_id")
-        if query_id in rows:
-            raise RagexpInputError(f"{label} results list query {query_id!r} twice", field="query_id")
-        rows[query_id] = row
+        if row.query_id in rows:
+            raise RagexpInputError(f"{label} results list query {row.query_id!r} twice", field="query_id")
+        rows[row.query_id] = row
     return rows
 
 
@@ -354,14 +347,14 @@ def check_fingerprints(baseline: RunResults, candidate: RunResults, force: bool)
     return notes
 
 
-def first_relevant_rank(row: Mapping) -> int | None:
-    """1-based rank of the first relevant unit (grade >= 1) of ``row['ranking']``, else ``None``.
+def first_relevant_rank(row: QueryResult) -> int | None:
+    """1-based rank of the first relevant unit (grade >= 1) of ``row.ranking``, else ``None``.
 
     The ranking is read in trec_eval order (score descending, ties by id descending), the order
     the retrieval metrics were computed in.
     """
-    relevant = {unit for unit, grade in row.get("relevant", {}).items() if grade >= RELEVANCE_LEVEL}
-    ranking = trec_order((unit, score) for unit, score in row.get("ranking", []))
+    relevant = {unit for unit, grade in row.relevant.items() if grade >= RELEVANCE_LEVEL}
+    ranking = trec_order(row.ranking)
     return next((rank for rank, (unit, _score) in enumerate(ranking, 1) if unit in relevant), None)
 
 
@@ -396,7 +389,7 @@ def compare_metric(rule: MetricRule, base: np.ndarray, cand: np.ndarray, spec: G
 
 
 def query_regressions(
-    base_rows: Mapping[str, dict], cand_rows: Mapping[str, dict], common: Sequence[str],
+    base_rows: Mapping[str, QueryResult], cand_rows: Mapping[str, QueryResult], common: Sequence[str],
     rules: Sequence[MetricRule], gold_ks: tuple[int, int],
 ) -> list[QueryRegression]:
     """Queries that got worse, worst first: gold lost (in the baseline's top ``gold_ks[0]``, not in the
@@ -407,14 +400,14 @@ def query_regressions(
         base, cand = base_rows[query_id], cand_rows[query_id]
         drops = {}
         for rule in rules:
-            b, c = base.get("metrics", {}).get(rule.metric), cand.get("metrics", {}).get(rule.metric)
+            b, c = base.metrics.get(rule.metric), cand.metrics.get(rule.metric)
             if b is not None and c is not None:
                 worse_by = (b - c) if rule.direction == "higher" else (c - b)
                 if worse_by > _SLACK:
                     drops[rule.metric] = worse_by
         base_rank, cand_rank = first_relevant_rank(base), first_relevant_rank(cand)
         gold_lost = base_rank is not None and base_rank <= base_k and (cand_rank is None or cand_rank > cand_k)
-        regression = QueryRegression(query_id, list(cand.get("tags", base.get("tags", []))), gold_lost,
+        regression = QueryRegression(query_id, list(cand.tags or base.tags), gold_lost,
                                      base_rank, cand_rank, drops)
         if drops or regression.rank_dropped:
             found.append(regression)
@@ -446,7 +439,7 @@ def run_gate(
     if not common:
         raise RagexpInputError(f"{baseline_label} and {candidate_label} share no query ids", field="query_id")
 
-    in_base, in_cand = _present_metrics(baseline), _present_metrics(candidate)
+    in_base, in_cand = baseline.metric_names(), candidate.metric_names()
     compared_rules, verdicts = [], []
     for rule in spec.rules:
         if rule.metric not in in_base and rule.metric not in in_cand:
@@ -461,9 +454,9 @@ def run_gate(
                 "(--metrics or the spec)", field="metrics",
             )
         pairs = [
-            (base_rows[q]["metrics"][rule.metric], cand_rows[q]["metrics"][rule.metric])
+            (base_rows[q].metrics[rule.metric], cand_rows[q].metrics[rule.metric])
             for q in common
-            if rule.metric in base_rows[q].get("metrics", {}) and rule.metric in cand_rows[q].get("metrics", {})
+            if rule.metric in base_rows[q].metrics and rule.metric in cand_rows[q].metrics
         ]
         values = np.asarray(pairs, dtype=np.float64).reshape(-1, 2)
         if not np.all(np.isfinite(values)):

@@ -20,7 +20,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from ragexp.comparison.gate import first_relevant_rank
-from ragexp.evaluation.results import RunResults, failure_class
+from ragexp.evaluation.results import RunResults
 
 A_ONLY, B_ONLY, RANK_MOVED = "A hits, B misses", "B hits, A misses", "rank moved"
 KINDS = (A_ONLY, B_ONLY, RANK_MOVED)
@@ -63,13 +63,13 @@ def _move(split: QuerySplit) -> float:
 def per_query_diff(a: RunResults, b: RunResults, k: int, a_label: str = "A", b_label: str = "B") -> PerQueryDiff:
     """The queries A and B split on at ``k`` (module docstring)."""
     metric = f"hit_rate_at_{k}"
-    a_rows = {row["query_id"]: row for row in a.per_query if metric in row.get("metrics", {})}
-    b_rows = {row["query_id"]: row for row in b.per_query if metric in row.get("metrics", {})}
+    a_rows = {row.query_id: row for row in a.per_query if metric in row.metrics}
+    b_rows = {row.query_id: row for row in b.per_query if metric in row.metrics}
     a_k, b_k = int(a.meta.get("context_k", k)), int(b.meta.get("context_k", k))
     splits = []
     for query_id in sorted(a_rows.keys() & b_rows.keys()):
         ra, rb = a_rows[query_id], b_rows[query_id]
-        hit_a, hit_b = ra["metrics"][metric] >= 1, rb["metrics"][metric] >= 1
+        hit_a, hit_b = ra.metrics[metric] >= 1, rb.metrics[metric] >= 1
         rank_a, rank_b = first_relevant_rank(ra), first_relevant_rank(rb)
         if hit_a != hit_b:
             kind = A_ONLY if hit_a else B_ONLY
@@ -77,8 +77,8 @@ def per_query_diff(a: RunResults, b: RunResults, k: int, a_label: str = "A", b_l
             kind = RANK_MOVED
         else:
             continue
-        splits.append(QuerySplit(query_id, ra.get("query", ""), list(ra.get("tags", [])), kind, rank_a, rank_b,
-                                 failure_class(ra, a_k), failure_class(rb, b_k)))
+        splits.append(QuerySplit(query_id, ra.query, list(ra.tags), kind, rank_a, rank_b,
+                                 ra.outcome_class(a_k), rb.outcome_class(b_k)))
     splits.sort(key=lambda s: (KINDS.index(s.kind), -_move(s), s.query_id))
     return PerQueryDiff(a_label, b_label, k, len(a_rows.keys() & b_rows.keys()), splits)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -31,6 +32,7 @@ from ragexp.data.context import format_context
 from ragexp.evaluation.generation_speed import speed_metrics
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
+from ragexp.evaluation.results import QueryResult
 from ragexp.judging.answer_relevance import (
     AnswerRelevanceResult,
     aggregate_answer_relevance,
@@ -103,9 +105,10 @@ def _faithfulness_from(record: dict, context: str) -> FaithfulnessResult:
 
 
 def generation_step(
-    cfg: DictConfig, data: PreparedData, pipeline: Pipeline, per_query: Sequence[dict], cache: StageCache
-) -> dict[str, float]:
-    """Generate, judge and classify every item; fills each per-query row, returns aggregates.
+    cfg: DictConfig, data: PreparedData, pipeline: Pipeline, per_query: Sequence[QueryResult], cache: StageCache
+) -> tuple[dict[str, float], list[QueryResult]]:
+    """Generate, judge and classify every item: the aggregates, and each retrieval-only
+    per-query record completed with its answer, verdicts, scores and failure class.
     Uses the pipeline's generator, its judge (or none) and its relevance encoder."""
     from tqdm import tqdm
 
@@ -118,13 +121,13 @@ def generation_step(
     encode = pipeline.encoder.encode_queries if pipeline.encoder is not None else None
     thresholds = FailureThresholds(**OmegaConf.to_container(cfg.eval.failure))
     chunks_by_id = data.chunks_by_id
-    faith_results, relevance_results, classes, generations = [], [], [], []
+    faith_results, relevance_results, classes, generations, rows = [], [], [], [], []
     generate_s = judge_s = 0.0
     items = data.evalset.items
     with tqdm(total=len(items), desc="generate+judge", unit="q", disable=not cfg.progress) as bar:
         for start in range(0, len(items), ROUND):
             round_items, round_rows = items[start : start + ROUND], per_query[start : start + ROUND]
-            contexts = [[chunks_by_id[cid] for cid, _ in row["ranking"][: cfg.eval.context_k]] for row in round_rows]
+            contexts = [[chunks_by_id[cid] for cid in row.top_ids(cfg.eval.context_k)] for row in round_rows]
             t0 = time.perf_counter()
             round_generations = _generate_all(generator, [(item.query, ctx) for item, ctx in zip(round_items, contexts)])
             generate_s += time.perf_counter() - t0
@@ -139,9 +142,7 @@ def generation_step(
             judge_s += time.perf_counter() - t0
             record_of = dict(zip(judged, records))
             for i, (item, row, generation) in enumerate(zip(round_items, round_rows, round_generations)):
-                row["answer"] = generation.answer
-                if generation.error:
-                    row["generation_error"] = generation.error
+                fields: dict[str, Any] = {"answer": generation.answer, "generation_error": generation.error or None}
                 # A failed call has no answer: no correctness, judging or refusal is read into it.
                 scores = {} if generation.error else correctness_metrics(generation.answer, item.reference_answers, item.key_facts)
                 faith = None
@@ -150,9 +151,9 @@ def generation_step(
                     relevance = AnswerRelevanceResult(**record_of[i]["relevance"])
                     faith_results.append(faith)
                     relevance_results.append(relevance)
-                    row.update(faith.to_record())
+                    fields.update(faith.to_record(), claims=tuple(faith.verdicts))  # the verdicts typed
                     if relevance.generated_question:
-                        row["generated_question"] = relevance.generated_question
+                        fields["generated_question"] = relevance.generated_question
                     if faith.score is not None:
                         scores["faithfulness"] = faith.score
                     if relevance.score is not None:
@@ -161,7 +162,7 @@ def generation_step(
                 failure = classify(
                     answerable=item.answerable,
                     refused=bool(scores.get("refused")),
-                    gold_in_context=gold_in_context(context_ids, row["relevant"]),
+                    gold_in_context=gold_in_context(context_ids, row.relevant),
                     f1=scores.get("f1"),
                     key_fact_recall=scores.get("key_fact_recall"),
                     faithfulness=faith.score if faith is not None else None,
@@ -169,14 +170,13 @@ def generation_step(
                     generation_failed=bool(generation.error),
                 )
                 classes.append(failure)
-                row["failure_class"] = failure.value
-                row["metrics"].update(scores)
+                rows.append(replace(row, **fields, failure_class=failure.value, metrics={**row.metrics, **scores}))
             bar.update(len(round_items))
 
-    answerable_rows = [r for r, item in zip(per_query, items) if item.answerable]
+    answerable_rows = [r for r, item in zip(rows, items) if item.answerable]
     aggregates: dict[str, float] = {}
     for name in ("exact_match", "f1", "key_fact_recall"):
-        values = [r["metrics"][name] for r in answerable_rows if name in r["metrics"]]
+        values = [r.metrics[name] for r in answerable_rows if name in r.metrics]
         if values:
             aggregates[name] = sum(values) / len(values)
     unanswerable = [c for c in classes if c in (FailureClass.UNANSWERABLE_OK, FailureClass.HALLUCINATED)]
@@ -200,8 +200,8 @@ def generation_step(
     if threads is not None:
         aggregates["gen.threads"] = float(threads)
     generation_metrics = {
-        row["query_id"]: {k: v for k, v in row["metrics"].items() if k in GENERATION_METRICS} for row in per_query
+        row.query_id: {k: v for k, v in row.metrics.items() if k in GENERATION_METRICS} for row in rows
     }
     aggregates.update(per_tag_means(generation_metrics, {item.id: item.tags for item in items}))
     aggregates.update(per_source_means(generation_metrics, items))
-    return aggregates
+    return aggregates, rows

@@ -23,7 +23,7 @@ from ragexp.comparison.stats import bootstrap_cis
 from ragexp.evaluation.generation_step import generation_step
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
-from ragexp.evaluation.results import RunResults
+from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.evaluation.retrieval_step import retrieval_step
 from ragexp.judging.calibration.record import judge_run_record
 from ragexp.metrics.evaluate import evaluate_run
@@ -134,26 +134,26 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     for item, ranking in zip(items, rankings):
         metrics = {**chunk_eval.per_query.get(item.id, {}), **doc_eval.per_query.get(item.id, {}),
                    **judged_per_query.get(item.id, {})}
-        row = {
-            "query_id": item.id,
-            "query": item.query,
-            "tags": list(item.tags),
-            **({"source": item.source} if item.source is not None else {}),
-            "answerable": item.answerable,
-            "ranking": [[cid, score] for cid, score in ranking],
-            "relevant": data.chunk_qrels.get(item.id, {}),
-            "doc_relevant": data.doc_qrels.get(item.id, {}),
-            "first_relevant_rank": chunk_eval.first_relevant_rank.get(item.id),
-            "metrics": metrics,
-        }
-        if pages is not None:
-            row["pages"] = pages.of_chunks([cid for cid, _ in ranking[: max(ks)]])
-            row["gold_pages"] = pages.of_evidence(item.evidence)
-        per_query.append(row)
+        paged = pages is not None
+        per_query.append(QueryResult(
+            query_id=item.id,
+            query=item.query,
+            tags=tuple(item.tags),
+            source=item.source,
+            answerable=item.answerable,
+            ranking=tuple((cid, float(score)) for cid, score in ranking),
+            relevant=data.chunk_qrels.get(item.id, {}),
+            doc_relevant=data.doc_qrels.get(item.id, {}),
+            first_relevant_rank=chunk_eval.first_relevant_rank.get(item.id),
+            metrics=metrics,
+            pages=pages.of_chunks([cid for cid, _ in ranking[: max(ks)]]) if paged else None,
+            gold_pages=tuple(pages.of_evidence(item.evidence)) if paged else None,
+        ))
 
     if generator is not None:
         t0 = time.perf_counter()
-        aggregates.update(generation_step(cfg, data, pipeline, per_query, cache))
+        generation_aggregates, per_query = generation_step(cfg, data, pipeline, per_query, cache)
+        aggregates.update(generation_aggregates)
         timings["generation_s"] = time.perf_counter() - t0
 
     output_hash = config_hash(cfg, data)

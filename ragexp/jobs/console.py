@@ -50,7 +50,7 @@ def call_failure_warnings(results) -> list[str]:
     lines = []
     errors = int(agg.get("generation_errors", 0))
     if errors:
-        first = next((r["generation_error"] for r in rows if r.get("generation_error")), "")
+        first = next((r.generation_error for r in rows if r.generation_error), "")
         lines.append(f"WARNING: {errors} of {len(rows)} generator calls failed (first: {first[:200]}); "
                      "their answers are empty and they are left out of faithfulness and answer relevance")
     failures = int(agg.get("judge_failures", 0))

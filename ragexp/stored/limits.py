@@ -130,27 +130,36 @@ def _bracket_depth(text: str) -> int:
 
 
 def parse_json(text: str, *, source: str | os.PathLike[str] | None = None, line: int | None = None,
-               max_depth: int = MAX_DEPTH) -> Any:
-    """``text`` as JSON within the module's bounds; errors name ``source`` and ``line``."""
+               max_depth: int = MAX_DEPTH, allow_nan: bool = False) -> Any:
+    """``text`` as JSON within the module's bounds; errors name ``source`` and ``line``.
+    ``allow_nan`` admits ``NaN`` (a format that stores an undefined mean as NaN, the results file),
+    never ``Infinity``."""
     if _bracket_depth(text) > max_depth:
         raise RagexpInputError(f"nested more than {max_depth} levels deep", file=source, line=line)
     try:
-        value = json.loads(text, object_pairs_hook=_unique_keys, parse_int=_bounded_int, parse_constant=_no_constant)
+        value = json.loads(text, object_pairs_hook=_unique_keys, parse_int=_bounded_int,
+                           parse_constant=_nan_or_refused if allow_nan else _no_constant)
     except _Refused as err:
         raise RagexpInputError(err.message, file=source, line=line, field=err.field) from None
     except json.JSONDecodeError as err:
         where = line if line is not None else err.lineno
         raise RagexpInputError(f"malformed JSON at column {err.colno}: {err.msg}", file=source, line=where) from None
-    _check_numbers(value, source, line)
+    _check_numbers(value, source, line, allow_nan=allow_nan)
     return value
 
 
-def _check_numbers(value: Any, source: str | os.PathLike[str] | None, line: int | None) -> None:
-    """Every number finite and within a float's range (a huge integer overflows later, far from the file)."""
+def _nan_or_refused(name: str) -> float:
+    return math.nan if name == "NaN" else _no_constant(name)
+
+
+def _check_numbers(value: Any, source: str | os.PathLike[str] | None, line: int | None, *,
+                   allow_nan: bool = False) -> None:
+    """Every number finite (or NaN, when allowed) and within a float's range (a huge integer
+    overflows later, far from the file)."""
     stack = [value]
     while stack:
         node = stack.pop()
-        if (isinstance(node, float) and not math.isfinite(node)) or (
+        if (isinstance(node, float) and not math.isfinite(node) and not (allow_nan and math.isnan(node))) or (
                 isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_ABS_INT):
             raise RagexpInputError("a number is out of range (beyond a float's range)", file=source, line=line)
         if isinstance(node, dict):

@@ -36,7 +36,7 @@ from ragexp.chunking import make_chunker
 from ragexp.config.schema import chunker_options
 from ragexp.data import EvalSet
 from ragexp.evaluation.checks import PIPELINE_GROUPS
-from ragexp.evaluation.results import ARTIFACT_NAME, failure_class
+from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult
 from ragexp.evaluation.runner import RunOutput, semantic_config
 from ragexp.models.device import devices_tag
 from ragexp.runtime import interrupt
@@ -88,24 +88,26 @@ TOP_IDS = 3
 #: Generation columns of the per-query table, when the run has a generator (scalars and text).
 GENERATION_COLUMNS = ("answer", "faithfulness", "answer_relevance", "f1", "exact_match", "key_fact_recall",
                       "generated_question")
+#: The generation columns that are fields of the query's record; the others are its metrics.
+TEXT_COLUMNS = ("answer", "generated_question")
 
 
-def _outcome(row: dict, ks: list[int]) -> str:
+def _outcome(row: QueryResult, ks: list[int]) -> str:
     """One readable cell per query, the evaluation view's default "compare" column:
     ``rank 2 · hit@5 · nDCG@5 0.63`` / ``miss (none relevant in the top 100)`` / ``miss (nothing
     retrieved)`` / ``no gold``; with a generator, `` · <failure class>`` appended."""
-    if not any(g > 0 for g in row["relevant"].values()):
+    if not row.has_gold():
         text = "no gold"
-    elif not row["ranking"]:
+    elif not row.ranking:
         text = "miss (nothing retrieved)"
-    elif row["first_relevant_rank"] is None:
-        text = f"miss (none relevant in the top {len(row['ranking'])})"
+    elif row.first_relevant_rank is None:
+        text = f"miss (none relevant in the top {len(row.ranking)})"
     else:
         k = 5 if 5 in ks else max(ks)
-        hit = "hit" if row["metrics"].get(f"hit_rate_at_{k}") else "miss"
-        text = f"rank {row['first_relevant_rank']} · {hit}@{k} · nDCG@{k} {row['metrics'].get(f'ndcg_at_{k}', 0.0):.2f}"
-    if row.get("failure_class"):
-        text += f" · {row['failure_class']}"
+        hit = "hit" if row.metrics.get(f"hit_rate_at_{k}") else "miss"
+        text = f"rank {row.first_relevant_rank} · {hit}@{k} · nDCG@{k} {row.metrics.get(f'ndcg_at_{k}', 0.0):.2f}"
+    if row.failure_class:
+        text += f" · {row.failure_class}"
     return text
 
 
@@ -113,7 +115,7 @@ def per_query_table(output: RunOutput) -> dict[str, list]:
     """The per-query table, flat columns a user filters and compares across runs in MLflow's
     evaluation view: ``query_id`` (the default group-by), ``outcome`` (the default compare column,
     :func:`_outcome`), the query, tags, failure class (the generation run's, else the retrieval-only
-    one: :func:`~ragexp.evaluation.results.failure_class`), rank of the first relevant unit (empty when none was retrieved),
+    one: :meth:`~ragexp.evaluation.results.QueryResult.outcome_class`), rank of the first relevant unit (empty when none was retrieved),
     ``hit@k`` and ``ndcg@k`` per k, ``rr`` (reciprocal rank), the top-3 retrieved (with their page,
     ``(p. 3)``, in a PDF) and the gold ids, ``gold_pages`` (``"manual p. 3"`` per evidence span) when
     the corpus has paged documents, then generation columns when the run has a generator."""
@@ -121,31 +123,32 @@ def per_query_table(output: RunOutput) -> dict[str, list]:
     ks = sorted(output.results.meta["ks"])
     context_k = int(output.results.meta.get("context_k") or max(ks))
     table: dict[str, list] = {
-        "query_id": [r["query_id"] for r in rows],
+        "query_id": [r.query_id for r in rows],
         "outcome": [_outcome(r, ks) for r in rows],
-        "query": [r["query"] for r in rows],
-        "tags": [", ".join(r["tags"]) for r in rows],
-        "failure_class": [failure_class(r, context_k) for r in rows],
-        "first_relevant_rank": [r["first_relevant_rank"] for r in rows],
+        "query": [r.query for r in rows],
+        "tags": [", ".join(r.tags) for r in rows],
+        "failure_class": [r.outcome_class(context_k) for r in rows],
+        "first_relevant_rank": [r.first_relevant_rank for r in rows],
     }
     for k in ks:
-        table[f"hit@{k}"] = [r["metrics"].get(f"hit_rate_at_{k}") for r in rows]
-    table["rr"] = [r["metrics"].get("mrr") for r in rows]
+        table[f"hit@{k}"] = [r.metrics.get(f"hit_rate_at_{k}") for r in rows]
+    table["rr"] = [r.metrics.get("mrr") for r in rows]
     for k in ks:
-        table[f"ndcg@{k}"] = [r["metrics"].get(f"ndcg_at_{k}") for r in rows]
-    table[f"top_{TOP_IDS}"] = [", ".join(_with_page(cid, r) for cid, _ in r["ranking"][:TOP_IDS]) for r in rows]
-    table["gold_ids"] = [", ".join(sorted(cid for cid, g in r["relevant"].items() if g > 0)) for r in rows]
-    if any("gold_pages" in r for r in rows):
-        table["gold_pages"] = [", ".join(r.get("gold_pages", [])) for r in rows]
+        table[f"ndcg@{k}"] = [r.metrics.get(f"ndcg_at_{k}") for r in rows]
+    table[f"top_{TOP_IDS}"] = [", ".join(_with_page(cid, r) for cid in r.top_ids(TOP_IDS)) for r in rows]
+    table["gold_ids"] = [", ".join(sorted(cid for cid, g in r.relevant.items() if g > 0)) for r in rows]
+    if any(r.gold_pages is not None for r in rows):
+        table["gold_pages"] = [", ".join(r.gold_pages or ()) for r in rows]
     for column in GENERATION_COLUMNS:
-        if any(column in r or column in r["metrics"] for r in rows):
-            table[column] = [_cell(r.get(column, r["metrics"].get(column))) for r in rows]
+        cells = [getattr(r, column) if column in TEXT_COLUMNS else r.metrics.get(column) for r in rows]
+        if any(cell is not None for cell in cells):
+            table[column] = [_cell(cell) for cell in cells]
     return table
 
 
-def _with_page(chunk_id: str, row: dict) -> str:
+def _with_page(chunk_id: str, row: QueryResult) -> str:
     """``doc#chunk_4 (p. 3)`` when the chunk lies in a paged document (a PDF), else the id."""
-    page = row.get("pages", {}).get(chunk_id)
+    page = (row.pages or {}).get(chunk_id)
     return f"{chunk_id} ({page})" if page else chunk_id
 
 

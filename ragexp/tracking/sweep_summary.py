@@ -264,8 +264,7 @@ def compute_ties(children: Sequence[ChildRun], metrics: Sequence[str], results: 
         per_query = {}
         for child in children:
             if child.run_id in results:
-                values = {row["query_id"]: row["metrics"][metric] for row in results[child.run_id].per_query
-                          if metric in row.get("metrics", {})}
+                values = results[child.run_id].metric_values(metric)
                 if values:
                     per_query[child.run_id] = values
         standing = vs_best.classify(per_query, lower_is_better=lower_is_better(metric)) if len(per_query) > 1 else {}

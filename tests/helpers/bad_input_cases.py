@@ -578,13 +578,13 @@ def _review_run_without_claims(c: Case) -> list[str]:
 
     from mlflow.tracking import MlflowClient
 
-    from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+    from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult, RunResults
 
     outside = Path(c.stack.enter_context(tempfile.TemporaryDirectory(prefix="ragexp-review-case-")))
     client = MlflowClient(f"sqlite:///{outside / 'store.db'}")
     experiment = client.create_experiment("retrieval", artifact_location=(outside / "artifacts").as_uri())
     run = client.create_run(experiment, run_name="retrieval-only")
-    results = RunResults(meta={}, aggregates={"mrr": 1.0}, per_query=[{"query_id": "q1", "query": GOOD_ITEM["query"]}])
+    results = RunResults(meta={}, aggregates={"mrr": 1.0}, per_query=[QueryResult("q1", GOOD_ITEM["query"])])
     client.log_artifact(run.info.run_id, str(results.save(outside / ARTIFACT_NAME)))
     client.set_terminated(run.info.run_id)
     return _review(c, run.info.run_id, store=outside / "store.db")

@@ -9,8 +9,10 @@ several runs' reviews. :func:`draw` is the sample both ``judge sample`` and ``ju
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ragexp.evaluation.results import QueryResult
 from ragexp.judging.calibration.labels import LabelledClaim, label_of
 from ragexp.judging.evidence import closest_sentence, sentence_token_sets, within_document
 
@@ -19,7 +21,7 @@ EVIDENCE_BY_JUDGE = "judge"
 EVIDENCE_BY_OVERLAP = "shared words"
 
 
-def judged_claims(per_query: list[dict], prefix: str = "") -> list[LabelledClaim]:
+def judged_claims(per_query: Sequence[QueryResult], prefix: str = "") -> list[LabelledClaim]:
     """Every judged claim of a run's per-query rows as an unlabelled row (id ``<prefix><query_id>#claim_<i>``;
     claims judged against an empty context left out, as in :func:`review_claims`)."""
     return [claim.row for claim in review_claims(per_query, prefix, with_evidence=False)]
@@ -44,7 +46,7 @@ class ReviewClaim:
                 "note": row.note}
 
 
-def review_claims(per_query: list[dict], prefix: str = "", *, with_evidence: bool = True) -> list[ReviewClaim]:
+def review_claims(per_query: Sequence[QueryResult], prefix: str = "", *, with_evidence: bool = True) -> list[ReviewClaim]:
     """Every judged claim of the rows, in order, except claims judged against an empty context
     (nothing retrieved: unsupported by construction, and a labels row needs a context). A verdict
     without a stored ``evidence`` (an LLM judge, or a run from before it was stored) gets the
@@ -58,26 +60,25 @@ def review_claims(per_query: list[dict], prefix: str = "", *, with_evidence: boo
         tokens_of = LexicalJudge().content_tokens
     claims = []
     for record in per_query:
-        context = record.get("judge_context", "")
+        context = record.judge_context or ""
         if not context.strip():
             continue
         sentences = None
-        for index, verdict in enumerate(record.get("claims") or []):
-            score = verdict.get("score")
+        for index, verdict in enumerate(record.claims or ()):
             row = LabelledClaim(
-                id=f"{prefix}{record['query_id']}#claim_{index}",
+                id=f"{prefix}{record.query_id}#claim_{index}",
                 context=context,
-                claim=verdict["claim"],
-                note=verdict.get("error") or "",
-                judge_label=label_of(verdict.get("supported")),
-                judge_score="" if score is None else f"{score:.6g}",
-                judge_raw=verdict.get("raw", ""),
+                claim=verdict.claim,
+                note=verdict.error or "",
+                judge_label=label_of(verdict.supported),
+                judge_score="" if verdict.score is None else f"{verdict.score:.6g}",
+                judge_raw=verdict.raw,
             )
-            evidence, by = verdict.get("evidence"), EVIDENCE_BY_JUDGE
+            evidence, by = verdict.evidence, EVIDENCE_BY_JUDGE
             if tokens_of is not None and (evidence is None or not within_document(context, evidence)):
                 sentences = sentences if sentences is not None else sentence_token_sets(context, tokens_of)
                 evidence, by = closest_sentence(tokens_of(row.claim), sentences), EVIDENCE_BY_OVERLAP
-            claims.append(ReviewClaim(row, record.get("query", ""), record.get("answer", ""), evidence,
+            claims.append(ReviewClaim(row, record.query, record.answer or "", evidence,
                                       by if evidence is not None else None))
     return claims
 
