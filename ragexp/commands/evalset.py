@@ -20,6 +20,9 @@
 ``ragexp evalset annotate EVALSET --corpus PATH [--queries FILE] [--port P] [--from-run RUN_ID [--failures]]``
     The annotation page on 127.0.0.1 (:mod:`ragexp.annotation`): pooled candidates, evidence spans
     selected with the mouse, judged negatives, coverage; every change saved at once.
+``ragexp evalset agreement A B [--corpus PATH] [--queue FILE] [--no-log]``
+    Two annotators of the same questions: kappa with intervals, evidence overlap, the items they
+    disagree on (queued for adjudication with ``--queue``), noted in A's MLflow experiment.
 """
 
 from __future__ import annotations
