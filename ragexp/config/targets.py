@@ -54,6 +54,7 @@ SHIPPED_BY_KIND: dict[str, tuple[str, ...]] = {
     "dataset loader": ("ragexp.data.dataset.DemoDataset", "ragexp.data.dataset.BeirDataset",
                        "ragexp.data.dataset.SquadDataset", "ragexp.data.dataset.EvalsetDataset"),
     "sweep callback": ("ragexp.tracking.sweep.MlflowSweepCallback",),
+    "sweeper": ("hydra_plugins.ragexp_sweeper.ragexp_sweeper.RagexpSweeper",),
 }  # fmt: skip
 SHIPPED = frozenset(name for names in SHIPPED_BY_KIND.values() for name in names)
 #: Targets that runs saved by earlier releases name, and the shipped class that replaced each with
