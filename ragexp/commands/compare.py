@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import re
 import sys
 import tempfile
 from collections import Counter
@@ -31,9 +30,10 @@ from pathlib import Path
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
 from ragexp.comparison import stats, vs_best
 from ragexp.comparison.per_query_diff import format_html, format_text, per_query_diff
-from ragexp.comparison.table import format_table, headline_metrics, lower_is_better
+from ragexp.comparison.table import format_table, headline_metrics
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+from ragexp.metrics.measure import CHUNK, Measure, measure
 from ragexp.tracking import experiments, store
 from ragexp.tracking.metric_names import results_view
 
@@ -79,7 +79,9 @@ def _job_runs(client, args):
     raise RagexpInputError("no ragexp runs found; run `ragexp run` first", field="--experiment")
 
 
-_HIT_RATE_AT = re.compile(r"hit_rate_at_(\d+)")  # not hit_rate_at_5_ci_low
+def _is_hit_rate_at_k(identity: Measure) -> bool:
+    """``hit_rate_at_<k>`` itself: chunk level, over all queries, not a CI bound."""
+    return identity.name == "hit_rate" and identity.k is not None and identity.level == CHUNK and not identity.group and not identity.bound
 
 
 def run_label(run) -> str:
@@ -134,9 +136,9 @@ def tie_marks(names: list[str], results: dict[str, RunResults], metrics: list[st
                      and (values := results[name].metric_values(metric))}
         if len(per_query) < 2:
             continue
-        standing = vs_best.classify(per_query, lower_is_better=lower_is_better(metric))
+        standing = vs_best.classify(per_query, lower_is_better=measure(metric).lower_is_better)
         tied[metric] = {name for name, s in standing.items() if s.status == vs_best.TIED}
-        if noise is None and metric.startswith("hit_rate_at_") and standing:
+        if noise is None and _is_hit_rate_at_k(measure(metric)) and standing:
             top = next(s for s in standing.values() if s.status == vs_best.BEST)
             noise = vs_best.noise_line(top.n, top.mean, metric.replace("_at_", "@").replace("_", " "))
     return tied, noise
@@ -145,6 +147,8 @@ def tie_marks(names: list[str], results: dict[str, RunResults], metrics: list[st
 def run(args: argparse.Namespace) -> int:
     if args.per_query and len(args.run_ids) != 2:
         raise RagexpInputError(f"--per-query compares exactly two runs, got {len(args.run_ids)} run ids", field="RUN_ID")
+    if args.per_query and args.run_ids[0] == args.run_ids[1]:
+        raise RagexpInputError(f"--per-query got run {args.run_ids[0]} twice; give two different runs", field="RUN_ID")
     client, _ = client_for(args)
     if args.per_query:
         return _per_query(client, args)
@@ -164,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics:
         metrics = [_known(m.strip(), "--metrics", available) for m in args.metrics.split(",") if m.strip()]
     else:
-        ks = sorted({int(match[1]) for row in rows.values() for key in row if (match := _HIT_RATE_AT.fullmatch(key))})
+        ks = sorted({m.k for row in rows.values() for m in map(measure, row) if _is_hit_rate_at_k(m)})
         metrics = headline_metrics(ks or [5], {k: 0.0 for k in available})
     if args.sort:
         sort_key = _known(args.sort, "--sort", available)

@@ -23,10 +23,16 @@ from pathlib import Path
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
 from ragexp.comparison.table import format_table
 from ragexp.config.schema import load_saved_config
+from ragexp.metrics.measure import Measure, measure
 from ragexp.tracking import experiments, labels, store
 from ragexp.tracking.metric_names import HEADLINE, results_view
 
-RETRIEVAL_PREFIXES = ("recall_at_", "hit_rate_at_", "mrr", "context_precision_at_", "ndcg_at_", "doc_", "tag.", "source.", "n_queries")
+
+
+def _compared(identity: Measure) -> bool:
+    """The aggregates a reproduction must match exactly: retrieval measures (chunk and document
+    level, overall and per tag or source) and the query counts, not confidence bounds."""
+    return (identity.is_retrieval() or identity.key.startswith("n_queries")) and not identity.bound
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"logged reproduction as run {result.run_id}")
     before = results_view(original.data.metrics, original.data.params)
     after = output.results.aggregates
-    names = sorted(n for n in after if n in before and n.startswith(RETRIEVAL_PREFIXES) and "_ci_" not in n)
+    names = sorted(n for n in after if n in before and _compared(measure(n)))
     rows = {"original": {n: before[n] for n in names}, "reproduced": {n: after[n] for n in names},
             "delta": {n: after[n] - before[n] for n in names}}
     headline = ([n for n in HEADLINE if n in names] + [n for n in names if n not in HEADLINE and not n.startswith(("tag.", "source."))])[:12]

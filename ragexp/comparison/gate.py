@@ -33,6 +33,7 @@ from ragexp.comparison import stats
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.metrics import RELEVANCE_LEVEL
+from ragexp.metrics.measure import LOWER, measure
 from ragexp.metrics.ranking import trec_order
 
 DEFAULT_SPEC_PATH = Path(__file__).resolve().parents[1] / "resources" / "gate_default.yaml"
@@ -65,6 +66,12 @@ class Tolerance:
         if self.kind == "relative":
             return f"rel {self.value:.1%}"
         return "auto" if self.z == stats.DEFAULT_Z else f"auto z={self.z:g}"
+
+
+def default_direction(metric: str, defaults: MetricRule) -> str:
+    """A rule's direction when the spec does not give one: ``lower`` for a measure where less is
+    better (:mod:`ragexp.metrics.measure`: failure rates, errors, time), else the spec's default."""
+    return LOWER if measure(metric).lower_is_better else defaults.direction
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,8 @@ class GateSpec:
     def select(self, metrics: Sequence[str]) -> "GateSpec":
         """Only ``metrics``, in that order; a metric the spec does not name gets the spec defaults."""
         by_name = {rule.metric: rule for rule in self.rules}
-        chosen = tuple(by_name.get(name) or replace(self.defaults, metric=name) for name in metrics)
+        chosen = tuple(by_name.get(name) or replace(self.defaults, metric=name, direction=default_direction(name, self.defaults))
+                       for name in metrics)
         return replace(self, rules=chosen)
 
 
@@ -192,7 +200,7 @@ class _SpecParser:
 
     def rule(self, name: str, body, path: tuple[str, ...], base: MetricRule) -> MetricRule:
         body = self.mapping(body, path, self.RULE_KEYS)
-        direction = body.get("direction", base.direction)
+        direction = body.get("direction", default_direction(name, base))
         if direction not in ("higher", "lower"):
             raise self.error(path + ("direction",), f"expected 'higher' or 'lower', got {direction!r}")
         significance = body.get("require_significance", base.require_significance)

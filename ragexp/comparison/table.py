@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from ragexp.metrics.measure import measure
+
 HEADLINE = ("hit_rate_at_{k}", "recall_at_{k}", "context_precision_at_{k}", "ndcg_at_{k}")
-LOWER_IS_BETTER_PREFIXES = ("time.", "judge_failures", "retrieval_failure", "generation_failure", "generation_error", "hallucinated",
-                            "generation_errors", "n_retrieval_failure", "n_generation_failure", "n_hallucinated")
-
-
-def lower_is_better(metric: str) -> bool:
-    return metric.startswith(LOWER_IS_BETTER_PREFIXES)
 
 
 def format_table(names: Sequence[str], rows: Mapping[str, Mapping[str, float | None]], metrics: Sequence[str],
@@ -22,7 +18,7 @@ def format_table(names: Sequence[str], rows: Mapping[str, Mapping[str, float | N
     for metric in metrics:
         values = [rows[n].get(metric) for n in names if rows[n].get(metric) is not None]
         if values and len(names) > 1 and metric not in unranked:
-            best[metric] = min(values) if lower_is_better(metric) else max(values)
+            best[metric] = min(values) if measure(metric).lower_is_better else max(values)
     header = ["run", *(f"{m}{flag}" if m in unranked else m for m in metrics)]
     body = []
     for name in names:

@@ -27,9 +27,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from mlflow.tracking import MlflowClient
 
 from ragexp.data import Corpus, EvalSet
+from ragexp.metrics.measure import CHUNK, measure
 from ragexp.tracking import store
 from ragexp.tracking.labels import AXIS_TAG_PREFIX
-from ragexp.tracking.metric_names import HEADLINE_SECTION, RETRIEVAL_KEY, to_mlflow
+from ragexp.tracking.metric_names import HEADLINE_SECTION, to_mlflow
 
 VS_BEST_TAG_PREFIX = "ragexp.vs_best."
 
@@ -64,7 +65,7 @@ def not_comparable_across_chunkings(runs, metrics: Iterable[str]) -> set[str]:
     chunkings = {r.data.params.get("chunking", r.data.params.get("chunking.name")) for r in runs}
     if not document_gold or len(chunkings) < 2:
         return set()
-    return {m for m in metrics if RETRIEVAL_KEY.fullmatch(m.split(".")[-1])}
+    return {m for m in metrics if (identity := measure(m)).level == CHUNK and not identity.bound}
 
 
 def experiment_name(configured: str | None, evalset: EvalSet) -> str:

@@ -36,6 +36,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from ragexp.metrics.measure import CHUNK, GENERATION, measure
+
 #: The metrics that answer "which pipeline won?", first in every MLflow list.
 HEADLINE = (
     "hit_rate_at_5", "mrr", "ndcg_at_5", "recall_at_5", "context_precision_at_5",
@@ -55,10 +57,6 @@ CI_SECTION = "ci"
 TIME_SECTION = "time"
 OTHER_SECTION = "other"
 
-#: A chunk-level retrieval metric key (``doc_`` ones carry the prefix).
-RETRIEVAL_KEY = re.compile(r"(hit_rate|recall|mrr|context_precision|ndcg)(_at_\d+)?|context_(hit_rate|recall)|judged_at_\d+")
-_GENERATION = re.compile(r"faithfulness|answer_relevance|exact_match|f1|key_fact_recall|refused|refusal_accuracy"
-                         r"|judge_failures|generation_errors|.+_rate|n_.+|.+_judge_failures|gen\..+|judge\..+")
 _CI = re.compile(r"(?P<metric>.+)_ci_(?P<bound>low|high)")
 
 
@@ -78,9 +76,10 @@ def to_mlflow(key: str) -> str:
         return f"{TIME_SECTION}/{key[len('time.'):]}"
     if key.startswith("doc_"):
         return f"{DOC_SECTION}/{key[len('doc_'):]}"
-    if RETRIEVAL_KEY.fullmatch(key):
+    level = measure(key).level
+    if level == CHUNK:
         return f"{RETRIEVAL_SECTION}/{key}"
-    if _GENERATION.fullmatch(key):
+    if level == GENERATION:
         return f"{GENERATION_SECTION}/{key}"
     return f"{OTHER_SECTION}/{key}"
 

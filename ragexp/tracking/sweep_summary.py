@@ -44,8 +44,8 @@ from mlflow.tracking import MlflowClient
 
 from ragexp.comparison import vs_best
 from ragexp.comparison.per_query_diff import format_html, per_query_diff
-from ragexp.comparison.table import lower_is_better
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+from ragexp.metrics.measure import measure
 from ragexp.tracking import experiments, store
 from ragexp.tracking.heatmap import Panel, anchored_scale, draw_heatmap
 from ragexp.tracking.labels import AXIS_TAG_PREFIX
@@ -121,7 +121,7 @@ def best_by_metric(children: Sequence[ChildRun], metrics: Sequence[str]) -> dict
     best = {}
     for metric in metrics:
         scored = [child for child in children if metric in child.metrics]
-        sign = -1.0 if lower_is_better(metric) else 1.0
+        sign = -1.0 if measure(metric).lower_is_better else 1.0
         if scored:
             best[metric] = max(scored, key=lambda child: sign * child.metrics[metric])
     return best
@@ -140,7 +140,7 @@ def heatmap_png(children: Sequence[ChildRun], axes: Sequence[str], metric: str, 
     if collapsed:
         facets = [()]
     values = [child.metrics[metric] for child in children if metric in child.metrics]
-    sign = -1.0 if lower_is_better(metric) else 1.0  # a cell shows its best run: the lowest failure rate
+    sign = -1.0 if measure(metric).lower_is_better else 1.0  # a cell shows its best run: the lowest failure rate
     panels = []
     for facet in facets:
         cell: list[list[ChildRun | None]] = [[None] * len(cols) for _ in rows]
@@ -267,7 +267,7 @@ def compute_ties(children: Sequence[ChildRun], metrics: Sequence[str], results: 
                 values = results[child.run_id].metric_values(metric)
                 if values:
                     per_query[child.run_id] = values
-        standing = vs_best.classify(per_query, lower_is_better=lower_is_better(metric)) if len(per_query) > 1 else {}
+        standing = vs_best.classify(per_query, lower_is_better=measure(metric).lower_is_better) if len(per_query) > 1 else {}
         if standing:
             standings[metric] = standing
             top = next(s for s in standing.values() if s.status == vs_best.BEST)

@@ -431,6 +431,10 @@ def _per_query_with_one_run(c: Case) -> list[str]:
     return ["compare", "--per-query", "0" * 32, "--tracking-uri", f"sqlite:///{c.dir / 'missing.db'}"]
 
 
+def _per_query_with_the_same_run_twice(c: Case) -> list[str]:
+    return ["compare", "--per-query", "0" * 32, "0" * 32, "--tracking-uri", f"sqlite:///{c.dir / 'missing.db'}"]
+
+
 # --- query logs (ragexp evalset queries) -------------------------------------------------------------
 
 
@@ -715,6 +719,9 @@ CASES = [
             ("ragexp compare: error: field 'tracking.uri': no MLflow store at <dir>/missing.db",)),
     CliCase("compare-per-query-one-run", "`ragexp compare --per-query RUN_ID` (one run)", _per_query_with_one_run,
             ("ragexp compare: error: field 'RUN_ID': --per-query compares exactly two runs, got 1 run ids",)),
+    CliCase("compare-per-query-same-run", "`ragexp compare --per-query RUN_ID RUN_ID` (the same run twice)",
+            _per_query_with_the_same_run_twice,
+            ("ragexp compare: error: field 'RUN_ID': --per-query got run " + "0" * 32 + " twice; give two different runs",)),
     CliCase("log-binary", "`ragexp evalset queries` on a binary file", _binary_log,
             ("ragexp evalset: error: <dir>/in/app.log: a binary file, not a text query log",)),
     CliCase("log-empty", "`ragexp evalset queries` on an empty log", _empty_log,

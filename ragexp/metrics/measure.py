@@ -1,0 +1,79 @@
+"""What a metric key names: the one measure identity that compare, reproduce, gate and the MLflow
+logger read instead of parsing key strings each on its own.
+
+A results key is parsed once by :func:`measure` into a :class:`Measure`::
+
+    hit_rate_at_5          name hit_rate, k 5,    level chunk,      higher is better
+    doc_ndcg_at_10         name ndcg,     k 10,   level doc,        higher
+    context_hit_rate       name context_hit_rate, k None (the run's context_k), level chunk, higher
+    tag.synonym.mrr        name mrr,      k None, level chunk, group tag.synonym
+    recall_at_5_ci_low     name recall,   k 5,    level chunk, bound ci_low
+    retrieval_failure_rate name retrieval_failure_rate, level generation, lower is better
+    time.retrieval_s       level run (timings, counts, depths), lower is better
+
+``level`` is ``chunk`` | ``doc`` (retrieval metrics over chunks, or over documents each scored by
+its best chunk), ``generation`` (what a generator and judge produce) or ``run`` (anything else:
+setup constants, timings). A key ragexp does not know is a ``run`` measure, higher is better.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+CHUNK, DOC, GENERATION, RUN = "chunk", "doc", "generation", "run"
+HIGHER, LOWER = "higher", "lower"
+
+#: A chunk-level retrieval key (with its ``doc_`` prefix removed: a document-level one).
+RETRIEVAL_KEY = re.compile(r"(hit_rate|recall|mrr|context_precision|ndcg)(_at_\d+)?|context_(hit_rate|recall)|judged_at_\d+")
+GENERATION_KEY = re.compile(r"faithfulness|answer_relevance|exact_match|f1|key_fact_recall|refused|refusal_accuracy"
+                            r"|judge_failures|generation_errors|.+_rate|n_.+|.+_judge_failures|gen\..+|judge\..+")
+_CUTOFF = re.compile(r"(?P<name>.+)_at_(?P<k>\d+)")
+_GROUP = re.compile(r"(?P<group>(?:tag|source)\..+)\.(?P<metric>[^.]+)")
+_CI = re.compile(r"(?P<metric>.+)_(?P<bound>ci_low|ci_high)")
+#: Measures where less is better: failures, errors and time.
+_LOWER = re.compile(r"(judge_failures|retrieval_failure|generation_failure|generation_error|hallucinated"
+                    r"|n_retrieval_failure|n_generation_failure|n_hallucinated).*|time\..+|gen\..+_s")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One metric key's identity (module docstring); :attr:`key` is the key it was read from."""
+
+    key: str
+    name: str
+    k: int | None
+    level: str
+    direction: str
+    group: str = ""
+    bound: str = ""
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.direction == LOWER
+
+    def is_retrieval(self) -> bool:
+        """A retrieval measure (chunk or document level), the part of a run that is deterministic."""
+        return self.level in (CHUNK, DOC)
+
+
+def measure(key: str) -> Measure:
+    """The :class:`Measure` a results key names."""
+    group, rest = "", key
+    if (grouped := _GROUP.fullmatch(key)) is not None:
+        group, rest = grouped["group"], grouped["metric"]
+    bound = ""
+    if (ci := _CI.fullmatch(rest)) is not None:
+        bound, rest = ci["bound"], ci["metric"]
+    level, base = RUN, rest
+    if rest.startswith("doc_"):
+        level, base = DOC, rest[len("doc_"):]
+    elif RETRIEVAL_KEY.fullmatch(rest):
+        level = CHUNK
+    elif GENERATION_KEY.fullmatch(rest):
+        level = GENERATION
+    name, k = base, None
+    if level in (CHUNK, DOC) and (cut := _CUTOFF.fullmatch(base)) is not None:
+        name, k = cut["name"], int(cut["k"])
+    direction = LOWER if _LOWER.fullmatch(base) else HIGHER
+    return Measure(key=key, name=name, k=k, level=level, direction=direction, group=group, bound=bound)
