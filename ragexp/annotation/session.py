@@ -11,6 +11,11 @@ Files (``EVALSET`` is a ``.jsonl`` eval set, created when absent):
 - ``<stem>.annotation.json`` (the sidecar): every entry, finished or not (queued questions, skips,
   work in progress, where each came from).
 
+Every eval-set field, in either file and in every row queued, is read and written through the
+eval-set schema (:mod:`ragexp.data.evalset_schema`), the loader's own records: what the page
+shows and saves, a run can load. A session started with an ``annotator`` records it on each entry
+it changes.
+
 Saving: both files are written whole through a temporary file renamed over them (eval set first);
 a killed server leaves each file old or new, never half.
 
