@@ -51,8 +51,8 @@ CHUNKINGS = {
 }
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 MODELS = {
-    "minilm": {"model": "minilm", "max_seq_length": 256, "batch_size": 64},
-    "paraphrase-minilm-l3": {"model": "paraphrase-minilm-l3", "max_seq_length": 128, "batch_size": 64},
+    "minilm": {"model": "minilm", "max_seq_length": 256, "batch_size": 16},
+    "paraphrase-minilm-l3": {"model": "paraphrase-minilm-l3", "max_seq_length": 128, "batch_size": 16},
 }
 
 

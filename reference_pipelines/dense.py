@@ -35,6 +35,7 @@ import numpy as np
 
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
+from ragexp.models.encoders import BATCH_SIZE
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.base import Ranking
@@ -78,7 +79,7 @@ class DenseRetriever:
         ef_search: int = 128,
         ivf_nlist: int | None = None,
         nprobe: int = 16,
-        batch_size: int = 64,
+        batch_size: int = BATCH_SIZE,
         threads: int = 1,
         include_title: bool = True,
         ties: str = "trec",

@@ -45,7 +45,7 @@ class Embedding:
     def __init__(
         self, model: str = "minilm", backend: str = "onnx", precision: str = "fp32", name: str | None = None,
         query_prefix: str = "", passage_prefix: str = "", max_seq_length: int | None = None, normalize: bool = True,
-        batch_size: int = 64, threads: int | str = "auto", device: str = "auto",
+        batch_size: int = encoders.BATCH_SIZE, threads: int | str = "auto", device: str = "auto",
     ) -> None:
         self.device = resolve_device(device)
         options: dict[str, Any] = {"query_prefix": query_prefix, "passage_prefix": passage_prefix,

@@ -64,6 +64,11 @@ from ragexp.runtime.threads import configure_threads, resolve_threads
 log = logging.getLogger(__name__)
 
 BACKENDS = ("onnx", "torch")
+#: Texts per model call. 16, not 64: a batch of 64 texts of up to 256 tokens holds 200 MB of
+#: attention scores, far beyond the CPU caches; all-MiniLM-L6-v2 ONNX fp32 took 1.44x as long at
+#: 64 as at 16 (197 demo chunks, one thread, load 1.3) and 1.5x on 160 SciFact abstracts (two
+#: threads, load 15-18); 4 and 8 were within 15% of 16, either way (docs/pipelines.md).
+BATCH_SIZE = 16
 PRECISIONS = ("fp32", "int8")
 
 
@@ -94,7 +99,7 @@ class _PrefixedEncoder:
         passage_prefix: str = "",
         max_seq_length: int | None = None,
         normalize: bool = True,
-        batch_size: int = 64,
+        batch_size: int = BATCH_SIZE,
         threads: int | str = "auto",
         precision: str = "fp32",
     ) -> None:
