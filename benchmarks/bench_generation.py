@@ -72,7 +72,7 @@ def demo_prompts(cache_dir: Path) -> tuple[list[str], dict]:
 
     register_schema()
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=["generator=local", f"cache_dir={cache_dir}", "progress=false"])
+        cfg = compose("config", overrides=["generator=local", "eval.context_k=3", f"cache_dir={cache_dir}", "progress=false"])
     generator_cfg = OmegaConf.to_container(cfg.generator, resolve=True)
     cache = StageCache(cache_dir)
     pipeline = build_pipeline(cfg, cache)

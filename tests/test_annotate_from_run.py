@@ -24,7 +24,7 @@ def test_from_run_queues_the_runs_unjudged_units_and_failures(tiny_dataset, tmp_
     corpus, evalset = tiny_dataset
     db = tmp_path / "mlflow.db"
     ragexp(tmp_path, "run", *dataset_args(tiny_dataset, db), "retrieval=bm25", "chunking=fixed", "chunking.size=80",
-           "chunking.overlap=0", "generator=extractive")
+           "chunking.overlap=0", "generator=extractive", "eval.context_k=3")
     _, _, children = job_runs(db)
     run_id = children[0].info.run_id
     results = RunResults.load(store.download_artifact(run_id, ARTIFACT_NAME, f"sqlite:///{db}"))

@@ -173,9 +173,10 @@ def test_eval_context_k_is_the_one_home_of_how_many_chunks_reach_the_generator(t
         def context_k(*overrides):
             return compose("config", overrides=list(overrides)).eval.context_k
 
-        assert context_k() == 5 and context_k("generator=openai") == 5
-        assert context_k("generator=extractive") == 3 == context_k("generator=local")  # their own default
-        assert context_k("generator=extractive", "eval.context_k=4") == 4  # the command line wins
+        # no generator group sets it: a sweep generator=none,local,... measures context_* at one depth
+        assert {context_k(f"generator={g.stem}") for g in (CONFIG_DIR / "generator").glob("*.yaml")} == {context_k()} == {5}
+        assert not [g.name for g in (CONFIG_DIR / "generator").glob("*.yaml") if "_global_" in g.read_text()]
+        assert context_k("generator=extractive", "eval.context_k=4") == 4  # the command line sets it
         cfg = compose("config", overrides=["generator=extractive", "+generator.context_k=2", f"cache_dir={tmp_path}"])
     with pytest.raises(RagexpInputError) as caught:
         build_pipeline(cfg, StageCache(tmp_path))
