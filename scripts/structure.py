@@ -6,17 +6,24 @@ Every ``import`` and ``from ... import`` statement of a module counts, also one 
 module, else to ``package``.
 
     python scripts/structure.py            # the circles, if any (exit 1 when there is one)
+    python scripts/structure.py --doc      # write docs/structure.md, "where things live", from the code
+
+docs/structure.md lists each package of ragexp/ with the packages it imports and each module with
+the first sentence of its docstring; tests/test_structure.py fails when it differs from the code.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "ragexp"
+DOC = REPO / "docs" / "structure.md"
+_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
 
 
 def modules(root: Path = REPO, package: str = PACKAGE) -> dict[str, Path]:
@@ -114,7 +121,47 @@ def circles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+def summary(path: Path) -> str:
+    """The first sentence of a module's docstring, as Markdown (Sphinx roles and ````x```` as `x`)."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    paragraph = " ".join(line.strip() for line in doc.split("\n\n")[0].splitlines())
+    sentence = re.split(r"(?<=[^.][.!?])\s", paragraph, maxsplit=1)[0]
+    return _ROLE.sub(lambda m: f"`{m[1].rsplit('.', 1)[-1] if m[0].split('`')[1].startswith('~') else m[1]}`",
+                     sentence).replace("``", "`").replace("|", "\\|")
+
+
+def where_things_live(root: Path = REPO, package: str = PACKAGE) -> str:
+    """docs/structure.md: each package with the packages it imports, each module with its summary."""
+    files = modules(root, package)
+    graph = import_graph(root, package)
+
+    def group(name: str) -> str:  # the folder under the package: ragexp.data.loaders.beir -> ragexp.data
+        parts = name.split(".")
+        folder = len(parts) > 2 or files[name].name == "__init__.py"
+        return ".".join(parts[:2]) if folder and len(parts) > 1 else parts[0]
+
+    found = circles(graph)
+    lines = ["# Where things live", "",
+             f"Generated from the code by `python scripts/structure.py --doc` (tests/test_structure.py fails when it",
+             "is stale). Each package of `ragexp/`, the other packages it imports, and each module with the first",
+             "sentence of its docstring. Import circles between modules: "
+             + ("none." if not found else "; ".join(" -> ".join(c) for c in found) + "."), ""]
+    for pkg in sorted({group(name) for name in files}):
+        members = sorted(name for name in files if group(name) == pkg)
+        uses = sorted({group(target) for name in members for target in graph[name]} - {pkg})
+        lines += [f"## `{pkg}`", "", *([summary(files[pkg]), ""] if pkg in files else []),
+                  "Imports: " + (", ".join(f"`{u}`" for u in uses) if uses else "nothing of ragexp") + ".", "",
+                  "| module | what it is |", "|---|---|"]
+        lines += [f"| `{name}` | {summary(files[name])} |" for name in members if name != pkg]
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--doc"]:
+        DOC.write_text(where_things_live(), encoding="utf-8")
+        print(f"wrote {DOC}")
+        return 0
     found = circles(import_graph())
     for circle in found:
         print("import circle: " + " -> ".join(circle))

@@ -43,3 +43,19 @@ def test_the_graph_sees_deferred_relative_and_from_imports(tmp_path):
     assert structure.circles(graph) == [["pkg.a", "pkg.c", "pkg.sub.b"]]
     (package / "c.py").write_text("VALUE = 1\n")
     assert structure.circles(structure.import_graph(tmp_path, "pkg")) == []
+
+
+def test_where_things_live_in_docs_is_current():
+    """docs/structure.md is what ``python scripts/structure.py --doc`` writes from the code now."""
+    assert (REPO / "docs" / "structure.md").read_text(encoding="utf-8") == structure.where_things_live(), (
+        "docs/structure.md is stale (a module added, moved or its docstring's first sentence changed): "
+        "python scripts/structure.py --doc")
+
+
+def test_where_things_live_lists_every_module_once_under_its_folder():
+    text = structure.where_things_live()
+    listed = [line.split("`")[1] for line in text.splitlines() if line.startswith("| `")]
+    headings = [line.split("`")[1] for line in text.splitlines() if line.startswith("## `")]
+    packages = [name for name in headings if name in structure.modules()]  # ragexp/commands/ has no __init__
+    assert sorted(listed + packages) == sorted(structure.modules())
+    assert "| `ragexp.metrics.measure` |" in text and "Import circles between modules: none." in text
