@@ -21,8 +21,8 @@ import yaml
 from omegaconf import OmegaConf
 
 from ragexp.config import targets
-from ragexp.config.schema import load_saved_config
 from ragexp.config.targets import RENAMED, check_component
+from ragexp.stored.run_config import parse_run_config
 from ragexp.errors import RagexpInputError
 from ragexp.tracking.metric_names import results_view
 from tests.helpers.cli import ENV, dataset_args, job_runs
@@ -300,7 +300,7 @@ def test_a_saved_config_of_an_earlier_release_is_read_with_the_class_that_replac
         "reranker": {"name": "embedding", "_target_": "reference_pipelines.rerank.EmbeddingReranker",
                      "encoder": {"_target_": factory, "model": "paraphrase-minilm-l3"}},
     }), encoding="utf-8")
-    cfg = load_saved_config(saved)
+    cfg = parse_run_config(saved)
     assert cfg.embedding._target_ == cfg.reranker.encoder._target_ == "reference_pipelines.encoders.Embedding"
     notes = capsys.readouterr().err.splitlines()
     assert [n.split(": ", 2)[2] for n in notes] == [

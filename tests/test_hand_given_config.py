@@ -1,12 +1,12 @@
-"""The checks of :mod:`ragexp.config.untrusted` on hand-given config files, without the CLI: which
-values land in Hydra's node (``hydra:``, a ``# @package`` header, a package in ``defaults``), when a
-value equal to this machine's defaults still differs after interpolation, and which values may read
-the environment. The CLI-level attacks are in tests/test_untrusted_config.py.
+"""How ``ragexp run`` takes configs handed from elsewhere (:mod:`ragexp.config.untrusted`), without
+the CLI: a primary config (``--config-path``/``--config-name``) is read as data through the gate and
+Hydra sees only a gated copy of plain values; a ``--config-dir`` folder is code the user chose to
+run, screened for secrets only. The CLI-level attacks are in tests/test_untrusted_config.py and
+tests/security/.
 
-Fails before: on main before these checks 11 of the 16 fail; the 5 that passed guard what the
-old check already refused (a ``hydra:`` key under ``# @package _global_``, ``hydra/`` groups in
-``defaults``, a ``.hydra`` group) and that ordinary ``defaults`` entries stay allowed. On the
-pre-trust main the module did not exist."""
+Fails before: ``gated_primary_config`` did not exist; main scanned the hand-given files for
+Hydra's syntax instead (``# @package`` headers, defaults entries, ``${oc.env:...}``), which a
+second header or a symlinked group folder got past (issue #30, class 1)."""
 
 from __future__ import annotations
 
@@ -16,82 +16,73 @@ import pytest
 import yaml
 
 from ragexp.config import untrusted
-from ragexp.config.untrusted import check_hydra_node, check_run_arguments, file_package
+from ragexp.config.untrusted import gated_primary_config, screen_config_dirs
 from ragexp.errors import RagexpInputError
 
 
-def handed(tmp_path: Path, config: dict, files: dict[str, str] | None = None) -> list[str]:
+def handed(tmp_path: Path, text: str) -> list[str]:
     folder = tmp_path / "handed"
     folder.mkdir(parents=True)
-    (folder / "resolved.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    for name, text in (files or {}).items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text, encoding="utf-8")
-    return ["--config-path", str(folder), "--config-name", "resolved"]
+    (folder / "resolved.yaml").write_text(text, encoding="utf-8")
+    (folder / "evil").mkdir()
+    (folder / "evil" / "x.yaml").write_text("# @package hydra.callbacks\ncb: {_target_: logging.FileHandler}\n")
+    return ["--config-path", str(folder), "--config-name", "resolved", "retrieval.k1=1.2"]
 
 
 def refusal(argv: list[str]) -> RagexpInputError:
-    with pytest.raises(RagexpInputError) as caught:
-        check_run_arguments(argv)
+    with pytest.raises(RagexpInputError) as caught, gated_primary_config(argv):
+        pass
     return caught.value
 
 
-def test_the_local_hydra_defaults_repeated_by_hand_pass(tmp_path):
-    """Equal to conf/config.yaml's own node: nothing is changed, so nothing is refused."""
-    check_run_arguments(handed(tmp_path, {"hydra": untrusted.local_hydra_defaults(), "retrieval": {"k1": 1.2}}))
+SAVED = "retrieval: {name: bm25, _target_: reference_pipelines.bm25.BM25Retriever, k1: 0.9}\n" \
+        "tracking: {uri: 'http://203.0.113.7:5000'}\ncache_dir: /etc\n"
 
 
-@pytest.mark.parametrize("package, data, field", [
-    ("hydra.callbacks", {"cb": {"_target_": "logging.FileHandler"}}, "hydra.callbacks.cb._target_"),
-    ("hydra", {"run": {"dir": "${oc.env:HOME}"}}, "hydra.run.dir"),
-    ("_global_.hydra.job", {"name": "x"}, "hydra.job.name"),
-    ("_global_", {"hydra": {"job": {"name": "x"}}}, "hydra.job.name"),
+def test_hydra_sees_only_a_gated_copy_of_the_saved_values_with_this_machines_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///here.db")
+    monkeypatch.setenv("RAGEXP_CACHE_DIR", str(tmp_path / "cache"))
+    argv = handed(tmp_path, "# @package hydra\n" + SAVED)
+    with gated_primary_config(argv) as gated:
+        folder = Path(gated[gated.index("--config-path") + 1])
+        assert gated[2:] == ["--config-name", "resolved", "retrieval.k1=1.2"]
+        assert [p.name for p in folder.iterdir()] == ["resolved.yaml"]  # no neighbouring group file
+        text = (folder / "resolved.yaml").read_text(encoding="utf-8")
+        copy = yaml.safe_load(text)
+    assert not folder.exists() and "#" not in text and "${" not in text
+    assert copy["defaults"] == ["ragexp_schema", "_self_"] and copy["retrieval"]["k1"] == 0.9
+    assert copy["tracking"]["uri"] == "sqlite:///here.db" and copy["cache_dir"] == str(tmp_path / "cache")
+    with gated_primary_config(["retrieval=bm25", "-m"]) as local:  # this machine's conf/: unchanged
+        assert local == ["retrieval=bm25", "-m"]
+
+
+@pytest.mark.parametrize(("text", "field", "words"), [
+    ("hydra:\n  callbacks:\n    evil: {_target_: logging.FileHandler}\n", "hydra.callbacks.evil._target_",
+     "come from this machine"),
+    ("defaults:\n  - override hydra/launcher: basic\n", "defaults", "hydra/"),
+    ("tracking:\n  note: ${oc.env:HOME}\n", "tracking.note", "environment"),
+    ('tracking:\n  note: ${oc.decode:"\\${oc.${oc.select:nokey,env}:HOME}"}\n', "tracking.note", "interpolation"),
+    ("eval:\n  ks: [1, '${env:HOME}']\n", "eval.ks[1]", "interpolation"),
+    ("a: &a [x, x]\nb: *a\n", None, "aliases"),
+    ("eval:\n  kss: [1]\n", "eval.kss", "unknown key"),
+    ("retrieval: {name: x, api_key: sk-ragexp-TEST-0123456789abcdef}\n", "retrieval.api_key", "secret"),
 ])
-def test_a_package_header_placing_values_in_hydras_node_is_checked_like_a_hydra_key(tmp_path, package, data, field):
-    text = f"# a colleague's group file\n# @package {package}\n" + yaml.safe_dump(data)
-    assert file_package(text) == package
-    error = refusal(handed(tmp_path, {"defaults": [{"evil": "x"}, "_self_"]}, {"evil/x.yaml": text}))
-    assert error.field.startswith(field) and str(error.file).endswith("evil/x.yaml"), error
+def test_a_saved_config_that_could_act_is_refused_before_hydra(tmp_path, text, field, words):
+    error = refusal(handed(tmp_path, text))
+    line = str(error)
+    assert line.startswith(f"{tmp_path}/handed/resolved.yaml: ") and words in line, line
+    assert (f"field '{field}'" in line) if field else "field" not in line, line
 
 
-@pytest.mark.parametrize("entry", [{"evil@hydra.callbacks": "x"}, {"evil@_global_.hydra.job": "x"}, "evil/x@hydra",
-                                   {"optional evil@hydra.run": "x"}, {"override hydra/launcher": "basic"},
-                                   {"/hydra/callbacks@x": "y"}, {".hydra": "hydra"}, {"sub/.hidden": "x"}])
-def test_a_defaults_entry_loading_into_hydra_or_from_a_hidden_folder_is_refused(tmp_path, entry):
-    error = refusal(handed(tmp_path, {"defaults": [entry, "_self_"]}))
-    assert error.field == "defaults", error
-
-
-def test_ordinary_defaults_entries_pass(tmp_path):
-    check_run_arguments(handed(tmp_path, {"defaults": ["_self_", {"retrieval": "bm25"}, {"override chunking": "fixed"},
-                                                       {"mine@retrieval": "hydrangea"}]}))
-
-
-def test_a_value_equal_to_the_local_default_that_refers_outside_hydras_node_is_refused(tmp_path, monkeypatch):
-    """Equal text resolves equal only if it refers to nothing a hand-given config sets: were a
-    local default ``${tracking.experiment}``, the hand-given value would choose the job name."""
-    local = {"job": {"name": "${tracking.experiment}"}, "sweep": {"subdir": "${hydra.job.num}"}}
-    monkeypatch.setattr(untrusted, "local_hydra_defaults", lambda: local)
-    check_hydra_node({"hydra": {"sweep": {"subdir": "${hydra.job.num}"}}}, Path("x.yaml"))
-    with pytest.raises(RagexpInputError) as caught:
-        check_hydra_node({"hydra": {"job": {"name": "${tracking.experiment}"}}}, Path("x.yaml"))
-    assert caught.value.field == "hydra.job.name"
-
-
-def test_environment_reads_are_refused_unless_the_local_conf_has_the_same_value(tmp_path):
-    error = refusal(handed(tmp_path, {"tracking": {"note": "${oc.env:HOME}"}}))
-    assert error.field == "tracking.note" and "environment" in error.message
-    error = refusal(handed(tmp_path / "list", {"eval": {"ks": [1, "${env:HOME}"]}}))
-    assert error.field == "eval.ks[1]"
-    local = yaml.safe_load((untrusted.CONFIG_DIR / "config.yaml").read_text(encoding="utf-8"))
-    check_run_arguments(handed(tmp_path / "same", {"cache_dir": local["cache_dir"]}))  # conf/config.yaml's own
-    openai = (untrusted.CONFIG_DIR / "generator" / "openai.yaml").read_text(encoding="utf-8")
-    (tmp_path / "dir" / "generator").mkdir(parents=True)
-    (tmp_path / "dir" / "generator" / "openai.yaml").write_text(openai, encoding="utf-8")
-    check_run_arguments(["--config-dir", str(tmp_path / "dir"), "generator=openai"])  # a copy of a local group file
-    (tmp_path / "dir" / "generator" / "openai.yaml").write_text(openai.replace("OPENAI_BASE_URL", "AWS_SECRET_ACCESS_KEY"),
-                                                              encoding="utf-8")
-    assert refusal(["--config-dir", str(tmp_path / "dir"), "generator=openai"]).field == "model.base_url"
+def test_a_config_dir_is_code_the_user_chose_screened_for_secrets_only(tmp_path):
+    """A group folder may hold hydra/ options (documented: like any Hydra app's config folder)."""
+    (tmp_path / "dir" / "hydra" / "launcher").mkdir(parents=True)
+    (tmp_path / "dir" / "hydra" / "launcher" / "mine.yaml").write_text("_target_: x.Launcher\n", encoding="utf-8")
+    screen_config_dirs(["--config-dir", str(tmp_path / "dir")])
+    (tmp_path / "dir" / "leaky.yaml").write_text("generator:\n  note: Bearer abcdefgh12345678\n", encoding="utf-8")
+    with pytest.raises(RagexpInputError, match="bearer token") as caught:
+        screen_config_dirs(["--config-dir", str(tmp_path / "dir")])
+    assert caught.value.field == "generator.note"
 
 
 def test_a_hand_given_primary_config_gets_this_machines_run_settings_except_those_typed():

@@ -219,14 +219,11 @@ def test_hydra_settings_in_a_hand_given_config_are_refused(store, tmp_path, edit
     assert sorted(p.name for p in tmp_path.iterdir()) == ["handed", "tmpdir", "victim.txt"]
 
 
-def test_hydra_options_picked_by_a_hand_given_defaults_list_or_folder_are_refused(store, tmp_path):
+def test_hydra_options_picked_by_a_hand_given_defaults_list_are_refused(store, tmp_path):
+    """A saved config has no defaults list (a ``--config-dir`` folder of groups is code the user chose: docs/scale.md)."""
     folder = hand_folder(tmp_path, {"defaults": [{"override hydra/launcher": "basic"}, "_self_"], **store[4]})
     line = one_error_line(ragexp(tmp_path, "run", "--config-path", str(folder), "--config-name", "resolved"))
     assert "field 'defaults'" in line and "hydra/" in line, line
-    (folder / "hydra" / "launcher").mkdir(parents=True)
-    (folder / "hydra" / "launcher" / "evil.yaml").write_text("_target_: logging.FileHandler\n", encoding="utf-8")
-    line = one_error_line(ragexp(tmp_path, "run", "--config-dir", str(folder), "retrieval=bm25"))
-    assert f"{folder}/hydra: a hand-given config folder may not hold hydra/ configs" in line, line
 
 
 #: The primary config's own ``hydra:`` node reading this machine's environment: the value Hydra
@@ -292,11 +289,11 @@ def test_a_hand_given_value_reading_the_environment_is_refused(store, tmp_path):
 
 
 def test_an_unregistered_target_on_the_command_line_is_refused(tmp_path):
+    """A component's ``_target_`` typed on the command line is checked like any other (Hydra's own
+    ``hydra.*`` settings typed there are the operator's, like a ``--config-dir`` folder: docs/scale.md)."""
     victim = tmp_path / "victim.txt"
     victim.write_text(VICTIM_TEXT, encoding="utf-8")
-    for args in (["+hydra.callbacks.evil._target_=logging.FileHandler", f"+hydra.callbacks.evil.filename={victim}"],
-                 [f"+hydra.callbacks.evil={{_target_: logging.FileHandler, filename: {victim}, mode: w}}"],
-                 ["retrieval._target_=ragexp.judging.calibration.labels.write_labels"],
+    for args in (["retrieval._target_=ragexp.judging.calibration.labels.write_labels", f"+retrieval.path={victim}"],
                  ["+retrieval._partial_=true"]):
         line = one_error_line(ragexp(tmp_path, "run", *args))
         assert "not a registered component class" in line or "not allowed" in line, line

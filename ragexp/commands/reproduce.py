@@ -1,7 +1,9 @@
 """``ragexp reproduce RUN_ID``: re-run a logged run from its saved config and diff the metrics.
 
-The saved ``config/resolved.yaml`` is re-executed as is (no defaults are re-composed, so later
-changes to ``conf/`` do not leak in). Differences in code version or data fingerprints are
+The saved ``config/resolved.yaml`` is read as data through the one gate
+(:mod:`ragexp.stored.run_config`: never composed by Hydra, no interpolation, a closed schema,
+registered classes, this machine's store and cache) and re-executed as is (no defaults are
+re-composed, so later changes to ``conf/`` do not leak in). Differences in code version or data fingerprints are
 warned about first. By default a fresh, empty stage cache is used so nothing cached is trusted.
 The stored config is untrusted data (docs/scale.md, "shared store"): only registered component
 classes are built, and its model endpoints and key variables must be ones this machine names
@@ -22,8 +24,8 @@ from pathlib import Path
 
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
 from ragexp.comparison.table import format_table
-from ragexp.config.schema import load_saved_config
 from ragexp.metrics.measure import Measure, measure
+from ragexp.stored.run_config import local_cache_dir, read_run_config
 from ragexp.tracking import experiments, labels, store
 from ragexp.tracking.metric_names import HEADLINE, results_view
 
@@ -70,9 +72,9 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix=f"ragexp-reproduce-{args.run_id[:8]}-") as scratch:
         work = Path(scratch)
         saved = store.download_artifact(args.run_id, store.CONFIG_ARTIFACT, uri, args.artifacts, dst_dir=work / "stored")
-        cfg = load_saved_config(saved)
-        cfg.tracking.uri = uri
-        cache = StageCache(Path(cfg.cache_dir) if args.use_cache else work / "cache")
+        cfg = read_run_config(saved, tracking_uri=uri, cache_dir=local_cache_dir() if args.use_cache else
+                              str(work / "cache"), allowed_endpoints=args.allow_endpoint)
+        cache = StageCache(Path(cfg.cache_dir))
         result = run_job(
             cfg, output_dir=work / "output", overrides=[f"reproduce={args.run_id}"], cache=cache,
             experiment_id=original.info.experiment_id, tags=reproduction_tags(original), log_to_store=not args.no_log,

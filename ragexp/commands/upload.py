@@ -3,8 +3,10 @@
 ``DIR`` is the job's output folder, where every run saves ``resolved.yaml``, ``overrides.yaml``
 and ``ragexp_results.json`` before touching MLflow. Nothing is recomputed; the eval set is
 reloaded only to log it as the run's input, and must still have the saved fingerprint. The folder
-goes through the job function like every run (:func:`ragexp.jobs.job.run_job`): its config and
-overrides are screened for secrets and checked before anything is logged.
+is untrusted data (it may come from elsewhere): its config and overrides are read through the one
+gate (:mod:`ragexp.stored.run_config`) before anything is logged, and the run goes to this
+machine's store (``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``),
+never to the URI saved in the folder, which would receive this machine's MLflow credentials.
 """
 
 from __future__ import annotations
@@ -12,31 +14,30 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from ragexp.errors import RagexpInputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("output_dir", type=Path, metavar="DIR", help="a run's output folder (outputs/... or multirun/.../N)")
-    parser.add_argument("--tracking-uri", default=None, help="default: the uri saved with the run")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db (never the uri saved in the folder)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragexp.config.schema import load_saved_config
     from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
     from ragexp.jobs.job import run_job
+    from ragexp.stored.run_config import local_cache_dir, read_overrides, read_run_config
     from ragexp.tracking.run_logger import LOCAL_CONFIG, LOCAL_OVERRIDES
+    from ragexp.tracking.store import default_tracking_uri
 
     folder = args.output_dir
     for name in (LOCAL_CONFIG, ARTIFACT_NAME):
         if not (folder / name).exists():
             raise RagexpInputError(f"no {name} here: not a ragexp run output folder", file=folder)
-    cfg = load_saved_config(folder / LOCAL_CONFIG)
-    overrides = [str(o) for o in OmegaConf.load(folder / LOCAL_OVERRIDES)] if (folder / LOCAL_OVERRIDES).exists() else []
+    cfg = read_run_config(folder / LOCAL_CONFIG, tracking_uri=args.tracking_uri or default_tracking_uri(),
+                          cache_dir=local_cache_dir())
+    overrides = read_overrides(folder / LOCAL_OVERRIDES) if (folder / LOCAL_OVERRIDES).exists() else []
     results = RunResults.load(folder / ARTIFACT_NAME)
-    if args.tracking_uri:
-        cfg.tracking.uri = args.tracking_uri
     result = run_job(cfg, output_dir=folder, overrides=overrides, saved_results=results,
                      tags={"ragexp.uploaded_from": str(folder.resolve())})
     print(f"logged {results.meta['run_name']} as run {result.run_id} to {cfg.tracking.uri}")

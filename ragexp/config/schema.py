@@ -8,17 +8,13 @@ mappings: their parameters are checked by the component's constructor at start-u
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass, field, fields
-from os import PathLike
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from ragexp.config.secrets import screen_config
-from ragexp.config.targets import rename_saved_targets
 from ragexp.errors import RagexpInputError
 
 
@@ -150,45 +146,3 @@ def component_config(node: DictConfig | None) -> dict | None:
     data = OmegaConf.to_container(node, resolve=True)
     data.pop("name", None)
     return data if "_target_" in data else None
-
-
-def load_saved_config(path: str | PathLike[str]) -> DictConfig:
-    """A run's saved ``resolved.yaml`` (a run's output folder, or its MLflow artifact) on the schema.
-
-    ``_target_`` s that earlier releases saved and a shipped class has replaced are read with the
-    new name, said on stderr (:data:`ragexp.config.targets.RENAMED`). A saved config is fully resolved, so an interpolation (``${...}``) in it was put there by
-    hand: refused, since resolving ``${oc.env:...}`` would copy this machine's environment (keys)
-    into the new run's logs. Its ``_target_`` s are checked when the components are built.
-    """
-    loaded = OmegaConf.load(path)
-    known = {f.name for f in fields(RagexpConfig)}
-    for key in loaded.keys() if isinstance(loaded, DictConfig) else []:
-        if key == "hydra":
-            raise RagexpInputError("a saved config holds no hydra settings (callbacks, launcher, run dirs come from this "
-                                   "machine); this file was edited, refusing it", file=path, field="hydra")
-        if key not in known:
-            raise RagexpInputError(f"not a ragexp config key; known: {', '.join(sorted(known))}", file=path, field=str(key))
-    for key_path, value in _leaves(OmegaConf.to_container(loaded, resolve=False)):
-        if isinstance(value, str) and "${" in value:
-            raise RagexpInputError("a saved config holds no interpolation (${...}); this file was edited, refusing it",
-                                   file=path, field=key_path)
-    stored = OmegaConf.to_container(loaded, resolve=False)
-    for renamed in rename_saved_targets(stored):
-        print(f"note: {path}: {renamed} (a run saved by an earlier release)", file=sys.stderr)
-    try:
-        screen_config(stored)
-        return OmegaConf.merge(OmegaConf.structured(RagexpConfig), stored)
-    except RagexpInputError as err:
-        raise RagexpInputError(err.message, file=path, field=err.field) from None
-    except OmegaConfBaseException as err:
-        from ragexp.config.hydra_errors import config_error_line
-
-        raise RagexpInputError(config_error_line(err), file=path) from None
-
-
-def _leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    if isinstance(node, dict):
-        return [leaf for key, value in node.items() for leaf in _leaves(value, f"{prefix}{key}.")]
-    if isinstance(node, list):
-        return [leaf for i, value in enumerate(node) for leaf in _leaves(value, f"{prefix.rstrip('.')}[{i}].")]
-    return [(prefix.rstrip("."), node)]

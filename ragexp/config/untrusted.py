@@ -1,47 +1,43 @@
-"""Configs not typed on this machine: what ``ragexp run`` checks before Hydra reads them.
+"""Configs ``ragexp run`` is handed from elsewhere, and the trust each way in gets.
 
-``--config-path DIR --config-name NAME`` (a saved ``resolved.yaml``, a colleague's folder) and
-``--config-dir DIR`` hand Hydra YAML files from elsewhere. Before Hydra composes or writes
-anything, :func:`check_run_arguments`:
+- ``--config-path DIR --config-name NAME`` names **a saved config** (a run's ``resolved.yaml``,
+  one handed over): data. Before Hydra starts, the file is read through the one gate
+  (:func:`ragexp.stored.run_config.parse_run_config`: bounded YAML, no interpolation, no ``hydra``
+  node, no defaults list, a closed typed schema) and written, as plain values on ragexp's schema,
+  into a fresh folder that Hydra is pointed at instead (:func:`gated_primary_config`). Nothing of
+  the original file (package headers, comments, neighbouring files, resolvers) reaches Hydra.
+  The stored ``tracking.uri`` and ``cache_dir`` are replaced by this machine's (a stored store URI
+  would receive this machine's MLflow credentials); the command line may set them.
+- ``--config-dir DIR`` adds **config groups the user chose to run**: code, as in any Hydra app
+  (a group file may set Hydra's own settings, callbacks included). ragexp screens its files for
+  secrets only (so none is copied into ``outputs/``, MLflow or folder names); stored data is never
+  passed this way (``ragexp reproduce`` and ``ragexp upload`` read it through the gate).
 
-- refuses a ``hydra:`` node in any of those files unless each value it sets equals this
-  machine's ``conf/config.yaml`` and refers to nothing outside Hydra's node (Hydra builds
-  ``hydra.callbacks``, launchers and sweepers from it, and run/sweep dirs and the job name become
-  folder names); the same for a file whose ``# @package`` header puts it into Hydra's node
-  (``hydra``, ``hydra.callbacks``, ``_global_.hydra.job``); a ``defaults`` entry that picks a
-  ``hydra/...`` option, puts a config into a ``hydra`` package (``evil@hydra.callbacks: x``) or
-  loads one from a hidden folder, and a ``hydra/`` config folder are refused the same way;
-- refuses a value that reads this machine's environment (``${oc.env:...}``) unless this
-  machine's ``conf/`` has the same value at the same place (it would copy the environment into the
-  run's config, params and folders), and screens every value and key of those files for secrets,
-  after ``${oc.env:...}`` is expanded as Hydra would (:mod:`ragexp.config.secrets`), so nothing
-  reaches ``multirun.yaml`` or ``.hydra/``;
-- (:func:`local_hydra_overrides`) gives a hand-given primary config this machine's run settings
-  back: Hydra takes ``hydra.*`` from the primary config, so a saved ``resolved.yaml`` (which holds
-  none) would run in Hydra's own ``outputs/DATE/TIME`` (runs started in one second sharing a
-  folder) without the MLflow sweep callback (a ``-m`` sweep without its parent run);
-- refuses a ``_target_`` given on the command line (``hydra.callbacks.x._target_=...``,
-  ``+hydra.callbacks.x={_target_: ...}``) that is not a registered component class, and Hydra's
-  call keys (``_partial_``, ``_args_``) anywhere on it (:mod:`ragexp.config.targets`).
+:func:`hand_given_config` tells a job its config was not composed from this machine's ``conf/``
+alone, so its endpoints must be named here (:mod:`ragexp.config.endpoints`);
+:func:`local_hydra_overrides` gives a saved primary config this machine's run settings back.
 """
 
 from __future__ import annotations
 
-import re
+import shutil
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
+from omegaconf import OmegaConf
 
 from ragexp.config.compose import CONFIG_DIR
 from ragexp.config.secrets import expand_env, screen_config
-from ragexp.config.targets import CALL_KEYS, component_class
 from ragexp.errors import RagexpInputError
 
 _OPTIONS = {"--config-path": "path", "-cp": "path", "--config-name": "name", "-cn": "name", "--config-dir": "dir",
             "-cd": "dir"}
-_TARGET_IN_VALUE = re.compile(r"""['"]?_target_['"]?\s*:\s*['"]?([^'",}\s]+)""")
+#: The name of the gated copy of a saved primary config.
+GATED_NAME = "resolved"
 
 
 def hand_given_config() -> bool:
@@ -57,135 +53,49 @@ def hand_given_config() -> bool:
                for source in HydraConfig.get().runtime.config_sources)
 
 
-def hand_given(argv: Sequence[str]) -> dict[str, list[str]]:
-    """The values of ``--config-path``/``--config-name``/``--config-dir`` (and short forms) in ``argv``."""
-    found: dict[str, list[str]] = {"path": [], "name": [], "dir": []}
+def _options(argv: Sequence[str]) -> Iterator[tuple[int, str, str, bool]]:
+    """``(index, kind, value, value_in_next_arg)`` of each config option in ``argv``."""
     args = list(argv)
     for i, arg in enumerate(args):
         flag, eq, value = arg.partition("=")
         if flag in _OPTIONS:
-            found[_OPTIONS[flag]].append(value if eq else (args[i + 1] if i + 1 < len(args) else ""))
+            yield i, _OPTIONS[flag], value if eq else (args[i + 1] if i + 1 < len(args) else ""), not eq
+
+
+def hand_given(argv: Sequence[str]) -> dict[str, list[str]]:
+    """The values of ``--config-path``/``--config-name``/``--config-dir`` (and short forms) in ``argv``."""
+    found: dict[str, list[str]] = {"path": [], "name": [], "dir": []}
+    for _, kind, value, _ in _options(argv):
+        found[kind].append(value)
     return found
 
 
-def hand_given_files(argv: Sequence[str]) -> list[Path]:
-    """The YAML files a hand-given config path or dir offers Hydra (hidden folders such as a run
-    folder's ``.hydra/`` left out: Hydra's records, not configs)."""
+@contextmanager
+def gated_primary_config(argv: Sequence[str]) -> Iterator[list[str]]:
+    """``argv`` with a hand-given primary config replaced by its gated copy (module docstring) in
+    a temporary folder, removed on leaving (also on an interrupt); ``argv`` unchanged without one."""
     given = hand_given(argv)
-    files: list[Path] = []
-    if given["path"]:
-        folder = Path(given["path"][-1])
-        name = (given["name"] or ["config"])[-1]
-        primary = folder / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
-        files += [primary] if primary.is_file() else []
-    for folder in [Path(p) for p in given["path"][-1:] + given["dir"]]:
-        if (folder / "hydra").is_dir():
-            raise RagexpInputError("a hand-given config folder may not hold hydra/ configs (launchers, sweepers, "
-                                   "callbacks come from this machine)", file=folder / "hydra")
-        files += [f for f in sorted(folder.rglob("*.y*ml")) if f.suffix in (".yaml", ".yml") and not any(
-            part.startswith(".") for part in f.relative_to(folder).parts) and f not in files]
-    return files
+    if not (given["path"] or given["name"]):
+        yield list(argv)
+        return
+    from ragexp.stored.run_config import local_cache_dir, parse_run_config
+    from ragexp.tracking.store import default_tracking_uri
 
-
-def local_hydra_defaults() -> dict:
-    """The ``hydra:`` node of this machine's ``conf/config.yaml``, as written (interpolations unresolved)."""
-    return yaml.safe_load((CONFIG_DIR / "config.yaml").read_text(encoding="utf-8")).get("hydra", {})
-
-
-def _leaves(node: Any, prefix: str) -> Iterator[tuple[str, Any]]:
-    if isinstance(node, Mapping) and node:
-        for key, value in node.items():
-            yield from _leaves(value, f"{prefix}.{key}")
-    else:
-        yield prefix, node
-
-
-_MISSING = object()  # a key the local defaults do not have: never equal to a given value
-
-
-def _local_value(local: Any, path: str) -> Any:
-    node = local
-    for key in path.split(".")[1:]:
-        if not isinstance(node, Mapping) or key not in node:
-            return _MISSING
-        node = node[key]
-    return node
-
-
-_PACKAGE_HEADER = re.compile(r"^\s*#\s*@package\s+(\S+)")
-#: ``${key}`` / ``${key.sub}``: a reference to another config value (``${name:...}`` is a resolver).
-_KEY_REFERENCE = re.compile(r"\$\{\s*([\w.\[\]-]+)\s*\}")
-
-
-def _absolute(package: str) -> str:
-    """A package with Hydra's ``_global_`` root spelled out of it: ``_global_.hydra.job`` -> ``hydra.job``."""
-    return package.removeprefix("_global_").lstrip(".")
-
-
-def is_hydra_package(package: str) -> bool:
-    """Whether a package (``hydra``, ``hydra.callbacks``, ``_global_.hydra``) lands in Hydra's own node."""
-    path = _absolute(package)
-    return path == "hydra" or path.startswith("hydra.")
-
-
-def file_package(text: str) -> str | None:
-    """The ``# @package`` header of a config file (before its first non-comment line), if any."""
-    for line in text.splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            return None
-        found = _PACKAGE_HEADER.match(line)
-        if found:
-            return found.group(1)
-    return None
-
-
-def _placed(data: Mapping, package: str | None) -> Mapping:
-    """``data`` as it lands in the composed config: under its ``# @package`` (root for ``_global_``
-    and for a primary config; a group file without a header stays in its group, off Hydra's node)."""
-    if package is None or not is_hydra_package(package):
-        return data
-    for key in reversed(_absolute(package).split(".")):
-        data = {key: data}
-    return data
-
-
-def _defaults_picks(entry: Any) -> list[tuple[str, str]]:
-    """``(config path, package)`` of each config a ``defaults`` entry loads: ``group@pkg: option``
-    (``override``/``optional`` prefixes dropped), ``path@pkg`` for a string entry."""
-    keys = [entry] if isinstance(entry, str) else [str(key) for key in entry] if isinstance(entry, Mapping) else []
-    picks = []
-    for key in keys:
-        words = key.split()
-        path, _, package = (words[-1] if words else "").partition("@")
-        picks += [(path, part) for part in package.split(":")] if package else [(path, "")]
-    return picks
-
-
-def check_hydra_node(data: Mapping, file: Path, package: str | None = None) -> None:
-    """A file's values that land in Hydra's node (its ``hydra:`` key, or all of it under a
-    ``# @package hydra...`` header) must equal the local defaults and refer to no value outside
-    Hydra's node (equal text then resolves equal); its ``defaults`` load no ``hydra/`` option, put
-    nothing in a ``hydra`` package and load nothing from a hidden folder."""
-    local = local_hydra_defaults()
-    placed = _placed(data, package)
-    if "hydra" in placed:
-        for path, value in _leaves(placed["hydra"], "hydra"):
-            references = _KEY_REFERENCE.findall(value) if isinstance(value, str) else []
-            if _local_value(local, path) != value or any(not is_hydra_package(ref) for ref in references):
-                raise RagexpInputError("hydra settings (callbacks, launcher, sweeper, run/sweep dirs, job name) come "
-                                       "from this machine's conf/config.yaml, not from a hand-given config; remove "
-                                       "it or type it on the command line", file=file,
-                                       field=path if package is None else f"{path} (# @package {package})")
-    for entry in data.get("defaults") or []:
-        for path, target_package in _defaults_picks(entry):
-            parts = [part for part in path.split("/") if part]
-            if (parts and parts[0] == "hydra") or is_hydra_package(target_package):
-                raise RagexpInputError("a hand-given config may not pick hydra/ options (launcher, sweeper, callbacks, "
-                                       "logging) or put a config into the hydra package in its defaults; type them on "
-                                       "the command line", file=file, field="defaults")
-            if any(part.startswith(".") for part in parts):
-                raise RagexpInputError(f"a hand-given config may not load {path!r} from a hidden folder (such as a run "
-                                       "folder's .hydra/)", file=file, field="defaults")
+    name = (given["name"] or ["config"])[-1]
+    source = Path(given["path"][-1] if given["path"] else CONFIG_DIR) / (
+        name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
+    cfg = parse_run_config(source)
+    cfg.tracking.uri = default_tracking_uri()
+    cfg.cache_dir = local_cache_dir()
+    skipped = {j for i, kind, _, split in _options(argv) if kind != "dir" for j in ([i, i + 1] if split else [i])}
+    folder = Path(tempfile.mkdtemp(prefix="ragexp-saved-config-"))
+    try:
+        data = {"defaults": ["ragexp_schema", "_self_"], **OmegaConf.to_container(cfg)}
+        (folder / f"{GATED_NAME}.yaml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        yield ["--config-path", str(folder), "--config-name", GATED_NAME,
+               *(arg for i, arg in enumerate(argv) if i not in skipped)]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _expanded(node: Any) -> Any:
@@ -196,22 +106,20 @@ def _expanded(node: Any) -> Any:
     return expand_env(node) if isinstance(node, str) else node
 
 
-_READS_ENVIRONMENT = re.compile(r"\$\{\s*(?:oc\.env|env)\s*:")
+def screen_config_dirs(argv: Sequence[str]) -> None:
+    """No file of a ``--config-dir`` folder holds a secret (after ``${oc.env:...}`` is expanded as
+    Hydra would), so none reaches ``multirun.yaml``, ``.hydra/``, MLflow or folder names."""
+    from ragexp.stored.limits import parse_yaml, read_text
 
-
-def _local_twin(file: Path, argv: Sequence[str]) -> Any:
-    """The config this machine's ``conf/`` has where a hand-given file stands: ``conf/config.yaml``
-    for the primary config, ``conf/<same relative path>`` for a file of a given folder (``{}`` if none)."""
-    given = hand_given(argv)
-    candidates = [CONFIG_DIR / "config.yaml"] if given["path"] and file.parent == Path(given["path"][-1]) and \
-        file.stem == Path((given["name"] or ["config"])[-1]).stem else []
-    for folder in [Path(p) for p in given["path"][-1:] + given["dir"]]:
-        if not candidates and file.is_relative_to(folder):
-            candidates.append(CONFIG_DIR / file.relative_to(folder))
-    try:
-        return yaml.safe_load(candidates[0].read_text(encoding="utf-8")) if candidates and candidates[0].is_file() else {}
-    except (OSError, yaml.YAMLError):
-        return {}
+    for folder in map(Path, hand_given(argv)["dir"]):
+        for file in sorted(folder.rglob("*.y*ml")) if folder.is_dir() else []:
+            if file.suffix not in (".yaml", ".yml"):
+                continue
+            data = parse_yaml(read_text(file), source=file)
+            try:
+                screen_config(_expanded(data)) if isinstance(data, Mapping) else None
+            except RagexpInputError as err:
+                raise RagexpInputError(err.message, file=file, field=err.field) from None
 
 
 def _all_leaves(node: Any, prefix: str) -> Iterator[tuple[str, Any]]:
@@ -223,56 +131,6 @@ def _all_leaves(node: Any, prefix: str) -> Iterator[tuple[str, Any]]:
             yield from _all_leaves(value, f"{prefix}[{i}]")
     else:
         yield prefix, node
-
-
-def check_environment_reads(data: Mapping, twin: Any, file: Path) -> None:
-    """No value of a hand-given file reads this machine's environment (``${oc.env:...}``), which
-    would copy it into the run's config, params and folders, unless this machine's own ``conf/``
-    has the same value at the same place (``cache_dir``, the OpenAI ``base_url``)."""
-    local = dict(_all_leaves(twin, ""))
-    for path, value in _all_leaves(data, ""):
-        if isinstance(value, str) and _READS_ENVIRONMENT.search(value) and local.get(path) != value:
-            raise RagexpInputError("reads this machine's environment (${oc.env:...}); a hand-given config may not "
-                                   "copy it into the run's logs; type it on the command line", file=file, field=path)
-
-
-def check_hand_given_files(argv: Sequence[str]) -> None:
-    for file in hand_given_files(argv):
-        try:
-            data = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-            raise RagexpInputError(f"cannot read this config ({str(err).splitlines()[0]})", file=file) from None
-        if not isinstance(data, Mapping):
-            continue
-        check_hydra_node(data, file, file_package(file.read_text(encoding="utf-8")))
-        check_environment_reads(data, _local_twin(file, argv), file)
-        try:
-            screen_config(_expanded(data))
-        except RagexpInputError as err:
-            raise RagexpInputError(err.message, file=file, field=err.field) from None
-
-
-def check_command_line_targets(argv: Sequence[str]) -> None:
-    """Every ``_target_`` an override names is a registered class; no call key is set."""
-    for arg in argv:
-        if arg.startswith("-") or "=" not in arg:
-            continue
-        key, value = arg.split("=", 1)
-        key = key.lstrip("+~")
-        leaf = key.rsplit(".", 1)[-1]
-        if leaf in CALL_KEYS or any(call in value for call in CALL_KEYS):
-            raise RagexpInputError(f"{leaf if leaf in CALL_KEYS else 'a call key'} is not allowed: components are "
-                                   "built from their own parameters only", field=key)
-        targets = [value.strip("'\"")] if leaf == "_target_" else _TARGET_IN_VALUE.findall(value)
-        for target in targets:
-            for choice in target.split(",") if leaf == "_target_" else [target]:
-                component_class(choice.strip(), key if leaf == "_target_" else f"{key}._target_")
-
-
-def check_run_arguments(argv: Sequence[str]) -> None:
-    """All of the module docstring, before Hydra starts."""
-    check_command_line_targets(argv)
-    check_hand_given_files(argv)
 
 
 #: The ``hydra.*`` settings of ``conf/config.yaml`` that a run needs whatever its primary config:

@@ -5,13 +5,19 @@ before its first job (the sweep callback, :mod:`ragexp.tracking.sweep`).
 (:func:`~ragexp.config.schema.validate`), the chunker and the dataset loader built without reading
 anything (:func:`check_data_components`), every pipeline component block against the registry and
 its class's schema (:mod:`ragexp.config.targets`), every ``device`` in them
-(:func:`~ragexp.models.device.resolved_devices`: ``cuda`` without CUDA fails here), and, for a config not typed on this machine,
-its endpoints (:mod:`ragexp.config.endpoints`).
+(:func:`~ragexp.models.device.resolved_devices`: ``cuda`` without CUDA fails here), every path
+field for what it may name (:func:`check_path_fields`), model server URLs
+(:func:`check_base_urls`), a judge's threshold within its score range
+(:func:`check_judge_threshold`), and, for a config not typed on this machine, its endpoints
+(:mod:`ragexp.config.endpoints`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -19,10 +25,12 @@ from ragexp.chunking import make_chunker
 from ragexp.config.endpoints import check_endpoints
 from ragexp.config.schema import chunker_options, validate
 from ragexp.config.secrets import screen_overrides
-from ragexp.config.targets import check_component
+from ragexp.config.targets import check_component, component_class
 from ragexp.data.dataset import dataset_loader
 from ragexp.errors import RagexpInputError
+from ragexp.judging.calibration.record import MAX_CALIBRATION_BYTES, check_number
 from ragexp.models.device import resolved_devices
+from ragexp.stored.limits import check_file
 
 PIPELINE_GROUPS = ("embedding", "retrieval", "reranker", "generator", "judge")
 
@@ -35,6 +43,7 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
     validate(cfg, skip)
     check_data_components(cfg, skip)
     resolved = OmegaConf.to_container(cfg, resolve=True)
+    check_path_fields({key: value for key, value in resolved.items() if key not in skip})
     for group in PIPELINE_GROUPS:
         if group in skip or resolved.get(group) is None:
             continue
@@ -45,8 +54,19 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
                                    f"a hand-given config: set the block's keys ({group}._target_=..., {group}.k=...)",
                                    field=group)
         check_component({k: v for k, v in resolved[group].items()}, group)
+    if "judge" not in skip:
+        check_judge_threshold(resolved.get("judge"))
     if untrusted:
         check_endpoints({key: value for key, value in resolved.items() if key not in skip}, allowed_endpoints)
+
+
+def check_judge_threshold(block: Any) -> None:
+    """A judge's ``threshold`` within the range of its scores (the class's ``SCORE_RANGE``), checked
+    before the judge, its encoder or any other model is built (``judge.threshold=-5`` is refused
+    before the retriever's encoder loads)."""
+    if isinstance(block, Mapping) and block.get("threshold") is not None and "_target_" in block:
+        low, high = getattr(component_class(block["_target_"], "judge._target_"), "SCORE_RANGE", (None, None))
+        check_number(block["threshold"], "judge.threshold", low, high)
 
 
 def check_data_components(cfg: DictConfig, skip: frozenset[str] = frozenset()) -> None:
@@ -56,3 +76,41 @@ def check_data_components(cfg: DictConfig, skip: frozenset[str] = frozenset()) -
         dataset_loader(cfg.dataset)
     if "chunking" not in skip:
         make_chunker(chunker_options(cfg.chunking))
+
+
+#: The dataset fields that name a corpus or eval-set file or folder.
+DATASET_PATH_FIELDS = ("path", "corpus", "evalset")
+
+
+def check_path_fields(config: Mapping[str, Any]) -> None:
+    """What a config's path fields may name, checked before anything is read: every
+    ``calibration`` a regular file of at most :data:`MAX_CALIBRATION_BYTES` (``/dev/zero`` would
+    read until memory runs out, a FIFO would block); the dataset's corpus, eval set and path,
+    where they exist, a regular file or a folder (no device, FIFO or socket). A model path is
+    checked where it is resolved (:func:`ragexp.models.resolve.resolve_model`)."""
+    for field, value in _calibrations(config, ""):
+        try:
+            if os.path.lexists(value):  # missing: the judge names it with its own advice
+                check_file(value, max_bytes=MAX_CALIBRATION_BYTES)
+        except RagexpInputError as err:
+            raise RagexpInputError(err.message, file=err.file, field=field) from None
+    dataset = config.get("dataset")
+    for key in DATASET_PATH_FIELDS if isinstance(dataset, Mapping) else ():
+        value = dataset.get(key)
+        if isinstance(value, str) and value != "???":
+            try:
+                mode = os.stat(value).st_mode
+            except OSError:
+                continue  # missing: the loader names it with its own advice
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise RagexpInputError("is not a regular file or folder (a device, FIFO or socket)", file=value,
+                                       field=f"dataset.{key}")
+
+
+def _calibrations(node: Any, prefix: str) -> list[tuple[str, str]]:
+    if isinstance(node, Mapping):
+        found = [(f"{prefix}calibration", node["calibration"])] if isinstance(node.get("calibration"), str) else []
+        return found + [hit for key, value in node.items() for hit in _calibrations(value, f"{prefix}{key}.")]
+    if isinstance(node, list):
+        return [hit for i, value in enumerate(node) for hit in _calibrations(value, f"{prefix.rstrip('.')}[{i}].")]
+    return []

@@ -7,6 +7,7 @@ parent run with a child per job. With ``resume=true`` (default) a sweep job whos
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -23,7 +24,7 @@ from ragexp.config.endpoints import ALLOWED_ENDPOINTS_ENV
 from ragexp.config.hydra_errors import CONFIG_ERRORS, config_error_line
 from ragexp.config.schema import register_schema
 from ragexp.config.secrets import screen_overrides
-from ragexp.config.untrusted import check_run_arguments, hand_given_config, local_hydra_overrides
+from ragexp.config.untrusted import gated_primary_config, hand_given_config, local_hydra_overrides, screen_config_dirs
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, TrackingUnavailable
 from ragexp.runtime import interrupt
 
@@ -131,10 +132,11 @@ def _allow_endpoint_flags(argv: list[str]) -> tuple[list[str], list[str]]:
 def run_app(argv: list[str]) -> int:
     """Entry for ``ragexp run``; Hydra parses ``argv`` (overrides, ``-m``, ``--cfg`` ...).
 
-    Secrets in the raw arguments (``${oc.env:...}`` expanded), and in any hand-given config file,
-    ``hydra.*`` settings from a hand-given file and unregistered ``_target_`` s on the command line
-    are refused before Hydra composes or writes anything (:mod:`ragexp.config.untrusted`);
-    a hand-given primary config runs with this machine's run/sweep folders and sweep callback
+    Before Hydra composes or writes anything: secrets in the raw arguments (``${oc.env:...}``
+    expanded) and in any ``--config-dir`` file are refused, and a hand-given primary config
+    (``--config-path``/``--config-name``, a saved ``resolved.yaml``) is read as data through the
+    gate and handed to Hydra as a gated copy (:mod:`ragexp.config.untrusted`), with this
+    machine's run/sweep folders and sweep callback
     (:func:`ragexp.config.untrusted.local_hydra_overrides`);
     ``--allow-endpoint URL[=VARIABLE]`` (ragexp's, taken out before Hydra) extends the endpoint
     allow-list of a hand-given config (:mod:`ragexp.config.endpoints`). Hydra
@@ -144,14 +146,21 @@ def run_app(argv: list[str]) -> int:
     argv, allowed = _allow_endpoint_flags(argv)
     if allowed:  # passed on as the allow-list variable: the sweep's workers inherit it
         os.environ[ALLOWED_ENDPOINTS_ENV] = ",".join(filter(None, [os.environ.get(ALLOWED_ENDPOINTS_ENV), *allowed]))
-    try:
-        screen_overrides(argv)
-        check_run_arguments(argv)
-    except RagexpInputError as err:
-        print(f"ragexp run: error: {err}", file=sys.stderr)
-        return USAGE_EXIT_CODE
     register_schema()
     interrupt.install(signal.SIGTERM)
+    with contextlib.ExitStack() as stack:
+        try:
+            screen_overrides(argv)
+            screen_config_dirs(argv)
+            argv = stack.enter_context(gated_primary_config(argv))  # removed on leaving, also on an interrupt
+        except RagexpInputError as err:
+            print(f"ragexp run: error: {err}", file=sys.stderr)
+            return USAGE_EXIT_CODE
+        return _run_composed(argv)
+
+
+def _run_composed(argv: list[str]) -> int:
+    """Hydra on ``argv`` (checked by :func:`run_app`); the exit code."""
     sys.argv = ["ragexp run", *argv, *local_hydra_overrides(argv)]
     os.environ["HYDRA_FULL_ERROR"] = "1"
     from ragexp.tracking.sweep import SweepRefused

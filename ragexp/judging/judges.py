@@ -196,11 +196,12 @@ class LexicalJudge:
 
     model_id = "lexical"
     DEFAULT_THRESHOLD = 0.866071
+    SCORE_RANGE = (0.0, 1.0)  # a threshold outside it is refused before any model is built
 
     def __init__(
         self, threshold: float | None = None, calibration: str | None = None, claim_splitter: ClaimSplitter | None = None
     ) -> None:
-        choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity(), score_range=(0.0, 1.0))
+        choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity(), score_range=self.SCORE_RANGE)
         self.threshold, self.threshold_source, self.calibration = choice.threshold, choice.source, choice.calibration
         self.claim_splitter = claim_splitter or SentenceClaimSplitter()
         self._stemmer = Stemmer.Stemmer("english")
@@ -259,6 +260,7 @@ class EmbeddingJudge:
     """
 
     DEFAULT_THRESHOLD = 0.664979
+    SCORE_RANGE = (-1.0, 1.0)  # cosine similarity
 
     def __init__(
         self, encoder: Any, threshold: float | None = None, calibration: str | None = None,
@@ -270,7 +272,7 @@ class EmbeddingJudge:
         model = self.encoder.identity["model"]
         precision = self.encoder.identity.get("precision", "fp32")
         self.model_id = f"{model['name']}@{model['weights'][:16]}" + ("" if precision == "fp32" else f"/{precision}")
-        choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity(), score_range=(-1.0, 1.0))
+        choice = choose_threshold(self.DEFAULT_THRESHOLD, threshold, calibration, self.identity(), score_range=self.SCORE_RANGE)
         self.threshold, self.threshold_source, self.calibration = choice.threshold, choice.source, choice.calibration
         self.claim_splitter = claim_splitter or SentenceClaimSplitter()
 

