@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
+from ragexp.stored.limits import check_json_depth
 
 FORMATS = ("text", "jsonl", "csv", "tsv")
 DEFAULT_FIELD = "query"
@@ -134,6 +135,7 @@ def _jsonl_queries(path: Path, field: str, stats: LogStats) -> Iterator[tuple[in
         if not line.strip():
             stats.blank += 1
             continue
+        check_json_depth(line, source=path, line=number)  # 2,000 levels would end in a RecursionError
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as err:

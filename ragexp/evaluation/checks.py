@@ -18,6 +18,7 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -44,6 +45,7 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
     check_data_components(cfg, skip)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     check_path_fields({key: value for key, value in resolved.items() if key not in skip})
+    check_base_urls({key: value for key, value in resolved.items() if key not in skip})
     for group in PIPELINE_GROUPS:
         if group in skip or resolved.get(group) is None:
             continue
@@ -58,6 +60,26 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
         check_judge_threshold(resolved.get("judge"))
     if untrusted:
         check_endpoints({key: value for key, value in resolved.items() if key not in skip}, allowed_endpoints)
+
+
+def check_base_urls(node: Any, prefix: str = "") -> None:
+    """Every ``base_url`` (a model server) is an ``http(s)`` URL with a host name or address that
+    parses (``https://[::ffff:evil]/v1`` is refused here, not deep inside a run)."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            field = f"{prefix}{key}"
+            if key == "base_url" and isinstance(value, str) and value:
+                try:
+                    parts = urlsplit(value)
+                    parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+                except ValueError as err:
+                    raise RagexpInputError(f"not a valid URL ({err})", field=field) from None
+                if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+                    raise RagexpInputError(f"must be an http(s) URL with a host, got {value!r}", field=field)
+            check_base_urls(value, f"{field}.")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            check_base_urls(value, f"{prefix.rstrip('.')}[{i}].")
 
 
 def check_judge_threshold(block: Any) -> None:

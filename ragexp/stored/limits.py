@@ -145,13 +145,20 @@ def _bracket_depth(text: str) -> int:
     return deepest
 
 
+def check_json_depth(text: str, *, source: str | os.PathLike[str] | None = None, line: int | None = None,
+                     max_depth: int = MAX_DEPTH) -> None:
+    """Refuse JSON ``text`` nested deeper than ``max_depth`` before any parser recurses into it
+    (for readers that keep JSON's other liberties, such as query logs)."""
+    if _bracket_depth(text) > max_depth:
+        raise RagexpInputError(f"nested more than {max_depth} levels deep", file=source, line=line)
+
+
 def parse_json(text: str, *, source: str | os.PathLike[str] | None = None, line: int | None = None,
                max_depth: int = MAX_DEPTH, allow_nan: bool = False) -> Any:
     """``text`` as JSON within the module's bounds; errors name ``source`` and ``line``.
     ``allow_nan`` admits ``NaN`` (a format that stores an undefined mean as NaN, the results file),
     never ``Infinity``."""
-    if _bracket_depth(text) > max_depth:
-        raise RagexpInputError(f"nested more than {max_depth} levels deep", file=source, line=line)
+    check_json_depth(text, source=source, line=line, max_depth=max_depth)
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys, parse_int=_bounded_int,
                            parse_constant=_nan_or_refused if allow_nan else _no_constant)

@@ -605,6 +605,80 @@ def _review_busy_port(c: Case) -> list[str]:
     return _review(c, "0" * 32, port=REVIEW_BUSY_PORT)
 
 
+
+# --- issue #30: resources and shapes that crashed or hung -------------------------------------------------
+
+NESTED_2000 = "[" * 2000 + "]" * 2000
+
+
+def _evalset_line_nested_2000_deep(c: Case) -> list[str]:
+    return c.run(evalset=c.evalset('{"id": "q2", "query": "x", "evidence": ' + NESTED_2000 + "}"))
+
+
+def _log_line_nested_2000_deep(c: Case) -> list[str]:
+    log = c.inputs / "search.jsonl"
+    log.write_text('{"query": "a"}\n{"query": ' + NESTED_2000 + "}\n", encoding="utf-8")
+    return _queries(c, log)
+
+
+def _base_url_not_a_host(c: Case) -> list[str]:
+    return c.run("generator=openai", "generator.model.base_url='https://[::ffff:evil]/v1'")
+
+
+def _draft_with_a_folder_as_model(c: Case) -> list[str]:
+    return ["evalset", "draft", "--corpus", str(c.corpus), "--per-category", "1", "--model", "/usr/lib",
+            "--out", str(c.dir / "drafts.jsonl")]
+
+
+def _review_labels_a_folder(c: Case) -> list[str]:
+    (c.inputs / "labels").mkdir()
+    return ["judge", "review", "0" * 32, "-n", "5", "--labels", str(c.inputs / "labels"), "--port", "0",
+            "--tracking-uri", f"sqlite:///{c.inputs / 'store.db'}"]
+
+
+def _calibration_names(target: Callable[[Case], str]) -> Callable[[Case], list[str]]:
+    return lambda c: c.run("generator=extractive", f"judge.calibration={target(c)}")
+
+
+def _fifo(c: Case) -> str:
+    os.mkfifo(c.inputs / "calibration.fifo")
+    return str(c.inputs / "calibration.fifo")
+
+
+def _sparse_markdown(c: Case) -> list[str]:
+    with open(c.corpus / "huge.md", "wb") as handle:  # 1.5 GB of nothing: no disk used
+        handle.truncate(1500 * 2**20)
+    return c.run()
+
+
+def _docx_bomb(c: Case) -> list[str]:
+    import zipfile
+
+    with zipfile.ZipFile(c.corpus / "bomb.docx", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", b" " * (200 * 2**20))
+    return c.run("dataset.strict=true")
+
+
+def _alias_bomb_in_a_handed_config(c: Case) -> list[str]:
+    folder = c.inputs / "handed"
+    folder.mkdir()
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"] + [
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    (folder / "resolved.yaml").write_text("tracking:\n  note:\n" + "".join(f"    {line}\n" for line in levels),
+                                          encoding="utf-8")
+    return ["run", "--config-path", str(folder), "--config-name", "resolved"]
+
+
+def _model_folder_not_a_model(c: Case) -> list[str]:
+    return c.run("retrieval=dense", "embedding.model=/usr/lib")
+
+
+def _tracking_uri_an_existing_file(c: Case) -> list[str]:
+    (c.inputs / "__init__.py").write_text("", encoding="utf-8")
+    return [arg if not arg.startswith("tracking.uri=") else f"tracking.uri=sqlite:///{c.inputs / '__init__.py'}"
+            for arg in c.run()]
+
 CASES = [
     CliCase("malformed-jsonl", "eval set: a JSONL line cut off", _malformed_jsonl, ("<dir>/in/evalset.jsonl:2: ", "malformed JSON")),
     CliCase("malformed-yaml", "eval set: malformed YAML", _malformed_yaml, ("<dir>/in/evalset.yaml:", "malformed YAML")),
@@ -756,6 +830,32 @@ CASES = [
             ("ragexp judge: error: field 'RUN_ID': the run has no judged claims", "judge=lexical")),
     CliCase("review-busy-port", "`ragexp judge review --port P` with P taken", _review_busy_port,
             (f"ragexp judge: error: field '--port': port {REVIEW_BUSY_PORT} on 127.0.0.1 is already in use",)),
+    CliCase("evalset-nested-2000", "eval-set line nested 2,000 levels deep", _evalset_line_nested_2000_deep,
+            ("<dir>/in/evalset.jsonl:2", "nested more than 64 levels deep")),
+    CliCase("log-nested-2000", "`ragexp evalset queries` on a JSONL line nested 2,000 deep", _log_line_nested_2000_deep,
+            ("<dir>/in/search.jsonl:2", "nested more than 64 levels deep")),
+    CliCase("base-url-not-a-host", "`generator.model.base_url='https://[::ffff:evil]/v1'`", _base_url_not_a_host,
+            ("field 'generator.model.base_url'", "not a valid URL")),
+    CliCase("draft-model-a-folder", "`ragexp evalset draft --model /usr/lib` (a folder, not a model)",
+            _draft_with_a_folder_as_model, ("field 'model'", "does not look like a model")),
+    CliCase("model-folder-not-a-model", "`embedding.model=/usr/lib` (nothing hashed before the refusal)",
+            _model_folder_not_a_model, ("field 'embedding.model'", "does not look like a model")),
+    CliCase("review-labels-a-folder", "`ragexp judge review --labels DIR` (a folder)", _review_labels_a_folder,
+            ("field '--labels'", "is a folder")),
+    CliCase("calibration-dev-zero", "`judge.calibration=/dev/zero`", _calibration_names(lambda c: "/dev/zero"),
+            ("/dev/zero: field 'judge.calibration'", "not a regular file")),
+    CliCase("calibration-fifo", "`judge.calibration=FIFO` (a named pipe)", _calibration_names(_fifo),
+            ("field 'judge.calibration'", "not a regular file")),
+    CliCase("calibration-folder", "`judge.calibration=DIR` (a folder)", _calibration_names(lambda c: str(c.inputs)),
+            ("field 'judge.calibration'", "is a folder")),
+    CliCase("corpus-sparse-1500mb", "a 1.5 GB sparse `.md` in the corpus", _sparse_markdown,
+            ("<dir>/in/corpus/huge.md: is 1,572,864,000 bytes",)),
+    CliCase("docx-bomb", "a 0.2 MB DOCX unpacking to 200 MiB, `dataset.strict=true`", _docx_bomb,
+            ("bomb.docx", "ZIP bomb")),
+    CliCase("alias-bomb", "`--config-path DIR`, the file is an 8-level YAML alias bomb", _alias_bomb_in_a_handed_config,
+            ("<dir>/in/handed/resolved.yaml", "YAML aliases")),
+    CliCase("tracking-uri-existing-file", "`tracking.uri=sqlite:///.../__init__.py` (an existing empty file)",
+            _tracking_uri_an_existing_file, ("field 'tracking.uri'", "is not a sqlite database")),
 ]
 
 

@@ -3,6 +3,9 @@
 A converter turns a file's bytes into Markdown-structured text (headings as ``#`` lines, tables
 as Markdown tables where the format has them). That text *is* the document from then on:
 evidence offsets index it, quotes resolve against it, chunkers see its headings.
+
+A corpus file (text, or one to convert) is read only when it is a regular file of at most
+:data:`MAX_DOCUMENT_BYTES` (a 1.5 GB sparse ``.md`` is refused in one line, not read).
 """
 
 from __future__ import annotations
@@ -10,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
+
+#: One corpus document file at most (a book-length Markdown file is a few MiB).
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)

@@ -40,12 +40,14 @@ from ragexp.data.convert import (
     Unconvertible,
     converter_for,
 )
+from ragexp.data.convert.base import MAX_DOCUMENT_BYTES
 from ragexp.data.convert.history import converter_changes, record_converters
 from ragexp.data.convert.report import ConversionReport
 from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
 from ragexp.errors import RagexpInputError
 from ragexp.runtime import progress
 from ragexp.runtime.stage_cache import StageCache
+from ragexp.stored import limits
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 DOCUMENT_SUFFIXES = TEXT_SUFFIXES + CONVERTED_SUFFIXES
@@ -172,7 +174,7 @@ def _read_folder(root: Path, options: ConvertOptions, report: ConversionReport, 
         source_of[doc_id] = file
         converter = converter_for(suffix)
         if converter is None:
-            text = read_text(file)
+            text = read_text(file, max_bytes=MAX_DOCUMENT_BYTES)
             documents.append(Document(id=doc_id, text=text, title=markdown_title(text) or file.stem))
             continue
         converted = _convert(file, relative.as_posix(), converter, options, report, cache)
@@ -191,7 +193,7 @@ def _convert(
     cache: StageCache | None,
 ) -> Converted | None:
     """The file converted (from the cache when there), or ``None`` when it is skipped (reported)."""
-    data = file.read_bytes()
+    data = limits.read_bytes(file, max_bytes=MAX_DOCUMENT_BYTES)
     identity = converter.identity()
     report.converters[converter.name] = identity
     parts = {"sha256": hashlib.sha256(data).hexdigest(), "converter": identity, "options": converter.options_of(options)}
