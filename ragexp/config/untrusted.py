@@ -33,6 +33,7 @@ from omegaconf import OmegaConf
 from ragexp.config.compose import CONFIG_DIR
 from ragexp.config.secrets import expand_env, screen_config
 from ragexp.errors import RagexpInputError
+from ragexp.stored.limits import parse_yaml, read_text
 
 _OPTIONS = {"--config-path": "path", "-cp": "path", "--config-name": "name", "-cn": "name", "--config-dir": "dir",
             "-cd": "dir"}
@@ -109,8 +110,6 @@ def _expanded(node: Any) -> Any:
 def screen_config_dirs(argv: Sequence[str]) -> None:
     """No file of a ``--config-dir`` folder holds a secret (after ``${oc.env:...}`` is expanded as
     Hydra would), so none reaches ``multirun.yaml``, ``.hydra/``, MLflow or folder names."""
-    from ragexp.stored.limits import parse_yaml, read_text
-
     for folder in map(Path, hand_given(argv)["dir"]):
         for file in sorted(folder.rglob("*.y*ml")) if folder.is_dir() else []:
             if file.suffix not in (".yaml", ".yml"):
@@ -146,7 +145,7 @@ def local_hydra_overrides(argv: Sequence[str]) -> list[str]:
     given = hand_given(argv)
     if not (given["path"] or given["name"]):
         return []
-    local = yaml.safe_load((CONFIG_DIR / "config.yaml").read_text(encoding="utf-8"))["hydra"]
+    local = parse_yaml(read_text(CONFIG_DIR / "config.yaml"), source=CONFIG_DIR / "config.yaml")["hydra"]
     typed = {arg.split("=", 1)[0].lstrip("+~") for arg in argv if "=" in arg and not arg.startswith("-")}
     overrides = []
     for setting in LOCAL_HYDRA_SETTINGS:

@@ -23,7 +23,6 @@ the wrong place; ``evidence="paragraph"`` is immune to this.
 
 from __future__ import annotations
 
-import json
 from os import PathLike
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from ragexp.data import Corpus, Document, EvalItem, EvalSet, Evidence
 from ragexp.data.loaders.jsonl import read_text
 from ragexp.errors import RagexpInputError
 from ragexp.runtime import progress
+from ragexp.stored import limits
 
 EVIDENCE_MODES = ("answer", "paragraph")
 PARAGRAPH_SEPARATOR = "\n\n"
@@ -43,10 +43,7 @@ def load_squad(path: str | PathLike[str], evidence: str = "answer") -> tuple[Cor
             f"unknown evidence mode {evidence!r}; valid: {', '.join(EVIDENCE_MODES)}", field="evidence"
         )
     file = _squad_file(Path(path))
-    try:
-        data = json.loads(read_text(file))
-    except json.JSONDecodeError as err:
-        raise RagexpInputError(f"malformed JSON: {err.msg}", file=file, line=err.lineno) from None
+    data = limits.parse_json(read_text(file), source=file)  # bounded depth, no key twice, finite numbers
     articles = data.get("data") if isinstance(data, dict) else None
     if not isinstance(articles, list) or not articles:
         raise RagexpInputError('not a SQuAD file: expected {"data": [articles...]}', file=file, field="data")
