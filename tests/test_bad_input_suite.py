@@ -296,7 +296,7 @@ def execute_expecting_input_error(cfg) -> RagexpInputError:
     from ragexp.jobs.job import run_job
 
     with pytest.raises(RagexpInputError) as caught:
-        run_job(cfg, output_dir=Path(cfg.cache_dir).parent / "out", overrides=[], log_to_store=False)
+        run_job(cfg, output_dir=Path(cfg.cache_dir).parent / "out", overrides=[], log_to=None)
     return caught.value
 
 
@@ -374,7 +374,7 @@ def test_five_megabyte_document_chunks_and_runs(tmp_path: Path, monkeypatch) -> 
 
     overrides = ("chunking.size=512", "chunking.overlap=64", "eval.ks=[1,10]")
     cfg = compose_run_config((corpus_dir, evalset), tmp_path / "cache", *overrides)
-    output = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to_store=False).output
+    output = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to=None).output
     assert output.results.aggregates["n_chunks"] >= 5_000_000 / 512
     assert output.results.aggregates["hit_rate_at_10"] == 1.0
 

@@ -212,7 +212,7 @@ def test_a_run_that_fell_back_to_torch_shares_a_torch_runs_cache_entries_and_log
     for backend in ("onnx", "torch"):
         cfg = compose_run_config(tiny_dataset, tmp_path / "cache", "retrieval=dense", f"embedding.model={folder}",
                                  f"embedding.backend={backend}", "eval.bootstrap_resamples=20")
-        job = run_job(cfg, output_dir=tmp_path / backend, overrides=[], log_to_store=False)
+        job = run_job(cfg, output_dir=tmp_path / backend, overrides=[], log_to=None)
         results[backend] = job.output.results
         assert run_tags(cfg, job.output, job.evalset)[TAG_EMBEDDING_BACKEND] == "torch"
     assert results["onnx"].meta["embedding_backend"] == results["torch"].meta["embedding_backend"] == "torch"

@@ -26,7 +26,7 @@ def test_progress_false_silences_bm25_encoder_and_library_bars(tiny_dataset, tmp
     cfg = compose_run_config(tiny_dataset, tmp_path / "cache", "retrieval=hybrid_rrf", "embedding.batch_size=2",
                              f"progress={str(shown).lower()}")
     try:
-        run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to_store=False)
+        run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to=None)
     finally:
         progress.set_enabled(True)
     err = capfd.readouterr().err

@@ -18,6 +18,7 @@ without MLflow: ``ragexp run --config-path /abs/folder --config-name resolved`` 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -25,6 +26,7 @@ from pathlib import Path
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
 from ragexp.comparison.table import format_table
 from ragexp.metrics.measure import Measure, measure
+from ragexp.runtime import interrupt
 from ragexp.stored.run_config import local_cache_dir, read_run_config
 from ragexp.tracking import experiments, labels, store
 from ragexp.tracking.metric_names import HEADLINE, results_view
@@ -63,25 +65,42 @@ def reproduction_tags(original) -> dict[str, str]:
     }
 
 
-def run(args: argparse.Namespace) -> int:
-    from ragexp.jobs.job import run_job
+def reproduce_run(original, uri: str, work: Path, args: argparse.Namespace):
+    """Re-run ``original`` from its stored config (read through the gate) in the folder ``work``:
+    a fresh cache there unless ``--use-cache``, logged as its reproduction unless ``--no-log``."""
+    from ragexp.jobs.job import LogTo, run_job
     from ragexp.runtime.stage_cache import StageCache
 
+    run_id = original.info.run_id
+    saved = store.download_artifact(run_id, store.CONFIG_ARTIFACT, uri, args.artifacts, dst_dir=work / "stored")
+    cfg = read_run_config(saved, tracking_uri=uri, cache_dir=local_cache_dir() if args.use_cache else str(work / "cache"),
+                          allowed_endpoints=args.allow_endpoint)
+    log_to = None if args.no_log else LogTo(
+        experiment_id=original.info.experiment_id, tags=reproduction_tags(original),
+        run_name=labels.reproduction_name(original.info.run_name or run_id[:8]))
+    return run_job(cfg, output_dir=work / "output", overrides=[f"reproduce={run_id}"], cache=StageCache(Path(cfg.cache_dir)),
+                   log_to=log_to)
+
+
+def run(args: argparse.Namespace) -> int:
     client, uri = client_for(args)
     original = get_run(client, args.run_id)
-    with tempfile.TemporaryDirectory(prefix=f"ragexp-reproduce-{args.run_id[:8]}-") as scratch:
-        work = Path(scratch)
-        saved = store.download_artifact(args.run_id, store.CONFIG_ARTIFACT, uri, args.artifacts, dst_dir=work / "stored")
-        cfg = read_run_config(saved, tracking_uri=uri, cache_dir=local_cache_dir() if args.use_cache else
-                              str(work / "cache"), allowed_endpoints=args.allow_endpoint)
-        cache = StageCache(Path(cfg.cache_dir))
-        result = run_job(
-            cfg, output_dir=work / "output", overrides=[f"reproduce={args.run_id}"], cache=cache,
-            experiment_id=original.info.experiment_id, tags=reproduction_tags(original), log_to_store=not args.no_log,
-            run_name=labels.reproduction_name(original.info.run_name or args.run_id[:8]),
-            untrusted=True, allowed_endpoints=args.allow_endpoint,
-        )
-    output = result.output
+    interrupt.install(signal.SIGTERM)  # an interrupt unwinds: the temporary folders below are removed
+    try:
+        with tempfile.TemporaryDirectory(prefix=f"ragexp-reproduce-{args.run_id[:8]}-") as scratch:
+            result = reproduce_run(original, uri, Path(scratch), args)
+    except KeyboardInterrupt as err:
+        signum = getattr(err, "signum", signal.SIGINT)
+        print(f"ragexp reproduce: interrupted by signal {signum}; nothing kept", file=sys.stderr)
+        return 128 + int(signum)
+    if result.run_id:
+        print(f"logged reproduction as run {result.run_id}")
+    return compare_with_original(original, result.output)
+
+
+def compare_with_original(original, output) -> int:
+    """Warn about code and data differences, print the retrieval metrics side by side; exit code
+    0 when every one is identical, 1 otherwise."""
     tags = original.data.tags
     for label, tag, now in (
         ("code version", store.TAG_CODE_VERSION, store.code_version()),
@@ -90,8 +109,6 @@ def run(args: argparse.Namespace) -> int:
     ):
         if tags.get(tag) != now:
             print(f"warning: {label} differs: run has {tags.get(tag)!r}, now {now!r}", file=sys.stderr)
-    if result.run_id:
-        print(f"logged reproduction as run {result.run_id}")
     before = results_view(original.data.metrics, original.data.params)
     after = output.results.aggregates
     names = sorted(n for n in after if n in before and _compared(measure(n)))

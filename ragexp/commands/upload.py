@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
-    from ragexp.jobs.job import run_job
+    from ragexp.jobs.job import log_saved_run
     from ragexp.stored.run_config import local_cache_dir, read_overrides, read_run_config
     from ragexp.tracking.run_logger import LOCAL_CONFIG, LOCAL_OVERRIDES
     from ragexp.tracking.store import default_tracking_uri
@@ -38,7 +38,6 @@ def run(args: argparse.Namespace) -> int:
                           cache_dir=local_cache_dir())
     overrides = read_overrides(folder / LOCAL_OVERRIDES) if (folder / LOCAL_OVERRIDES).exists() else []
     results = RunResults.load(folder / ARTIFACT_NAME)
-    result = run_job(cfg, output_dir=folder, overrides=overrides, saved_results=results,
-                     tags={"ragexp.uploaded_from": str(folder.resolve())})
+    result = log_saved_run(cfg, results, folder, overrides, tags={"ragexp.uploaded_from": str(folder.resolve())})
     print(f"logged {results.meta['run_name']} as run {result.run_id} to {cfg.tracking.uri}")
     return 0

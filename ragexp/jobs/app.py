@@ -46,14 +46,14 @@ register_resolvers()  # at import: sweep workers resolve the folder names too
 def run_one_job(cfg: DictConfig) -> None:
     """The Hydra task: one job of ``ragexp run`` (see :mod:`ragexp.jobs.job`)."""
     from ragexp.jobs.console import print_run_summary
-    from ragexp.jobs.job import run_job
+    from ragexp.jobs.job import LogTo, run_job
     from ragexp.tracking.sweep import current_parent_run, current_sweep_axes
 
     output_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else Path.cwd()
     overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
     parent = current_parent_run()
-    result = run_job(cfg, output_dir=output_dir, overrides=overrides, parent_run_id=parent, resume=bool(parent and cfg.resume),
-                     axes=current_sweep_axes(), untrusted=hand_given_config())
+    log_to = LogTo(parent_run_id=parent, axes=current_sweep_axes(), resume=bool(parent and cfg.resume))
+    result = run_job(cfg, output_dir=output_dir, overrides=overrides, log_to=log_to, untrusted=hand_given_config())
     if not result.skipped:
         print_run_summary(result.output, result.run_id, cfg.tracking.uri)
 

@@ -1,18 +1,22 @@
-"""One job: a resolved config in, an evaluated and logged run out. ``ragexp run`` (every sweep
-job), ``ragexp reproduce`` and ``ragexp upload`` all go through :func:`run_job`, and each is
-validated once, there (:func:`~ragexp.evaluation.checks.validate_job`).
+"""One job: a resolved config in, an evaluated and logged run out, in the shape of a
+lightning-hydra-template task: build from the config, run, log.
+
+:func:`run_job` is every evaluation (``ragexp run``'s sweep jobs, ``ragexp reproduce``); where the
+run goes in MLflow is one value, :class:`LogTo` (``None``: evaluate and save only).
+:func:`log_saved_run` is ``ragexp upload``: results computed earlier are logged, nothing is built
+or evaluated. Both validate first (:func:`~ragexp.evaluation.checks.validate_job`).
 
 Order, so that bad input fails before any work and a store outage loses nothing:
-validate the config (secrets refused; every ``_target_`` a registered class fitting its schema; for
-a config not typed on this machine, its endpoints and key variables named here,
-:mod:`ragexp.config.endpoints`) -> build the components (a bad parameter fails here, before the
-store or the cache is touched) -> connect to the
-store -> load and chunk the data -> find (create if new) the eval set's experiment
-(:mod:`ragexp.tracking.experiments`) -> skip when a FINISHED run has the same config hash (sweeps
-with ``resume=true``) -> evaluate -> name the run from its sweep axes (:mod:`ragexp.tracking.labels`)
--> save the results to the job's output folder -> log them to MLflow (:func:`log_run`, retried;
-when the store stays away the error says how to upload the saved folder later). The logged run
-starts when the job started, so its duration is the job's work.
+validate the config (secrets refused; every ``_target_`` a registered class fitting its schema;
+path fields, thresholds; for a config not typed on this machine, its endpoints and key variables
+named here, :mod:`ragexp.config.endpoints`) -> build the components (a bad parameter fails here,
+before the store or the cache is touched) -> connect to the store -> load and chunk the data ->
+find (create if new) the eval set's experiment (:mod:`ragexp.tracking.experiments`) -> skip when
+a FINISHED run has the same config hash (sweeps with ``resume=true``) -> evaluate -> name the run
+from its sweep axes (:mod:`ragexp.tracking.labels`) -> save the results to the job's output
+folder -> log them to MLflow (:func:`log_run`, retried; when the store stays away the error says
+how to upload the saved folder later). The logged run starts when the job started, so its
+duration is the job's work.
 """
 
 from __future__ import annotations
@@ -20,16 +24,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
 from ragexp.data import EvalSet
 from ragexp.errors import RagexpInputError, TrackingUnavailable
 from ragexp.evaluation.checks import validate_job
 from ragexp.evaluation.pipeline import build_pipeline
-from ragexp.evaluation.prepared import prepare_data
+from ragexp.evaluation.prepared import PreparedData, prepare_data
 from ragexp.evaluation.results import RunResults
 from ragexp.evaluation.runner import RunOutput, config_hash, execute, semantic_config
 from ragexp.runtime import interrupt, progress
@@ -40,6 +45,21 @@ from ragexp.tracking.run_logger import log_evaluation, save_local
 log = logging.getLogger("ragexp")
 
 LOG_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class LogTo:
+    """Where a job's run goes in MLflow: ``experiment_id`` (default: the eval set's experiment,
+    ``tracking.experiment`` when set), a sweep's ``parent_run_id`` and ``axes`` (the run is named
+    by its values on them and tagged ``axis.<key>``), extra ``tags``, a ``run_name`` replacing the
+    derived one, and ``resume``: skip the job when a FINISHED run has its config hash."""
+
+    experiment_id: str | None = None
+    parent_run_id: str | None = None
+    axes: Sequence[str] = ()
+    tags: Mapping[str, str] = field(default_factory=dict)
+    run_name: str | None = None
+    resume: bool = False
 
 
 @dataclass
@@ -55,87 +75,71 @@ class JobResult:
         return self.output is None
 
 
-def run_job(
-    cfg: DictConfig,
-    *,
-    output_dir: Path,
-    overrides: list[str],
-    cache: StageCache | None = None,
-    parent_run_id: str | None = None,
-    resume: bool = False,
-    experiment_id: str | None = None,
-    tags: Mapping[str, str] | None = None,
-    log_to_store: bool = True,
-    axes: Sequence[str] = (),
-    run_name: str | None = None,
-    untrusted: bool = False,
-    allowed_endpoints: Sequence[str] = (),
-    saved_results: RunResults | None = None,
-) -> JobResult:
-    """Evaluate the pipeline ``cfg`` describes and log it (see the module docstring).
-
-    ``cache`` defaults to ``cfg.cache_dir``; ``experiment_id`` to the eval set's experiment
-    (``cfg.tracking.experiment`` when set); ``tags`` are added to the run; ``resume`` skips the job
-    when a FINISHED run has its config hash; ``log_to_store=false`` evaluates and saves to
-    ``output_dir`` without touching MLflow. ``axes`` are the sweep's axes (the run is named by its
-    values on them and tagged ``axis.<key>``), ``run_name`` overrides the name. ``untrusted``: the
-    config was not typed on this machine (a stored or hand-given one), so its endpoints must be
-    named here or in ``allowed_endpoints``. ``saved_results``: results computed earlier and saved to
-    ``output_dir`` (``ragexp upload``): nothing is recomputed, they are logged.
-    """
+def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: StageCache | None = None,
+            log_to: LogTo | None = LogTo(), untrusted: bool = False, allowed_endpoints: Sequence[str] = ()) -> JobResult:
+    """Evaluate the pipeline ``cfg`` describes, save it to ``output_dir`` and log it (module
+    docstring). ``cache`` defaults to ``cfg.cache_dir``; ``log_to=None`` evaluates and saves without
+    touching MLflow. ``untrusted``: the config was not typed on this machine, so its endpoints must
+    be named here or in ``allowed_endpoints``."""
     started_at = time.time()
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
     validate_job(cfg, overrides, untrusted=untrusted, allowed_endpoints=allowed_endpoints)
-    if saved_results is not None:
-        return _log_saved(cfg, saved_results, output_dir, overrides, tags)
     progress.set_enabled(cfg.progress)
     cache = cache or StageCache(Path(cfg.cache_dir))
     pipeline = build_pipeline(cfg, cache)
-    client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s) if log_to_store else None
+    client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s) if log_to is not None else None
     started = time.perf_counter()
     data = prepare_data(cfg, cache, progress=cfg.progress)
     prepare_s = time.perf_counter() - started
+    experiment_id = None
     if client is not None:  # only now: a run refused for bad data leaves no experiment behind
-        experiment_id = experiment_id or experiments.ensure_for_evalset(client, cfg.tracking.experiment, data.evalset)
-    if resume and client is not None:
-        existing = store.find_finished_run(client, experiment_id, config_hash(cfg, data))
+        experiment_id = log_to.experiment_id or experiments.ensure_for_evalset(client, cfg.tracking.experiment, data.evalset)
+        existing = store.find_finished_run(client, experiment_id, config_hash(cfg, data)) if log_to.resume else None
         if existing:
             log.info("resume: skipping, run %s already FINISHED with this config hash", existing)
             return JobResult(None, existing, data.evalset)
-    values = labels.axis_values(overrides, axes)
-    sample = len(data.evalset.items) if "sampled" in data.evalset.meta else None
-    name = run_name or labels.run_name(semantic_config(cfg), data.chunking_label, values, sample)
-    output = execute(cfg, cache=cache, data=data, pipeline=pipeline, run_name=name)
+    values = labels.axis_values(overrides, log_to.axes if log_to else ())
+    output = execute(cfg, cache=cache, data=data, pipeline=pipeline, run_name=_run_name(cfg, data, values, log_to))
     output.timings["prepare_s"] = prepare_s
     output.results.meta.update(started_at=started_at, finished_at=time.time())
     save_local(output_dir, cfg, output, overrides)  # first: the results survive a store outage
     if client is None:
         return JobResult(output, None, data.evalset)
-    run_tags = {**labels.axis_tags(values), **(tags or {})}
     experiments.describe_once(client, experiment_id, data.corpus, data.evalset)
     run_id = log_run(
         lambda: log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=overrides,
-                               parent_run_id=parent_run_id, tags=run_tags, saved=output_dir),
+                               parent_run_id=log_to.parent_run_id, tags={**labels.axis_tags(values), **log_to.tags},
+                               saved=output_dir),
         output_dir,
     )
     return JobResult(output, run_id, data.evalset)
 
 
-def _log_saved(cfg: DictConfig, results: RunResults, folder: Path, overrides: list[str],
-               tags: Mapping[str, str] | None) -> JobResult:
-    """Log results saved in ``folder`` while the store was unreachable (``ragexp upload``); the eval
-    set is reloaded only to log it as the run's input, and must still have the saved fingerprint."""
+def _run_name(cfg: DictConfig, data: PreparedData, values: Mapping[str, str], log_to: LogTo | None) -> str:
+    """``log_to.run_name``, else the name the sweep axes' values (and a sample's size) give."""
+    if log_to is not None and log_to.run_name:
+        return log_to.run_name
+    sample = len(data.evalset.items) if "sampled" in data.evalset.meta else None
+    return labels.run_name(semantic_config(cfg), data.chunking_label, values, sample)
+
+
+def log_saved_run(cfg: DictConfig, results: RunResults, folder: Path, overrides: list[str],
+                  tags: Mapping[str, str]) -> JobResult:
+    """Log results saved in ``folder`` while the store was unreachable (``ragexp upload``): nothing
+    is built or evaluated; the eval set is reloaded only to log it as the run's input, and must
+    still have the saved fingerprint."""
     from ragexp.data.dataset import load_dataset
     from ragexp.evaluation.prepared import sample_evalset
     from ragexp.evaluation.results import ARTIFACT_NAME
 
+    validate_job(cfg, overrides)
     corpus, evalset = load_dataset(cfg.dataset, StageCache(cfg.cache_dir))  # converted documents read, not written
     if cfg.eval.get("sample") is not None:  # a sampled run was scored on the sample, which has its own fingerprint
         evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
     if evalset.fingerprint() != results.meta.get("evalset_fingerprint"):
         raise RagexpInputError("the eval set changed since this run was computed; refusing to log it against the new one",
                                file=folder / ARTIFACT_NAME, field="meta.evalset_fingerprint")
-    client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s)
+    client: MlflowClient = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s)
     experiment_id = experiments.ensure_for_evalset(client, cfg.tracking.experiment, evalset)
     experiments.describe_once(client, experiment_id, corpus, evalset)
     output = RunOutput(results, results.meta["run_name"], results.meta["config_hash"], results.meta.get("timings", {}))
