@@ -409,6 +409,16 @@ def test_reproduce_leaves_no_temporary_folder(store, tmp_path):
     assert list((tmp_path / "tmpdir").iterdir()) == []
 
 
+def test_annotate_from_run_leaves_no_temporary_folder(store, tmp_path):
+    root, db, run_id, _, _ = store
+    evalset = tmp_path / "evalset.jsonl"
+    evalset.write_bytes((root / "evalset.jsonl").read_bytes())
+    proc = ragexp(tmp_path, "evalset", "annotate", str(evalset), "--corpus", str(root / "corpus"), "--from-run", run_id,
+                  "--queue-only", "--tracking-uri", f"sqlite:///{db}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert list((tmp_path / "tmpdir").iterdir()) == []
+
+
 def test_runs_started_together_in_one_folder_get_distinct_output_folders(tmp_path):
     (tmp_path / "in").mkdir()
     dataset = write_tiny_dataset(tmp_path / "in")

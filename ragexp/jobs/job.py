@@ -93,7 +93,12 @@ def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: S
     prepare_s = time.perf_counter() - started
     experiment_id = None
     if client is not None:  # only now: a run refused for bad data leaves no experiment behind
-        experiment_id = log_to.experiment_id or experiments.ensure_for_evalset(client, cfg.tracking.experiment, data.evalset)
+        if log_to.experiment_id:  # a given one (reproduce); ensure_for_evalset checks the one it finds
+            experiment_id = log_to.experiment_id
+            store.check_artifact_location(client.get_experiment(experiment_id).artifact_location, client.tracking_uri,
+                                          f"experiment {experiment_id}")
+        else:
+            experiment_id = experiments.ensure_for_evalset(client, cfg.tracking.experiment, data.evalset)
         existing = store.find_finished_run(client, experiment_id, config_hash(cfg, data)) if log_to.resume else None
         if existing:
             log.info("resume: skipping, run %s already FINISHED with this config hash", existing)

@@ -1,17 +1,19 @@
 """The one gate for a run config ragexp did not compose: read as data, never composed.
 
-A run's saved ``resolved.yaml`` (``ragexp reproduce`` fetches it from a store, ``ragexp upload``
-and ``ragexp reproduce DIR`` read it from a run folder) and its ``overrides.yaml`` come from
+A run's saved ``resolved.yaml`` (``ragexp reproduce`` and ``evalset annotate --from-run`` fetch it
+from a store, ``ragexp upload`` reads it from a run folder, ``ragexp run --config-path`` from a
+folder handed over: :mod:`ragexp.config.untrusted`) and its ``overrides.yaml`` come from
 whoever could write to that store or folder. They never reach Hydra (no defaults list, package
 header, resolver or ``hydra:`` node can act), and pass, in this order:
 
 1. bytes: a regular file of at most :data:`MAX_CONFIG_BYTES` (:func:`~ragexp.stored.limits.read_text`);
 2. bounded YAML: no aliases, at most :data:`MAX_CONFIG_DEPTH` levels, no key twice
    (:func:`~ragexp.stored.limits.parse_yaml`);
-3. no interpolation at all: a saved config is fully resolved, so ``${`` in any key or value was
+3. a closed typed schema: the top-level keys of :class:`~ragexp.config.schema.RagexpConfig` only
+   (no ``hydra`` node, no ``defaults`` list);
+4. no interpolation at all: a saved config is fully resolved, so ``${`` in any key or value was
    put there by hand (it could read this machine's environment or other values) and is refused;
-4. a closed typed schema: the top-level keys of :class:`~ragexp.config.schema.RagexpConfig` only
-   (no ``hydra``), its typed nodes (``chunking``, ``eval``, ``tracking``) merged on the structured
+   then the typed nodes (``chunking``, ``eval``, ``tracking``) merged on the structured
    schema, so an unknown key or a wrong type is refused naming the key path; secrets refused
    (:func:`~ragexp.config.secrets.screen_config`); targets saved by earlier releases renamed
    (:data:`~ragexp.config.targets.RENAMED`, said on stderr);
@@ -23,7 +25,7 @@ header, resolver or ``hydra:`` node can act), and pass, in this order:
    key variables this machine names, and each path field checked for what it may name.
 
 :func:`read_overrides`: ``overrides.yaml`` is a list of strings (what the job was started with,
-logged as a tag), through steps 1-3.
+logged as a tag), through steps 1, 2 and 4.
 """
 
 from __future__ import annotations

@@ -245,3 +245,33 @@ def test_class6_a_sparse_document_and_a_docx_bomb_are_bounded(tmp_path):
     assert bomb.stat().st_size < 2**20
     with pytest.raises(Unconvertible, match="ZIP bomb"):
         convert_docx(bomb.read_bytes(), ConvertOptions())
+
+
+# --- bad input that left things behind ------------------------------------------------------------------------
+
+
+def test_an_interrupted_reproduce_removes_its_temporary_folders(tmp_path, monkeypatch):
+    """SIGTERM during a reproduction (its handler raises :class:`Interrupted`): the stored config,
+    cache and output folders go, the command says so in one line and exits 128 + 15."""
+    import argparse
+    import signal
+    import tempfile
+    from types import SimpleNamespace
+
+    from ragexp.commands import reproduce
+    from ragexp.runtime.interrupt import Interrupted
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(reproduce, "client_for", lambda args: (None, "sqlite:///unused.db"))
+    monkeypatch.setattr(reproduce, "get_run", lambda client, run_id: SimpleNamespace(info=SimpleNamespace(run_id=run_id)))
+    monkeypatch.setattr(reproduce.interrupt, "install", lambda *signums: None)  # the test runner keeps its own
+
+    def interrupted(original, uri, work, args):
+        (work / "stored").mkdir()
+        (work / "stored" / "resolved.yaml").write_text("retrieval: {}\n", encoding="utf-8")
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(reproduce, "reproduce_run", interrupted)
+    args = argparse.Namespace(run_id="f" * 32, tracking_uri=None)
+    assert reproduce.run(args) == 128 + signal.SIGTERM
+    assert list(tmp_path.iterdir()) == []
