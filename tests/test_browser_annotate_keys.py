@@ -11,7 +11,8 @@ Along the way nothing typed may be lost: keys after a search go to the item, not
 question added with ``q`` by mistake is deleted with ``Shift+D`` and no junk question appears; a
 gold answer typed while another writer changed it meets the conflict bar, which shows both and
 keeps mine; the server is SIGKILLed while an answer is typed and restarted, and the kept save goes
-through. The pool is BM25's top 6 only (``--pipelines bm25``), to keep the test fast.
+through. ``Shift+X`` judges every candidate of an off-topic question not relevant in one key. The
+pool is BM25's top 6 only (``--pipelines bm25``), to keep the test fast.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ MAX_MEDIAN_ACTIONS = 8
 #: Demo questions whose answer BM25's top 6 holds (one of them is looked up through the search).
 ITEMS = ("q003", "q005", "q006", "q007", "q008", "q009", "q010", "q011", "q013", "q014")
 SEARCHED, ADDED_AFTER, CONFLICTED, KILLED = "q006", "q008", "q010", "q011"
+OFF_TOPIC = "Which webhook events does the billing page send?"
 
 pytestmark = BROWSER_MARKS
 
@@ -189,6 +191,18 @@ def test_ten_items_with_three_judged_negatives_each_at_a_median_of_at_most_8_act
                     assert page.locator("#new-query").input_value() == ""
                 if item_id == SEARCHED:
                     assert page.locator("#search").input_value() == ""  # the next question opened with a clean box
+            act.item = "rest-not-relevant"  # Shift+X: every candidate of a question not relevant in one key
+            act.press("q")
+            act.type(OFF_TOPIC)
+            act.press("Enter")
+            page.wait_for_function("q => document.getElementById('query').textContent === q", arg=OFF_TOPIC)
+            candidates = shown()["candidates"]
+            act.press("Shift+X")
+            saved(page)
+            assert judged_negatives() == len(candidates)
+            act.press("Shift+D")  # not in the eval set (no answer): deleted from the queue
+            page.wait_for_function("q => document.getElementById('query').textContent !== q", arg=OFF_TOPIC)
+            saved(page)
             page.wait_for_function("() => [...document.querySelectorAll('#queue .badge')].every((b) => b.textContent === 'done')")
             page.screenshot(path=str(ARTIFACTS / "annotate-keys-done.png"))
             browser.close()
@@ -211,7 +225,7 @@ def test_ten_items_with_three_judged_negatives_each_at_a_median_of_at_most_8_act
     per_item = {item_id: dict(act.counts[item_id]) | {"actions": act.total(item_id)} for item_id in ITEMS}
     median = statistics.median(act.total(item_id) for item_id in ITEMS)
     report = {"items": per_item, "median_actions": median, "add_and_delete": dict(act.counts["add-and-delete"]),
-              "searched_for": searched_for}
+              "rest_not_relevant": dict(act.counts["rest-not-relevant"]), "searched_for": searched_for}
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "annotate-keys-actions.json").write_text(json.dumps(report, indent=1))
     print("page actions per item:", json.dumps(report))

@@ -392,15 +392,22 @@
     }
   }
 
-  function done() {
+  /* Leave a text field of the item: the next key is a shortcut again (also when no question is left to open). */
+  function leaveFields() {
     flushFields();
+    const active = document.activeElement;
+    if (active && ["gold", "facts"].includes(active.id)) active.blur();
+  }
+
+  function done() {
+    leaveFields();
     const e = entry();
     const changes = {confirmed: true, skipped: false};
     if (e.review && !e.reviewed) changes.reviewed = true;
     save(changes);
     next();
   }
-  function skip() { flushFields(); save({skipped: true}); next(); }
+  function skip() { leaveFields(); save({skipped: true}); next(); }
   $("done").onclick = done;
   $("skip").onclick = skip;
 
