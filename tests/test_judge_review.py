@@ -230,6 +230,18 @@ def test_two_pages_giving_one_claim_different_verdicts_get_409_and_other_claims_
     assert [c["human_label"] for c in page_a.state()["claims"]][:2] == [S, N]  # each load shows the file
 
 
+def test_a_conflict_names_their_verdict_and_sending_it_as_before_keeps_mine(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.csv"
+    page_a, page_b = session(tmp_path, Recorder()), session(tmp_path, Recorder())
+    first = page_a.claims[0].row.id
+    page_a.label(first, S, "")
+    with pytest.raises(Conflict) as conflict:
+        page_b.label(first, N, "")
+    assert conflict.value.detail()["theirs"] == {"label": S} and conflict.value.detail()["before"] == S
+    page_b.label(first, N, conflict.value.before)  # "keep mine" on the page
+    assert {row.id: row.human_label for row in read_labels(labels)}[first] == N
+
+
 def test_a_verdict_written_before_the_server_died_is_retried_without_conflict(tmp_path: Path) -> None:
     """The page's verdict is written, its reply never arrives (the server is killed after the write,
     or fails with 5xx), a restarted server reads the file, the page retries the same request and

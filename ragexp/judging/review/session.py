@@ -47,7 +47,7 @@ from ragexp.judging.calibration.labels import (
     read_labels,
 )
 from ragexp.judging.review.sample import ReviewClaim
-from ragexp.web.edit_session import EditLock, atomic_write, compare_and_set
+from ragexp.web.edit_session import Conflict, EditLock, atomic_write, compare_and_set
 
 SKIP = "skip"
 SKIPPED_NOTE = "skipped"
@@ -174,10 +174,14 @@ class ReviewSession:
         with self.lock:
             rows = self._read()
             stored = verdict_of(claim.row)
-            already_so = not compare_and_set(
-                self.path, claim_id, {"label": stored}, {"label": label}, {"label": before},
-                message=f"{claim_id} was marked {NAMES[stored]} elsewhere (another page, editor or process) since this "
-                        f"page showed {NAMES[before]}; nothing was written")
+            try:
+                already_so = not compare_and_set(
+                    self.path, claim_id, {"label": stored}, {"label": label}, {"label": before},
+                    message=f"{claim_id} was marked {NAMES[stored]} elsewhere (another page, editor or process) since "
+                            f"this page showed {NAMES[before]}; nothing was written")
+            except Conflict as conflict:
+                conflict.before = stored  # this page's "before" is the verdict itself: sent again, it keeps the page's
+                raise
             if not already_so:
                 row = replace(claim.row, human_label="" if label == SKIP else label,
                               note=SKIPPED_NOTE if label == SKIP else "")
