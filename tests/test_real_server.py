@@ -46,13 +46,13 @@ def endpoint_overrides(server: TransformersServer) -> list[str]:
 
 def test_generator_and_judge_run_end_to_end(server, tiny_dataset, tmp_path) -> None:
     cfg = compose_run_config(tiny_dataset, tmp_path / "cache", *endpoint_overrides(server), "eval.bootstrap_resamples=20")
-    results = run_job(cfg, output_dir=tmp_path / "run", overrides=[], log_to_store=False).output.results
+    results = run_job(cfg, output_dir=tmp_path / "run", overrides=[], log_to=None).output.results
     rows, aggregates = results.per_query, results.aggregates
-    assert aggregates["generation_errors"] == 0 and all(row["answer"].strip() for row in rows)
+    assert aggregates["generation_errors"] == 0 and all(row.answer.strip() for row in rows)
     assert aggregates["n_claims"] > 0
     # the judge's replies were read: some verdicts are yes/no, not every claim a judge failure
     assert aggregates["judge_failures"] < aggregates["n_claims"]
-    assert any(row.get("generated_question") for row in rows)  # answer relevance asked the server too
+    assert any(row.generated_question for row in rows)  # answer relevance asked the server too
 
 
 def test_evalset_draft_drafts_from_the_server(server, tiny_dataset, tmp_path) -> None:
