@@ -249,7 +249,7 @@ def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequenc
 def _load_results(client: MlflowClient, run_id: str, folder: Path) -> RunResults | None:
     """A child's ``ragexp_results.json``, or ``None`` (reported) when it cannot be read."""
     try:
-        return RunResults.load(Path(client.download_artifacts(run_id, ARTIFACT_NAME, str(folder))))
+        return RunResults.load(store.download_artifact(run_id, ARTIFACT_NAME, client.tracking_uri, dst_dir=folder))
     except Exception as err:  # noqa: BLE001 - the summary goes on without this run's per-query values
         log.warning("sweep summary: could not read the results of run %s (%s); it is left out of the tie tests",
                     run_id, str(err).splitlines()[0][:200] if str(err) else type(err).__name__)

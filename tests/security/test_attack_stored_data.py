@@ -1,5 +1,6 @@
 """Attacks by a hostile colleague with write access to a shared store or a handed-over folder
-(issue #30, classes 1, 2, 3, 5 and 6; class 4, the pages, is test_attack_pages.py). Each test
+(issue #30, classes 1, 2, 3, 5, 6 and 7; class 4, the pages, is test_attack_pages.py; class 7's
+commands, export, gate and annotate --from-run, are also in tests/test_results_file.py). Each test
 makes the attack and asserts that it fails safe: one refusal naming the file or field, the victim
 untouched, nothing sent, nothing read to exhaustion.
 
@@ -8,7 +9,9 @@ truncated the victim with exit 0; class 2, this machine's MLflow credentials rea
 artifact server; class 3, the nested resolvers passed the ``${oc.env:`` scan and the overrides file
 was not checked at all (the gate's functions did not exist there either); class 5, an empty file
 became a SQLite store; class 6, the alias bomb and ``/dev/zero`` grew memory without bound, a
-FIFO blocked, ``/usr/lib`` was hashed whole, the sparse file and the DOCX ended in MemoryError.
+FIFO blocked, ``/usr/lib`` was hashed whole, the sparse file and the DOCX ended in MemoryError;
+class 7, ``ranking: "notalist"`` was loaded untyped (tracebacks later), 2,000 levels raised
+RecursionError, a FIFO as results file blocked (the test then fails by pytest's timeout).
 """
 
 from __future__ import annotations
@@ -245,6 +248,39 @@ def test_class6_a_sparse_document_and_a_docx_bomb_are_bounded(tmp_path):
     assert bomb.stat().st_size < 2**20
     with pytest.raises(Unconvertible, match="ZIP bomb"):
         convert_docx(bomb.read_bytes(), ConvertOptions())
+
+
+# --- 7. stored results -----------------------------------------------------------------------------------------
+
+
+RESULTS_ATTACKS = {
+    "ranking-not-a-list": ('{"format": "ragexp-results/1", "meta": {}, "aggregates": {}, "per_query": '
+                           '[{"query_id": "q1", "ranking": "notalist"}]}', "per_query[0].ranking"),
+    "nested-2000": ('{"format": "ragexp-results/1", "meta": ' + "[" * 2000 + "]" * 2000 + "}", "nested more than"),
+    "huge-integer": ('{"format": "ragexp-results/1", "meta": {"n": ' + "9" * 400 + "}}", "out of range"),
+    "key-twice": ('{"format": "ragexp-results/1", "meta": {}, "meta": {}}', "appears twice"),
+}
+
+
+@pytest.mark.parametrize("attack", RESULTS_ATTACKS, ids=list(RESULTS_ATTACKS))
+def test_class7_stored_results_are_refused_in_one_line(tmp_path, attack):
+    from ragexp.evaluation.results import RunResults
+
+    text, words = RESULTS_ATTACKS[attack]
+    path = tmp_path / "ragexp_results.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(RagexpInputError) as caught:
+        RunResults.load(path)
+    assert str(caught.value).startswith(str(path)) and words in str(caught.value), str(caught.value)
+
+
+def test_class7_a_results_path_that_is_no_file_is_refused(tmp_path):
+    from ragexp.evaluation.results import RunResults
+
+    os.mkfifo(tmp_path / "pipe.json")
+    for path, words in ((tmp_path / "pipe.json", "not a regular file"), (tmp_path, "is a folder")):
+        with pytest.raises(RagexpInputError, match=words):
+            RunResults.load(path)
 
 
 # --- bad input that left things behind ------------------------------------------------------------------------
