@@ -18,6 +18,9 @@ exist (upload, sweep checks). On main before the package/environment fixes, the 
 ``PRIMARY_HYDRA_FROM_ENV`` cases already passed; the 7 others added with them and the
 ``make_encoder`` one failed. (That one now asserts that a saved ``make_encoder`` is read as the
 class ``Embedding`` and checked against it, so runs saved before the change still reproduce.)
+Since the gate of #30 a hand-given ``--config-path`` config is read as data (its refusals name
+the gate's reasons), while ``hydra.*`` typed on the command line and a ``--config-dir`` folder are
+the operator's code (docs/scale.md): the cases that refused those are gone.
 """
 
 from __future__ import annotations
