@@ -52,8 +52,9 @@ def test_hydra_sees_only_a_gated_copy_of_the_saved_values_with_this_machines_sto
     assert not folder.exists() and "#" not in text and "${" not in text
     assert copy["defaults"] == ["ragexp_schema", "_self_"] and copy["retrieval"]["k1"] == 0.9
     assert copy["tracking"]["uri"] == "sqlite:///here.db" and copy["cache_dir"] == str(tmp_path / "cache")
-    with gated_primary_config(["retrieval=bm25", "-m"]) as local:  # this machine's conf/: unchanged
-        assert local == ["retrieval=bm25", "-m"]
+    for local in (["retrieval=bm25", "-m"], ["--config-name", "config"]):  # this machine's conf/: unchanged
+        with gated_primary_config(local) as unchanged:
+            assert unchanged == local
 
 
 @pytest.mark.parametrize(("text", "field", "words"), [

@@ -76,14 +76,14 @@ def gated_primary_config(argv: Sequence[str]) -> Iterator[list[str]]:
     """``argv`` with a hand-given primary config replaced by its gated copy (module docstring) in
     a temporary folder, removed on leaving (also on an interrupt); ``argv`` unchanged without one."""
     given = hand_given(argv)
-    if not (given["path"] or given["name"]):
+    if not given["path"]:  # --config-name alone picks a primary config of this machine's conf/
         yield list(argv)
         return
     from ragexp.stored.run_config import local_cache_dir, parse_run_config
     from ragexp.tracking.store import default_tracking_uri
 
     name = (given["name"] or ["config"])[-1]
-    source = Path(given["path"][-1] if given["path"] else CONFIG_DIR) / (
+    source = Path(given["path"][-1]) / (
         name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
     cfg = parse_run_config(source)
     cfg.tracking.uri = default_tracking_uri()
