@@ -118,7 +118,8 @@ def _results(client, run) -> RunResults | None:
     """A run's ``ragexp_results.json``, or ``None`` when it has none (a run logged by hand)."""
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            return RunResults.load(Path(client.download_artifacts(run.info.run_id, ARTIFACT_NAME, tmp)))
+            return RunResults.load(store.download_artifact(run.info.run_id, ARTIFACT_NAME, client.tracking_uri,
+                                                           dst_dir=Path(tmp)))  # artifact location checked
         except Exception:  # noqa: BLE001 - any store or file error: the run just gets no tie mark
             return None
 

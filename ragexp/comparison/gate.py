@@ -35,8 +35,11 @@ from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.metrics import RELEVANCE_LEVEL
 from ragexp.metrics.measure import LOWER, measure
 from ragexp.metrics.ranking import trec_order
+from ragexp.stored.limits import parse_yaml, read_text
 
 DEFAULT_SPEC_PATH = Path(__file__).resolve().parents[1] / "resources" / "gate_default.yaml"
+#: A gate spec is a few dozen lines; anything larger is not one.
+MAX_SPEC_BYTES = 1024 * 1024
 _SLACK = 1e-12
 """Rounding slack: a drop exactly equal to the tolerance is not a regression."""
 
@@ -102,18 +105,19 @@ class GateSpec:
     def load(cls, path: str | Path | None = None) -> "GateSpec":
         """Read a spec file; ``None`` reads the default spec shipped in ``ragexp/resources/gate_default.yaml``."""
         path = Path(path) if path is not None else DEFAULT_SPEC_PATH
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise RagexpInputError("no such gate spec file", file=path) from None
+        try:  # a regular file of bounded size (stored.limits)
+            text = read_text(path, max_bytes=MAX_SPEC_BYTES)
+        except RagexpInputError as err:
+            raise RagexpInputError("no such gate spec file" if err.message == "no such file" else err.message,
+                                   file=path) from None
         try:
             node = yaml.compose(text)
-            data = yaml.safe_load(text)
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             raise RagexpInputError(
                 f"not valid YAML: {getattr(err, 'problem', err)}", file=path, line=mark.line + 1 if mark else None
             ) from None
+        data = parse_yaml(text, source=path)  # no aliases, bounded depth: before the node tree is walked
         return _SpecParser(path, _key_lines(node)).parse(data)
 
     @classmethod
