@@ -24,8 +24,8 @@ from rank_bm25 import BM25L, BM25Okapi, BM25Plus
 
 from benchmarks import shared_data_dir
 from ragexp.data import Chunk  # noqa: E402
+from ragexp.text.tokenize import Tokenizer  # noqa: E402
 from reference_pipelines.bm25 import BM25Retriever  # noqa: E402
-from reference_pipelines.tokenize import Tokenizer  # noqa: E402
 
 RANK_BM25 = {"okapi": BM25Okapi, "bm25l": BM25L, "bm25plus": BM25Plus}
 TARGET_RATIO = 50.0

@@ -14,8 +14,8 @@ from rank_bm25 import BM25L, BM25Okapi, BM25Plus
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
+from ragexp.text.tokenize import Tokenizer
 from reference_pipelines.bm25 import BM25Retriever
-from reference_pipelines.tokenize import Tokenizer
 
 RANK_BM25 = {"okapi": BM25Okapi, "bm25l": BM25L, "bm25plus": BM25Plus}
 

@@ -18,8 +18,8 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from operator import attrgetter
 
-from ragexp.annotation.words import content_stems
 from ragexp.data import Chunk, Corpus
+from ragexp.text.tokenize import content_stems
 
 
 class ChunkMap:

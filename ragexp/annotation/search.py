@@ -2,8 +2,9 @@
 
 The corpus is cut into *units*: paragraphs (text between blank lines), a paragraph longer than
 :data:`MAX_UNIT_CHARS` cut at whitespace into pieces of at most that length. A query is read as the
-BM25 pipeline reads text (:mod:`ragexp.annotation.words`) and each unit scored with Okapi BM25
-(rank_bm25's ``BM25Okapi``, k1 = 1.5, b = 0.75, over the units as documents):
+BM25 pipeline reads text (:func:`ragexp.text.tokenize.word_stems`) and each unit scored with Okapi
+BM25 (ragexp's one BM25, :mod:`ragexp.text.bm25`: rank_bm25's ``BM25Okapi``, k1 = 1.5, b = 0.75,
+over the units as documents):
 
     score(q, u) = sum over query stems t (with repeats) of idf(t) * tf (k1 + 1) / (tf + k1 (1 - b + b |u| / avgdl))
     idf(t) = ln(N - df + 0.5) - ln(df + 0.5), floored to 0.25 * mean idf where negative
@@ -24,8 +25,9 @@ import threading
 from dataclasses import dataclass
 
 from ragexp.annotation.pool import passage
-from ragexp.annotation.words import word_stems
 from ragexp.data import Corpus
+from ragexp.text.bm25 import build_index
+from ragexp.text.tokenize import word_stems
 
 DEFAULT_LIMIT = 20
 MAX_UNIT_CHARS = 1200
@@ -73,14 +75,12 @@ class CorpusSearch:
         self._bm25 = None
 
     def _index(self, corpus: Corpus) -> None:
-        from rank_bm25 import BM25Okapi
-
         with self.lock:
             if self._corpus is corpus:
                 return
             units = [u for d in corpus.values() for u in units_of(d.id, d.text)]
             tokens = [[stem for stem, _, _ in word_stems(corpus[u.doc_id].text[u.start:u.end])] for u in units]
-            self._bm25 = BM25Okapi(tokens) if any(tokens) else None
+            self._bm25 = build_index(tokens) if any(tokens) else None
             self._units, self._corpus = units, corpus
 
     def search(self, corpus: Corpus, query: str, limit: int = DEFAULT_LIMIT) -> list[dict]:
@@ -90,7 +90,7 @@ class CorpusSearch:
         self._index(corpus)
         units, bm25 = self._units, self._bm25
         stems = [stem for stem, _, _ in word_stems(query)]
-        scores = bm25.get_scores(stems).tolist() if bm25 is not None and stems else [0.0] * len(units)
+        scores = bm25.scores([stems])[0].tolist() if bm25 is not None and stems else [0.0] * len(units)
         phrases = _phrase_matches(corpus, units, query)
         ranked = sorted((i for i in range(len(units)) if i in phrases or scores[i] > 0),
                         key=lambda i: (i not in phrases, -scores[i], i))

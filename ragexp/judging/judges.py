@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import string
 import warnings
 from collections.abc import Callable, Sequence
@@ -73,10 +72,10 @@ from ragexp.llm.base import (
 )
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.text_vectors import with_text_vectors
+from ragexp.text.tokenize import claim_words
 
 logger = logging.getLogger(__name__)
 
-_ALNUM_RUN = re.compile(r"[^\W_]+")
 _STRIP = string.punctuation + "\u201c\u201d\u2018\u2019"
 
 
@@ -172,9 +171,6 @@ class LLMJudge:
         return generate_questions(self.chat_model, answers, self.question_template)
 
 
-_STOPWORDS = frozenset(
-    ["a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "s", "t", "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "cannot"]
-)
 
 
 class LexicalJudge:
@@ -184,7 +180,8 @@ class LexicalJudge:
 
     over the context's document text (label lines left out: :mod:`ragexp.judging.evidence`),
     where ``content(t)`` is the set of Snowball-stemmed lower-case alphanumeric runs of ``t``
-    (``idempotency_conflict`` -> ``idempot``, ``conflict``) minus English stop words. Supported
+    (``idempotency_conflict`` -> ``idempot``, ``conflict``) minus English stop words
+    (:func:`ragexp.text.tokenize.claim_words`; its stoplist is not BM25's, and says why). Supported
     iff ``support >= threshold``. A claim with no content token (``"Yes."``) cannot be judged: a
     judge failure.
     A verdict's ``evidence`` is the context sentence sharing the most content tokens with the claim.
@@ -210,8 +207,7 @@ class LexicalJudge:
         return {"kind": "lexical", "model_id": self.model_id}
 
     def content_tokens(self, text: str) -> set[str]:
-        tokens = [t for t in _ALNUM_RUN.findall(text.lower()) if t not in _STOPWORDS]
-        return set(self._stemmer.stemWords(tokens))
+        return claim_words(text, self._stemmer)
 
     def split_claims(self, answer: str) -> list[str]:
         return self.claim_splitter.split(answer)

@@ -30,12 +30,12 @@ import numpy as np
 from ragexp.data import Chunk
 from ragexp.data.context import format_context
 from ragexp.errors import RagexpInputError
+from ragexp.text.tokenize import Tokenizer
 from reference_pipelines.encoders import Encoder, build_encoder, unit_rows
 from reference_pipelines.generators.base import (
     REFUSAL_ANSWER,
     Generation,
 )
-from reference_pipelines.tokenize import Tokenizer
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
