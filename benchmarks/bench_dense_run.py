@@ -16,7 +16,10 @@ printed beside it (MTEB: 0.64508). ``--profile DIR`` instead runs the ragexp run
 cProfile, cold (fresh cache) and warm (the same cache again), and writes ``cold.prof`` and
 ``warm.prof`` plus their top functions by cumulative time.
 
-    python -m benchmarks.bench_dense_run [--rounds 2] [--docs N] [--extra OVERRIDE ...] [--profile DIR]
+``--encoders N`` compares the encoders alone in one process on the first N documents:
+sentence-transformers, ONNX fp32 at batch 16 and 64, ONNX int8.
+
+    python -m benchmarks.bench_dense_run [--rounds 2] [--docs N] [--extra OVERRIDE ...] [--profile DIR] [--encoders N]
 """
 
 from __future__ import annotations
@@ -116,12 +119,45 @@ def profile(data: Path, folder: Path, extra: list[str]) -> None:
         pstats.Stats(str(folder / f"{name}.prof")).sort_stats("cumulative").print_stats(40)
 
 
+def encoders_in_process(data: Path, docs: int, rounds: int) -> None:
+    """Plain sentence-transformers against ragexp's ONNX encoders (fp32 at batch 16 and 64, int8)
+    on the first ``docs`` documents, in this process, interleaved (the order reversing by round)."""
+    from sentence_transformers import SentenceTransformer
+
+    from ragexp.data.loaders.beir import load_beir
+    from ragexp.models.encoders import make_encoder
+    from ragexp.models.resolve import resolve_model
+    from ragexp.runtime import progress
+
+    progress.set_enabled(False)
+    corpus, _ = load_beir(data, split="test")
+    texts = [f"{doc.title} {doc.text}" for doc in list(corpus.values())[:docs]]
+    plain = SentenceTransformer(str(resolve_model("minilm").path), device="cpu", local_files_only=True)
+    ours = {"onnx fp32 batch 16": make_encoder("minilm", batch_size=16), "onnx fp32 batch 64": make_encoder("minilm", batch_size=64),
+            "onnx int8": make_encoder("minilm", precision="int8")}
+    paths = {"sentence-transformers": lambda: plain.encode(texts), **{k: (lambda e=e: e.encode_passages(texts)) for k, e in ours.items()}}
+    plain.encode(texts[:4])  # warm-up: sessions, first allocations
+    for encoder in ours.values():
+        encoder.encode_passages(texts[:4])
+    seconds: dict[str, list[float]] = {label: [] for label in paths}
+    for round_ in range(rounds):
+        for label in list(paths) if round_ % 2 == 0 else list(paths)[::-1]:
+            started = time.perf_counter()
+            paths[label]()
+            seconds[label].append(time.perf_counter() - started)
+            print(f"round {round_ + 1}: {label} {seconds[label][-1]:.1f} s (load {os.getloadavg()[0]:.2f})", flush=True)
+    base = statistics.median(seconds["sentence-transformers"])
+    for label, values in seconds.items():
+        print(f"{label:22s} median {statistics.median(values):7.1f} s  {base / statistics.median(values):.2f}x plain")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--extra", nargs="*", default=[], help="more overrides for the ragexp run")
     parser.add_argument("--profile", type=Path, help="profile a cold and a warm run into this folder instead")
     parser.add_argument("--docs", type=int, help="SciFact's first DOCS documents only (see scifact_subset)")
+    parser.add_argument("--encoders", type=int, metavar="N", help="compare the encoders alone on N documents, in this process")
     parser.add_argument("--plain", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.plain:
@@ -131,6 +167,9 @@ def main() -> None:
     data = scifact_subset(workdir / "data", args.docs) if args.docs else shared_data_dir() / "scifact"
     if args.profile:
         profile(data, args.profile, args.extra)
+        return
+    if args.encoders:
+        encoders_in_process(data, args.encoders, args.rounds)
         return
     plain, whole, ratios = [], [], []
     for round_ in range(1, args.rounds + 1):
