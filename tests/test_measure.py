@@ -25,6 +25,8 @@ from ragexp.tracking.metric_names import from_mlflow, to_mlflow
     ("judge_failures", "judge_failures", None, GENERATION, LOWER, "", ""),
     ("time.retrieval_s", "time.retrieval_s", None, RUN, LOWER, "", ""),
     ("gen.latency_s", "gen.latency_s", None, GENERATION, LOWER, "", ""),
+    ("gen.repeating_answers", "gen.repeating_answers", None, GENERATION, LOWER, "", ""),
+    ("gen.length_capped", "gen.length_capped", None, GENERATION, LOWER, "", ""),
     ("retrieval_depth", "retrieval_depth", None, RUN, HIGHER, "", ""),
 ])
 def test_a_key_names_one_measure(key, name, k, level, direction, group, bound):

@@ -31,9 +31,10 @@ GENERATION_KEY = re.compile(r"faithfulness|answer_relevance|exact_match|f1|key_f
 _CUTOFF = re.compile(r"(?P<name>.+)_at_(?P<k>\d+)")
 _GROUP = re.compile(r"(?P<group>(?:tag|source)\..+)\.(?P<metric>[^.]+)")
 _CI = re.compile(r"(?P<metric>.+)_(?P<bound>ci_low|ci_high)")
-#: Measures where less is better: failures, errors and time.
+#: Measures where less is better: failures, errors, time, answers at the cap or repeating a sentence.
 _LOWER = re.compile(r"(judge_failures|retrieval_failure|generation_failure|generation_error|hallucinated"
-                    r"|n_retrieval_failure|n_generation_failure|n_hallucinated).*|time\..+|gen\..+_s")
+                    r"|n_retrieval_failure|n_generation_failure|n_hallucinated).*|time\..+|gen\..+_s"
+                    r"|gen\.length_capped|gen\.repeating_answers")
 
 
 @dataclass(frozen=True)
