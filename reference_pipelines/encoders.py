@@ -1,7 +1,8 @@
 """The ``_target_`` of ``conf/embedding``: the component class :class:`Embedding`. The encoders
 themselves live in :mod:`ragexp.models.encoders` (ragexp's own commands use them too); their names
-are re-exported here, and :func:`make_encoder` stays a plain Python function (not a config target:
-stored configs build classes only, :mod:`ragexp.config.targets`)."""
+are re-exported here, and :func:`make_cached_encoder` (:func:`ragexp.models.encoders.make_encoder`
+plus the stage cache) stays a plain Python function (not a config target: stored configs build
+classes only, :mod:`ragexp.config.targets`)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from ragexp.models.encoders import (  # noqa: F401 - the encoder API of referenc
 )
 
 
-def make_encoder(model: str, backend: str = "onnx", precision: str = "fp32", name: str | None = None, cache: Any = None,
-                 **options: Any) -> Encoder:
+def make_cached_encoder(model: str, backend: str = "onnx", precision: str = "fp32", name: str | None = None,
+                        cache: Any = None, **options: Any) -> Encoder:
     """:func:`ragexp.models.encoders.make_encoder`; with a stage cache every text is encoded once per
     encoder identity."""
     return build_encoder(encoders.make_encoder(model, backend=backend, precision=precision, name=name, **options), cache)

@@ -11,7 +11,7 @@ from ragexp.models.resolve import SHORT_NAMES, resolve_model
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.dense import DenseRetriever
-from reference_pipelines.encoders import OnnxEncoder, build_encoder, make_encoder
+from reference_pipelines.encoders import OnnxEncoder, build_encoder, make_cached_encoder
 
 
 class TableEncoder:
@@ -169,10 +169,10 @@ def test_minilm_dense_retrieval_end_to_end(tmp_path) -> None:
 def test_encoders_of_one_model_share_the_loaded_weights() -> None:
     """The dense retriever and answer relevance build one encoder each from the embedding node:
     the model is loaded once per process, not once per encoder."""
-    first, second = (make_encoder("minilm", backend="torch", max_seq_length=256) for _ in range(2))
+    first, second = (make_cached_encoder("minilm", backend="torch", max_seq_length=256) for _ in range(2))
     assert first is not second and first.model is second.model
-    assert make_encoder("minilm", backend="torch", max_seq_length=128).model is not first.model  # another length: its own copy
-    onnx_first, onnx_second = make_encoder("minilm"), make_encoder("minilm")  # ONNX: one session per graph
+    assert make_cached_encoder("minilm", backend="torch", max_seq_length=128).model is not first.model  # another length: its own copy
+    onnx_first, onnx_second = make_cached_encoder("minilm"), make_cached_encoder("minilm")  # ONNX: one session per graph
     onnx_first.encode_queries(["load"]), onnx_second.encode_queries(["load"])
     assert onnx_first._session is onnx_second._session
 

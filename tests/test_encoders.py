@@ -37,7 +37,7 @@ from reference_pipelines.encoders import (
     Embedding,
     OnnxEncoder,
     SentenceTransformerEncoder,
-    make_encoder,
+    make_cached_encoder,
 )
 from tests.helpers.configs import compose_run_config
 
@@ -59,9 +59,9 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def test_onnx_export_gives_torchs_vectors_and_int8_stays_close(demo_texts) -> None:
     passages, queries = demo_texts
     passages = [*passages, " ".join(passages[:8])]  # one text past the model's 256 tokens: truncated alike
-    torch_encoder = make_encoder("minilm", backend="torch")  # no max_seq_length: the folder's own (256)
-    onnx_encoder = make_encoder("minilm")
-    int8_encoder = make_encoder("minilm", precision="int8")
+    torch_encoder = make_cached_encoder("minilm", backend="torch")  # no max_seq_length: the folder's own (256)
+    onnx_encoder = make_cached_encoder("minilm")
+    int8_encoder = make_cached_encoder("minilm", precision="int8")
     assert onnx_encoder.max_seq_length == torch_encoder.model.max_seq_length == 256
     assert isinstance(torch_encoder, SentenceTransformerEncoder) and isinstance(onnx_encoder, OnnxEncoder)
     assert (onnx_encoder.identity["backend"], int8_encoder.identity["precision"]) == ("onnx", "int8")
@@ -79,7 +79,7 @@ def test_an_int8_vector_is_a_function_of_its_text_alone(demo_texts) -> None:
     depend on its batch mates (cosine 0.9897 measured before the fix); each text runs alone."""
     passages, queries = demo_texts
     texts = [queries[0], passages[3], "Cold."]
-    int8 = make_encoder("minilm", precision="int8", batch_size=64)
+    int8 = make_cached_encoder("minilm", precision="int8", batch_size=64)
     alone = np.vstack([int8.encode_queries([text]) for text in texts])
     for batch_mates in (passages[:20], [passages[-1]], queries[1:]):
         in_batch = int8.encode_queries([*batch_mates, *texts])[len(batch_mates):]
@@ -89,7 +89,7 @@ def test_an_int8_vector_is_a_function_of_its_text_alone(demo_texts) -> None:
 def test_length_sorted_batches_keep_the_input_order(demo_texts) -> None:
     passages, _ = demo_texts
     texts = passages[:40] + ["Cold.", passages[0]]  # a duplicate and a one-token text among long ones
-    sorted_batches = make_encoder("paraphrase-minilm-l3", batch_size=8)
+    sorted_batches = make_cached_encoder("paraphrase-minilm-l3", batch_size=8)
     in_order = OnnxEncoder("paraphrase-minilm-l3", batch_size=8, sort_by_length=False)
     one_by_one = np.vstack([in_order.encode_passages([text]) for text in texts])
     np.testing.assert_allclose(sorted_batches.encode_passages(texts), one_by_one, atol=1e-5)
@@ -98,7 +98,7 @@ def test_length_sorted_batches_keep_the_input_order(demo_texts) -> None:
 
 def test_precision_and_backend_separate_identities_and_cache_entries(tmp_path) -> None:
     cache = StageCache(tmp_path)
-    built = {spec: make_encoder("minilm", cache=cache, **dict(spec)) for spec in
+    built = {spec: make_cached_encoder("minilm", cache=cache, **dict(spec)) for spec in
              [(("precision", "fp32"),), (("precision", "int8"),), (("backend", "torch"),)]}
     identities = [encoder.identity for encoder in built.values()]
     assert all(isinstance(encoder, CachedEncoder) for encoder in built.values())
@@ -168,21 +168,21 @@ def cls_pooling_minilm(tmp_path: Path) -> Path:
 def test_a_model_onnx_cannot_export_runs_on_torch_and_says_so_once(tmp_path, caplog) -> None:
     folder = cls_pooling_minilm(tmp_path)
     with caplog.at_level(logging.WARNING, logger="ragexp.models.encoders"):
-        encoders = [make_encoder(str(folder)) for _ in range(2)]
+        encoders = [make_cached_encoder(str(folder)) for _ in range(2)]
     assert all(isinstance(encoder, SentenceTransformerEncoder) for encoder in encoders)
     assert encoders[0].identity["backend"] == "torch"
     said = [record.getMessage() for record in caplog.records if str(folder) in record.getMessage()]
     assert len(said) == 1 and "Pooling(cls)" in said[0], said
     assert "Pooling(cls)" in BACKEND_NOTES[str(folder)]
     with pytest.raises(RagexpInputError) as err:
-        make_encoder(str(folder), precision="int8")
+        make_cached_encoder(str(folder), precision="int8")
     assert err.value.field == "precision"
 
 
 def test_the_embedding_group_builds_a_component_class_that_encodes_like_make_encoder(tmp_path) -> None:
     embedding = build_component(compose_config([]).embedding, "embedding", StageCache(tmp_path))
     assert isinstance(embedding, Embedding) and isinstance(embedding.encoder, OnnxEncoder)
-    direct = make_encoder("minilm", max_seq_length=256, batch_size=64)
+    direct = make_cached_encoder("minilm", max_seq_length=256, batch_size=64)
     assert embedding.identity == direct.identity and embedding.backend == "onnx"
     np.testing.assert_array_equal(embedding.encode_queries(["a query"]), direct.encode_queries(["a query"]))
     torch = build_component(compose_config(["embedding.backend=torch"]).embedding, "embedding", StageCache(tmp_path))

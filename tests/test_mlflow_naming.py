@@ -6,7 +6,7 @@ import pytest
 from mlflow.utils.validation import _validate_metric_name, _validate_param_name
 
 from ragexp.metrics.evaluate import metric_names
-from ragexp.tracking import labels
+from ragexp.tracking import run_names
 from ragexp.tracking.metric_names import (
     CONSTANTS,
     HEADLINE,
@@ -67,24 +67,24 @@ def test_sweep_axes_are_what_the_sweep_varies_whatever_the_key():
     task = ["dataset=evalset", "chunking=fixed,recursive,markdown", "retrieval=bm25,dense", "chunking.overlap=20",
             "retrieval.k1=0.9,1.2", "retrieval/tokenizer=english,plain", "eval.ks=[1,3,5],[5,10]", "hydra/launcher=joblib",
             "hydra.launcher.n_jobs=2", "reranker=none,"]
-    assert labels.sweep_axes(task) == ["chunking", "retrieval", "retrieval.k1", "retrieval/tokenizer", "eval.ks"]
+    assert run_names.sweep_axes(task) == ["chunking", "retrieval", "retrieval.k1", "retrieval/tokenizer", "eval.ks"]
     # an experiment preset's sweeper params count too (the demo sweep), before the command line's
     preset = {"chunking": "fixed,recursive", "reranker": "none,embedding"}
-    assert labels.sweep_axes(["retrieval=bm25,dense"], preset) == ["chunking", "reranker", "retrieval"]
+    assert run_names.sweep_axes(["retrieval=bm25,dense"], preset) == ["chunking", "reranker", "retrieval"]
 
 
 def test_run_name_shows_every_axis_value_and_nothing_constant():
     axes = ["chunking", "retrieval", "reranker", "retrieval.k1", "retrieval/tokenizer", "eval.ks", "generator"]
     job = ["dataset=demo", "chunking=markdown", "retrieval=hybrid_rrf", "reranker=none", "retrieval.k1=1.2",
            "retrieval/tokenizer=plain", "eval.ks=[1,3,5]", "generator=local", "tracking.uri=sqlite:///x.db"]
-    values = labels.axis_values(job, axes)
+    values = run_names.axis_values(job, axes)
     assert values == {"chunking": "markdown", "retrieval": "hybrid_rrf", "reranker": "none", "retrieval.k1": "1.2",
                       "retrieval/tokenizer": "plain", "eval.ks": "1,3,5", "generator": "local"}
-    name = labels.run_name({}, "markdown-1024", values)
+    name = run_names.run_name({}, "markdown-1024", values)
     assert name == "markdown-1024 · hybrid_rrf · rerank=none · k1=1.2 · tokenizer=plain · ks=1,3,5 · generator=local"
-    assert labels.axis_tags({"chunking": "markdown"}) == {"axis.chunking": "markdown"}
+    assert run_names.axis_tags({"chunking": "markdown"}) == {"axis.chunking": "markdown"}
     # chunking and chunking.size read as one label
-    assert labels.run_name({}, "fixed-256c-64", {"chunking": "fixed", "chunking.size": "256", "retrieval": "bm25"}) == \
+    assert run_names.run_name({}, "fixed-256c-64", {"chunking": "fixed", "chunking.size": "256", "retrieval": "bm25"}) == \
         "fixed-256c-64 · bm25"
 
 
@@ -102,7 +102,7 @@ CONFIG = {
 
 
 def test_params_are_what_the_variant_uses_with_one_label_per_component():
-    params = labels.run_params(CONFIG, "fixed-512c-64")
+    params = run_names.run_params(CONFIG, "fixed-512c-64")
     for key, value in params.items():
         _validate_param_name(key)
         assert value not in ("None", "null") and not value.startswith("["), (key, value)
@@ -117,12 +117,12 @@ def test_params_are_what_the_variant_uses_with_one_label_per_component():
 
 def test_bm25_run_has_no_embedding_label_and_a_generator_brings_its_judge():
     bm25 = {**CONFIG, "retrieval": {"name": "bm25", "_target_": "reference_pipelines.bm25.BM25Retriever", "k1": 1.5}}
-    assert "embedding" not in labels.run_params(bm25, "fixed-512c-64")
+    assert "embedding" not in run_names.run_params(bm25, "fixed-512c-64")
     generating = {**bm25, "generator": {"name": "local", "_target_": "reference_pipelines.generators.llm.LLMGenerator"}}
-    params = labels.run_params(generating, "fixed-512c-64")
+    params = run_names.run_params(generating, "fixed-512c-64")
     assert params["judge"] == "lexical" and params["judge._target_"] == "ragexp.judging.judges.LexicalJudge"
 
 
 @pytest.mark.parametrize("original", ["markdown-1024 · hybrid_rrf", "fixed-512c-64 · bm25 · rerank=none"])
 def test_a_reproduction_is_named_as_such(original):
-    assert labels.reproduction_name(original) == f"repro: {original}" != original
+    assert run_names.reproduction_name(original) == f"repro: {original}" != original

@@ -28,7 +28,7 @@ from ragexp.comparison.table import format_table
 from ragexp.metrics.measure import Measure, measure
 from ragexp.runtime import interrupt
 from ragexp.stored.run_config import local_cache_dir, read_run_config
-from ragexp.tracking import experiments, labels, store
+from ragexp.tracking import experiments, run_names, store
 from ragexp.tracking.metric_names import HEADLINE, results_view
 
 
@@ -61,7 +61,7 @@ def reproduction_tags(original) -> dict[str, str]:
         store.TAG_REPRODUCES: original.info.run_id,
         store.DESCRIPTION_TAG: f"Reproduction of run [{original.info.run_name}]({link}) (`ragexp reproduce "
                                f"{original.info.run_id}`), re-run from its saved config/resolved.yaml.",
-        **{key: value for key, value in original.data.tags.items() if key.startswith(labels.AXIS_TAG_PREFIX)},
+        **{key: value for key, value in original.data.tags.items() if key.startswith(run_names.AXIS_TAG_PREFIX)},
     }
 
 
@@ -77,7 +77,7 @@ def reproduce_run(original, uri: str, work: Path, args: argparse.Namespace):
                           allowed_endpoints=args.allow_endpoint)
     log_to = None if args.no_log else LogTo(
         experiment_id=original.info.experiment_id, tags=reproduction_tags(original),
-        run_name=labels.reproduction_name(original.info.run_name or run_id[:8]))
+        run_name=run_names.reproduction_name(original.info.run_name or run_id[:8]))
     return run_job(cfg, output_dir=work / "output", overrides=[f"reproduce={run_id}"], cache=StageCache(Path(cfg.cache_dir)),
                    log_to=log_to)
 

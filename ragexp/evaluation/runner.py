@@ -97,7 +97,7 @@ def embedding_backend(pipeline: Pipeline) -> dict[str, str]:
 
 def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline: Pipeline, run_name: str) -> RunOutput:
     """Evaluate ``pipeline`` on ``data`` as ``cfg`` (validated by the caller) describes; ``run_name``
-    labels the results (:func:`ragexp.tracking.labels.run_name`)."""
+    labels the results (:func:`ragexp.tracking.run_names.run_name`)."""
     generator = pipeline.generator
     started = time.perf_counter()
     encodings_before = encoding_counts()

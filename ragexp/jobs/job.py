@@ -13,7 +13,7 @@ named here, :mod:`ragexp.config.endpoints`) -> build the components (a bad param
 before the store or the cache is touched) -> connect to the store -> load and chunk the data ->
 find (create if new) the eval set's experiment (:mod:`ragexp.tracking.experiments`) -> skip when
 a FINISHED run has the same config hash (sweeps with ``resume=true``) -> evaluate -> name the run
-from its sweep axes (:mod:`ragexp.tracking.labels`) -> save the results to the job's output
+from its sweep axes (:mod:`ragexp.tracking.run_names`) -> save the results to the job's output
 folder -> log them to MLflow (:func:`log_run`, retried; when the store stays away the error says
 how to upload the saved folder later). The logged run starts when the job started, so its
 duration is the job's work.
@@ -39,7 +39,7 @@ from ragexp.evaluation.results import RunResults
 from ragexp.evaluation.runner import RunOutput, config_hash, execute, semantic_config
 from ragexp.runtime import interrupt, progress
 from ragexp.runtime.stage_cache import StageCache
-from ragexp.tracking import experiments, labels, store
+from ragexp.tracking import experiments, run_names, store
 from ragexp.tracking.run_logger import log_evaluation, save_local
 
 log = logging.getLogger("ragexp")
@@ -103,7 +103,7 @@ def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: S
         if existing:
             log.info("resume: skipping, run %s already FINISHED with this config hash", existing)
             return JobResult(None, existing, data.evalset)
-    values = labels.axis_values(overrides, log_to.axes if log_to else ())
+    values = run_names.axis_values(overrides, log_to.axes if log_to else ())
     output = execute(cfg, cache=cache, data=data, pipeline=pipeline, run_name=_run_name(cfg, data, values, log_to))
     output.timings["prepare_s"] = prepare_s
     output.results.meta.update(started_at=started_at, finished_at=time.time())
@@ -113,7 +113,7 @@ def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: S
     experiments.describe_once(client, experiment_id, data.corpus, data.evalset)
     run_id = log_run(
         lambda: log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=overrides,
-                               parent_run_id=log_to.parent_run_id, tags={**labels.axis_tags(values), **log_to.tags},
+                               parent_run_id=log_to.parent_run_id, tags={**run_names.axis_tags(values), **log_to.tags},
                                saved=output_dir),
         output_dir,
     )
@@ -125,7 +125,7 @@ def _run_name(cfg: DictConfig, data: PreparedData, values: Mapping[str, str], lo
     if log_to is not None and log_to.run_name:
         return log_to.run_name
     sample = len(data.evalset.items) if "sampled" in data.evalset.meta else None
-    return labels.run_name(semantic_config(cfg), data.chunking_label, values, sample)
+    return run_names.run_name(semantic_config(cfg), data.chunking_label, values, sample)
 
 
 def log_saved_run(cfg: DictConfig, results: RunResults, folder: Path, overrides: list[str],

@@ -29,7 +29,7 @@ from mlflow.tracking import MlflowClient
 from ragexp.data import Corpus, EvalSet
 from ragexp.metrics.measure import CHUNK, measure
 from ragexp.tracking import store
-from ragexp.tracking.labels import AXIS_TAG_PREFIX
+from ragexp.tracking.run_names import AXIS_TAG_PREFIX
 from ragexp.tracking.metric_names import HEADLINE_SECTION, to_mlflow
 
 VS_BEST_TAG_PREFIX = "ragexp.vs_best."

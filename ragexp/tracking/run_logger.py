@@ -1,7 +1,7 @@
 """What one evaluated run writes to MLflow.
 
 params: one readable label per component and the semantic config flattened to what the variant
-uses (:mod:`~ragexp.tracking.labels`), plus the run's constants (query and chunk counts, depths);
+uses (:mod:`~ragexp.tracking.run_names`), plus the run's constants (query and chunk counts, depths);
 metrics: every aggregate and stage timing under its section prefix (``1_headline/``,
 ``retrieval/``, ``doc/``, ``generation/``, ``tag/<tag>/``, ``ci/``, ``time/``;
 :mod:`~ragexp.tracking.metric_names`); tags: config hash, corpus and eval-set fingerprints, eval-set
@@ -42,7 +42,7 @@ from ragexp.models.device import devices_tag
 from ragexp.runtime import interrupt
 from ragexp.tracking import store
 from ragexp.tracking.experiments import gold_level
-from ragexp.tracking.labels import run_params
+from ragexp.tracking.run_names import run_params
 from ragexp.tracking.metric_names import split_for_mlflow, to_mlflow
 from ragexp.tracking.recall_plot import recall_curve_svg
 

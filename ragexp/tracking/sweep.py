@@ -32,7 +32,7 @@ from ragexp import __version__
 from ragexp.errors import RagexpInputError
 from ragexp.runtime import interrupt
 from ragexp.runtime.fingerprint import stable_hash
-from ragexp.tracking import experiments, labels, store, sweep_summary
+from ragexp.tracking import experiments, run_names, store, sweep_summary
 
 PARENT_ENV = "RAGEXP_PARENT_RUN"
 AXES_ENV = "RAGEXP_SWEEP_AXES"
@@ -49,7 +49,7 @@ class MlflowSweepCallback(Callback):
         experiment_id = experiments.ensure_for_config(client, config)
         sweep_dir = Path(config.hydra.sweep.dir)
         overrides = list(config.hydra.overrides.task)
-        axes = labels.sweep_axes(overrides, config.hydra.sweeper.get("params"))
+        axes = run_names.sweep_axes(overrides, config.hydra.sweeper.get("params"))
         key = sweep_key(overrides)
         close_stale_parents(client, experiment_id, key)
         run = client.create_run(
@@ -84,7 +84,7 @@ def _validate_sweep(config: DictConfig) -> None:
 
     task = OmegaConf.masked_copy(config, [key for key in config.keys() if key != "hydra"])
     overrides = list(config.hydra.overrides.task)
-    axes = labels.sweep_axes(overrides, config.hydra.sweeper.get("params"))
+    axes = run_names.sweep_axes(overrides, config.hydra.sweeper.get("params"))
     swept = frozenset(axis.replace("/", ".").split(".")[0] for axis in axes)
     try:
         validate_job(task, overrides, untrusted=hand_given_config(), skip=swept)
@@ -206,7 +206,7 @@ def current_parent_run() -> str | None:
 
 
 def current_sweep_axes() -> list[str]:
-    """The axes of the multirun this job belongs to (:func:`ragexp.tracking.labels.sweep_axes`)."""
+    """The axes of the multirun this job belongs to (:func:`ragexp.tracking.run_names.sweep_axes`)."""
     if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
         return []
     return [axis for axis in str(HydraConfig.get().job.env_set.get(AXES_ENV) or "").split(",") if axis]

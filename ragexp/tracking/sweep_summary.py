@@ -48,7 +48,7 @@ from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.metrics.measure import measure
 from ragexp.tracking import experiments, store
 from ragexp.tracking.heatmap import Panel, anchored_scale, draw_heatmap
-from ragexp.tracking.labels import AXIS_TAG_PREFIX
+from ragexp.tracking.run_names import AXIS_TAG_PREFIX
 from ragexp.tracking.metric_names import HEADLINE, results_view
 
 log = logging.getLogger(__name__)

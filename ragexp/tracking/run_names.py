@@ -1,4 +1,4 @@
-"""What a run is called and labelled in MLflow, derived from the sweep it belongs to.
+"""Run names: what a run is called and labelled in MLflow, derived from the sweep it belongs to.
 
 - **Sweep axes** are the override keys a multirun varies (``chunking``, ``retrieval``,
   ``retrieval.k1``, ``retrieval/tokenizer``, ``eval.ks`` ...), read from the sweep's own overrides
