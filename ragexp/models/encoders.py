@@ -66,8 +66,8 @@ log = logging.getLogger(__name__)
 BACKENDS = ("onnx", "torch")
 #: Texts per model call. 16, not 64: a batch of 64 texts of up to 256 tokens holds 200 MB of
 #: attention scores, far beyond the CPU caches; all-MiniLM-L6-v2 ONNX fp32 took 1.44x as long at
-#: 64 as at 16 (197 demo chunks, one thread, load 1.3) and 1.5x on 160 SciFact abstracts (two
-#: threads, load 15-18); 4 and 8 were within 15% of 16, either way (docs/pipelines.md).
+#: 64 as at 16 (197 demo chunks, one thread, load 1.3); on SciFact abstracts at load 13-18
+#: 1.08-1.5x; 4 and 8 were within 15% of 16, either way (docs/pipelines.md).
 BATCH_SIZE = 16
 PRECISIONS = ("fp32", "int8")
 
