@@ -138,8 +138,9 @@ def test_a_third_annotator_adjudicates_the_queue_on_the_page(tmp_path, page):
         page.goto(url)
         page.wait_for_selector("#candidates .passage")
         sync_api.expect(page.locator("#query")).to_have_text("question i3?")
+        sync_api.expect(page.locator("#candidates-title")).to_have_text("Passages to judge")  # not "of a run"
         sync_api.expect(page.locator("#review-reason")).to_contain_text(
-            "alice and bob disagree: answerable: alice yes, bob no; keys: alice relevant, bob not relevant")
+            "Judge these queued passages (1 not judged yet): alice and bob disagree: answerable: alice yes, bob no; keys: alice relevant, bob not relevant")
         passages = page.locator("#candidates .passage .passage-text")
         sync_api.expect(passages).to_have_count(1)  # alice's span, which bob judged not relevant
         shown = passages.first.evaluate("e => [...e.childNodes].filter(n => !n.classList || !n.classList.contains('context'))"

@@ -11,7 +11,8 @@ Along the way nothing typed may be lost: keys after a search go to the item, not
 question added with ``q`` by mistake is deleted with ``Shift+D`` and no junk question appears; a
 gold answer typed while another writer changed it meets the conflict bar, which shows both and
 keeps mine; the server is SIGKILLed while an answer is typed and restarted, and the kept save goes
-through. ``Shift+X`` judges every candidate of an off-topic question not relevant in one key. The
+through. No passage's first line is ever drawn under the question panel (a short window scrolled by
+the wheel; the passage each ``x`` moves to). ``Shift+X`` judges every candidate of an off-topic question not relevant in one key. The
 pool is BM25's top 6 only (``--pipelines bm25``), to keep the test fast.
 """
 
@@ -33,6 +34,7 @@ from tests.helpers.page_server import (
     CHROMIUM,
     CHROMIUM_ARGS,
     drag_select,
+    hidden_first_lines,
     settled_save_state,
     start_page,
     stop_page,
@@ -129,6 +131,13 @@ def test_ten_items_with_three_judged_negatives_each_at_a_median_of_at_most_8_act
                 assert by_query[view["query"]] == item_id  # Ctrl+Enter opened the next question in queue order
                 act.item = item_id
                 item = demo[item_id]
+                if n == 0:  # a short window, scrolled by the wheel: no passage line is under the question
+                    page.set_viewport_size({"width": 1500, "height": 560})
+                    page.mouse.move(700, 500)
+                    for _ in range(8):
+                        assert hidden_first_lines(page, "#candidates .passage-text") == []
+                        page.mouse.wheel(0, 90)
+                    page.set_viewport_size({"width": 1500, "height": 1000})
                 quote = short_quote(item["evidence"][0]["quote"])
                 if item_id == SEARCHED:  # found through the corpus search; keys afterwards act on the item
                     searched_for = " ".join(quote.split()[:6])
@@ -151,6 +160,7 @@ def test_ten_items_with_three_judged_negatives_each_at_a_median_of_at_most_8_act
                         continue
                     act.press("x")
                     saved(page)
+                    assert hidden_first_lines(page, "#candidates .passage.focused .passage-text") == []
                 if item_id == CONFLICTED:  # someone else writes this answer while the page shows it empty
                     entry = page.evaluate("() => window.ragexpAnnotate.state.current")
                     other = page.request.put(f"{url}api/entries/{entry}",

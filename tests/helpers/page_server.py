@@ -86,3 +86,27 @@ def settled_save_state(page, timeout_ms: float) -> str:
     page.wait_for_function("() => ['saved', 'conflict', 'error'].includes(document.getElementById('save-status').dataset.state)",
                            timeout=timeout_ms)
     return page.locator("#save-status").get_attribute("data-state")
+
+
+_HIDDEN_LINES_JS = """(selector) => {
+    const scroller = (e) => { for (let p = e.parentElement; p; p = p.parentElement) {
+        const o = getComputedStyle(p).overflowY; if ((o === "auto" || o === "scroll") && p.scrollHeight > p.clientHeight) return p; }
+        return null; };
+    const hidden = [];
+    for (const e of document.querySelectorAll(selector)) {
+        const line = e.getBoundingClientRect(), box = scroller(e);
+        const top = box ? Math.max(0, box.getBoundingClientRect().top) : 0;
+        const bottom = box ? Math.min(innerHeight, box.getBoundingClientRect().bottom) : innerHeight;
+        const x = line.left + 6, y = line.top + 6;
+        if (y < top || y > bottom) continue;  // scrolled out of its own box: not shown, not covered
+        const at = document.elementFromPoint(x, y);
+        if (!at || !e.contains(at)) hidden.push({text: e.textContent.slice(0, 40), y, under: at ? (at.id || at.className || at.tagName) : null});
+    }
+    return hidden;
+}"""
+
+
+def hidden_first_lines(page, selector: str) -> list[dict]:
+    """The elements matching ``selector`` whose first line lies in the part of the page where it
+    should be seen (inside its scroll box, or the window) but has another element drawn over it."""
+    return page.evaluate(_HIDDEN_LINES_JS, selector)

@@ -90,7 +90,7 @@
     }
     state.candidates = data.candidates;
     state.focus = state.candidates.length ? 0 : -1;
-    $("candidates-title").textContent = data.kind === "review" ? "Units of the run to judge" : "Candidate passages";
+    $("candidates-title").textContent = data.kind === "review" ? "Passages to judge" : "Candidate passages";
     const dropped = data.heading_only ? `; ${data.heading_only} heading-only left out` : "";
     $("candidates-note").textContent = data.kind === "review" ? `(${data.candidates.length})`
       : `(${data.candidates.length}, pooled from several pipelines, shuffled${dropped})`;
@@ -100,7 +100,7 @@
   function renderReason() {
     const e = entry();
     $("review-reason").textContent = e && e.review && !e.reviewed
-      ? `Judge these units of a run (${e.pending} not judged yet): ${e.review.reason}; Ctrl+Enter when done` : "";
+      ? `Judge these queued passages (${e.pending} not judged yet): ${e.review.reason}; Ctrl+Enter when done` : "";
   }
 
   /* --- saving --- */
@@ -415,7 +415,7 @@
 
   function renderQueue() {
     $("queue").replaceChildren(...state.entries.map((e) => el("li", {dataset: {id: e.id}, className: e.id === state.current ? "current" : ""},
-      el("span", {className: `badge ${e.status}`, title: e.pending ? `${e.pending} units of a run not judged yet` : ""},
+      el("span", {className: `badge ${e.status}`, title: e.pending ? `${e.pending} queued passages not judged yet` : ""},
         e.pending ? `${e.status} ${e.pending}` : e.status),
       el("span", {}, e.query))));
     const done = state.entries.filter((e) => e.status === "done").length;
