@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from ragexp.annotation.session import sidecar_path
 from ragexp.tracking.agreement_note import AGREEMENT_TAG
 from tests.helpers.annotator_pair import ALICE, BOB, write
 from tests.helpers.cli import ENV, ragexp
@@ -152,11 +153,23 @@ def test_a_third_annotator_adjudicates_the_queue_on_the_page(tmp_path, page):
         screenshot(page, "agreement-adjudication.png")
         page.keyboard.press("r")
         assert settled_save_state(page, UI_TIMEOUT_MS) == "saved"
+        sync_api.expect(page.locator("#queue li .badge").first).to_have_text("review")  # its one unit judged
         page.keyboard.press("Control+Enter")
         sync_api.expect(page.locator("#query")).to_have_text("question i5?")
         assert settled_save_state(page, UI_TIMEOUT_MS) == "saved"
+        sync_api.expect(page.locator("#queue li .badge").first).to_have_text("done")
+        sync_api.expect(page.locator("#queue-count")).to_have_text("1 done of 5 · 4 to review")
+        page.keyboard.press("n")  # the next queued review item, units still pending
+        sync_api.expect(page.locator("#query")).to_have_text("question i6?")
+        sync_api.expect(page.locator("#review-reason")).to_contain_text("(2 not judged yet)")
+        page.keyboard.press("Shift+D")  # not in the eval set: leaves the queue, the next one to do opens
+        sync_api.expect(page.locator("#query")).to_have_text("question i5?")
+        assert settled_save_state(page, UI_TIMEOUT_MS) == "saved"
+        sync_api.expect(page.locator("#queue li .badge")).to_have_text(["done", "review 2", "review 2", "review 1"])
     finally:
         stop_page(server)
     [_, adjudicated] = [json.loads(line) for line in queue.read_text().splitlines()]
     assert adjudicated["id"] == "i3" and adjudicated["annotator"] == "carol" and adjudicated.get("answerable", True)
+    entries = json.loads(sidecar_path(queue).read_text(encoding="utf-8"))["entries"]
+    assert [e["id"] for e in entries] == ["i3", "i5", "i8", "i10"]  # i6 deleted with Shift+D
     assert [(e["doc_id"], e["start"], e["end"], e.get("grade", 1)) for e in adjudicated["evidence"]] == [("keys", 25, 62, 1)]

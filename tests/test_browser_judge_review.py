@@ -8,7 +8,7 @@ page; Debian's Chromium (never a downloaded browser) labels every sampled claim 
 labels reader and by ``ragexp judge agreement``), and the run in MLflow holds ``judge_review/*``
 metrics equal to a hand computation and scikit-learn's kappa, and the labels as an artifact. A
 second page on the same file changes one verdict (it lands) and the first page's different verdict
-on that claim ends in a visible conflict instead of an overwrite.
+on that claim ends in a visible conflict instead of an overwrite; "Keep mine" then writes it over theirs.
 
 Screenshot: ``test-artifacts/judge-review.png``; ``RAGEXP_UPDATE_SCREENSHOT=1`` generates with the
 local model instead (``generator=local``, ~4 min: its answers are what a judge disagrees with a
@@ -91,7 +91,8 @@ def test_a_person_labels_claims_with_the_keyboard_and_agreement_reaches_mlflow(t
 
                 # A second page on the same labels file opens with the first page's verdicts; it
                 # changes the first claim's verdict (lands), then the first page, still showing its
-                # own older verdict, gives that claim a third one: a visible conflict, nothing written.
+                # own older verdict, gives that claim a third one: a visible conflict, nothing written
+                # until the person clicks Keep mine.
                 first_id = claims[0]["id"]
                 mine = typed[first_id]
                 theirs = next(v for v in ("supported", "not_supported") if v != mine)
@@ -112,6 +113,11 @@ def test_a_person_labels_claims_with_the_keyboard_and_agreement_reaches_mlflow(t
                 page.keyboard.press(key_of[third])
                 sync_api.expect(page.locator("#conflict-bar")).to_contain_text(f"{first_id} was marked")
                 sync_api.expect(page.locator("#save-status")).to_contain_text("conflict")
+                # "Keep mine": the first page's verdict goes over theirs and is the one stored
+                page.locator("#conflict-bar").get_by_role("button", name="Keep mine").click()
+                sync_api.expect(page.locator("#save-status")).to_have_text("saved")
+                sync_api.expect(page.locator(item)).to_have_attribute("data-state", third)
+                typed[first_id] = third
             finally:
                 browser.close()
     finally:
