@@ -6,7 +6,8 @@ page on 127.0.0.1 over the demo corpus; the test then annotates as a person woul
 by selecting the evidence with the mouse in the pooled candidates (one candidate also judged "not
 relevant"), one through the corpus search, one unanswerable. Between the third and the fourth the
 server is killed with SIGKILL while the page keeps typing; it is restarted on the same port, the
-page's kept saves go through without a conflict, and nothing is lost (two pages on one file and a
+page's kept saves go through without a conflict, and nothing is lost; an answer typed just before a
+reload is kept too, and Escape leaves a field without losing what it holds (two pages on one file and a
 corpus changed under an open page: tests/test_browser_annotate_conflicts.py). The file then lints clean and a run uses it
 (logging ``judged_at_5``). Clicks, key presses and mouse drags are counted per item (docs/annotation.md).
 
@@ -211,6 +212,9 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
             act.press("t")  # take the hinted categories, if any
             act.press("a")
             act.type(item["gold_answer"])
+            page.reload()  # at once, within the typing pause before the answer is sent: it is kept
+            page.locator("#queue li", has_text=item["query"]).click()  # the test's own click, not counted
+            page.wait_for_function("a => document.getElementById('gold').value === a", arg=item["gold_answer"])
             saved(page)
             page.screenshot(path=str(ARTIFACTS / "annotate-search.png"))
             shots.append("annotate-search.png")
@@ -222,6 +226,7 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
             act.press("u")
             act.press("a")
             act.type(items[unanswerable]["gold_answer"])
+            act.press("Escape")  # leaves the field, and the next key is a shortcut again
             act.press("Control+Enter")
             saved(page)
             # The next question opens with its own (empty) fields and the focus out of them: keys act again.

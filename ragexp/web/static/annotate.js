@@ -383,6 +383,8 @@
   textField("facts", (value) => ({key_facts: value.split("\n").map((s) => s.trim()).filter(Boolean)}));
 
   function flushFields() { for (const id of ["gold", "facts"]) if (timers[id]) $(id).dispatchEvent(new Event("blur")); }
+  // a reload or a closed tab within the typing pause: the answer is queued (localStorage) and sent on reopening
+  window.addEventListener("pagehide", flushFields);
 
   function next(step = 1, openOnly = true) {
     const index = state.entries.findIndex((e) => e.id === state.current);
