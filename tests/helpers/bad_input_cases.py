@@ -821,7 +821,7 @@ CASES = [
     CliCase("draft-out-is-a-folder", "`ragexp evalset draft --out DIR` (an existing folder)", _draft_out_is_a_folder,
             ("field '--out'", "is a folder")),
     CliCase("annotate-broken-queue", "`ragexp evalset annotate` with a cut-off `.annotation.json` queue", _annotate_broken_queue,
-            ("<dir>/in/built.annotation.json: cannot read the annotation queue",)),
+            ("<dir>/in/built.annotation.json:1: cannot read the annotation queue",)),
     CliCase("disk-full", "a full disk under `cache_dir` (ENOSPC)", _full_disk_under_cache_dir,
             ("field 'cache_dir'", "cannot write the stage cache under <dir>/cache", "errno 28")),
     CliCase("review-unknown-run", "`ragexp judge review` with a run id the store does not hold", _review_unknown_run,
