@@ -6,7 +6,7 @@
   const DEFAULTS = {evidence: [], gold_answer: "", key_facts: [], tags: [], answerable: true, skipped: false,
                     confirmed: false, reviewed: false};
   const $ = (id) => document.getElementById(id);
-  const state = {entries: [], current: null, candidates: [], focus: -1, coverage: null, generation: 0};
+  const state = {entries: [], current: null, candidates: [], candidatesOf: null, focus: -1, coverage: null, generation: 0};
   let saver = null;
   const unanswered = [];  // changes sent whose reply has not come yet: {id, changes}, in order
 
@@ -89,6 +89,7 @@
       if (data === null) await new Promise((resolve) => setTimeout(resolve, 1000));
     }
     state.candidates = data.candidates;
+    state.candidatesOf = id;
     state.focus = state.candidates.length ? 0 : -1;
     $("candidates-title").textContent = data.kind === "review" ? "Passages to judge" : "Candidate passages";
     const dropped = data.heading_only ? `; ${data.heading_only} heading-only left out` : "";
@@ -473,13 +474,16 @@
   /* --- keys --- */
 
   const focusedPassage = () => state.candidates[state.focus];
+  /* A passage key acts only once the open question's own passages are shown: in the moment the next
+     question's are on their way, the previous question's must not be judged against it. */
+  const shown = (run) => () => { if (state.candidatesOf === state.current) run(); };
   RagexpKeys.bind([
-    {key: "j", help: "next candidate passage", run: () => focusCandidate(Math.min(state.focus + 1, state.candidates.length - 1))},
-    {key: "k", help: "previous candidate passage", run: () => focusCandidate(Math.max(state.focus - 1, 0))},
-    {key: "r", help: "the focused passage is relevant (grade 1), then the next unjudged one", run: () => judgeFocused(1)},
-    {key: "x", help: "the focused passage is not relevant (judged negative), then the next unjudged one", run: () => judgeFocused(0)},
-    {key: "Shift+x", help: "every candidate not judged yet is not relevant", run: restNotRelevant},
-    {key: "o", help: "open the focused passage's whole document", run: () => openDocument(focusedPassage())},
+    {key: "j", help: "next candidate passage", run: shown(() => focusCandidate(Math.min(state.focus + 1, state.candidates.length - 1)))},
+    {key: "k", help: "previous candidate passage", run: shown(() => focusCandidate(Math.max(state.focus - 1, 0)))},
+    {key: "r", help: "the focused passage is relevant (grade 1), then the next unjudged one", run: shown(() => judgeFocused(1))},
+    {key: "x", help: "the focused passage is not relevant (judged negative), then the next unjudged one", run: shown(() => judgeFocused(0))},
+    {key: "Shift+x", help: "every candidate not judged yet is not relevant", run: shown(restNotRelevant)},
+    {key: "o", help: "open the focused passage's whole document", run: shown(() => openDocument(focusedPassage()))},
     {key: "1", help: "grade 1 for the last evidence", run: () => gradeLast(1)},
     {key: "2", help: "grade 2 for the last evidence", run: () => gradeLast(2)},
     {key: "3", help: "grade 3 for the last evidence", run: () => gradeLast(3)},
