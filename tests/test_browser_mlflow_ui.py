@@ -158,9 +158,9 @@ def retrieval_failures(results: RunResults) -> set[str]:
     """Queries with gold evidence and no relevant unit among the first ``context_k`` retrieved:
     computed from the ranking and relevance in the results file, not from ragexp's table."""
     depth = results.meta["context_k"]
-    return {row["query_id"] for row in results.per_query
-            if any(g > 0 for g in row["relevant"].values())
-            and not any(row["relevant"].get(unit, 0) > 0 for unit, _ in row["ranking"][:depth])}
+    return {row.query_id for row in results.per_query
+            if any(g > 0 for g in row.relevant.values())
+            and not any(row.relevant.get(unit, 0) > 0 for unit, _ in row.ranking[:depth])}
 
 
 def test_one_click_from_the_first_screen_shows_full_names_and_headline_columns(sweep, page):
@@ -270,7 +270,7 @@ def test_per_query_table_filters_to_the_runs_retrieval_failures(sweep, page):
     failures = retrieval_failures(results)
     assert failures, "the bm25 run has no retrieval failure to filter to"
     evaluation_view(sweep, page, [run])
-    all_ids = [row["query_id"] for row in results.per_query]
+    all_ids = [row.query_id for row in results.per_query]
     sync_api.expect(page.get_by_text(all_ids[0], exact=True)).to_be_visible()
     page.get_by_label('Select "group by" columns').click()
     page.get_by_role("option", name="failure_class").click()
@@ -286,7 +286,7 @@ def test_the_same_query_side_by_side_in_two_runs(sweep, page):
     bm25, dense = sweep.child("fixed", "bm25"), sweep.child("fixed", "dense")
     results = results_of(sweep, bm25)
     failure = min(retrieval_failures(results) - retrieval_failures(results_of(sweep, dense)))  # dense finds it
-    other = next(row["query_id"] for row in results.per_query if row["query_id"] != failure)
+    other = next(row.query_id for row in results.per_query if row.query_id != failure)
     evaluation_view(sweep, page, [bm25, dense])
     sync_api.expect(page.get_by_text(other, exact=True)).to_be_visible()
     screenshot(page, "mlflow-per-query.png")  # every query, the two runs' outcomes side by side

@@ -52,10 +52,12 @@ BROWSER_MARKS = [
     pytest.mark.slow,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)"),
 ]
+#: Smooth scrolling off: a wheel or scrollIntoView scroll otherwise animates after the call
+#: returns, and a drag measured meanwhile starts beside the text it aimed at (a flaky first item).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+                 "--disable-component-update", "--disable-sync", "--disable-smooth-scrolling"]
 
-_TEXT_BOX_JS = """([selector, text]) => {
+_TEXT_BOX_JS = """async ([selector, text]) => {
     const root = document.querySelector(selector);
     const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     let full = "", nodes = [];
@@ -65,6 +67,13 @@ _TEXT_BOX_JS = """([selector, text]) => {
     const locate = (offset) => { for (let i = nodes.length - 1; i >= 0; i--) if (nodes[i][1] <= offset) return [nodes[i][0], offset - nodes[i][1]]; };
     const rectOf = (offset) => { const [node, o] = locate(offset); const r = document.createRange(); r.setStart(node, o); r.setEnd(node, o + 1); return r.getClientRects()[0]; };
     root.scrollIntoView({block: "center"});
+    const frame = () => new Promise((resolve) => requestAnimationFrame(resolve));
+    for (let last = null, still = 0, n = 0; still < 3 && n < 120; n++) {  // the layout has stopped moving
+        await frame();
+        const top = root.getBoundingClientRect().top;
+        still = top === last ? still + 1 : 0;
+        last = top;
+    }
     const first = rectOf(at), last = rectOf(at + text.length - 1);
     return {x1: first.left + 1, y1: first.top + first.height / 2, x2: last.right - 1, y2: last.top + last.height / 2};
 }"""
