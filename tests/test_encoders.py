@@ -21,8 +21,8 @@ from ragexp.data.loaders.evalset import load_evalset
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.pipeline import build_component
 from ragexp.jobs.job import run_job
-from ragexp.models.encoders import effective_backend, with_effective_backends
-from ragexp.models.onnx_export import MIN_COSINE
+from ragexp.models.encoders import effective_backend, make_encoder, with_effective_backends
+from ragexp.models.onnx_export import EXPORT_VERSION, MIN_COSINE
 from ragexp.models.resolve import resolve_model
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.text_vectors import (
@@ -30,6 +30,7 @@ from ragexp.runtime.text_vectors import (
     CachedEncoder,
     encoding_counts,
     encodings_since,
+    with_text_vectors,
 )
 from ragexp.tracking.run_logger import TAG_EMBEDDING_BACKEND, run_tags
 from reference_pipelines.dense import DenseRetriever
@@ -108,6 +109,20 @@ def test_precision_and_backend_separate_identities_and_cache_entries(tmp_path) -
     assert len(list((tmp_path / "text-vectors").iterdir())) == 3  # one store per identity
     fp32, int8 = (compose_config([f"embedding.precision={p}"]) for p in ("fp32", "int8"))
     assert fp32.embedding.precision != int8.embedding.precision  # the run's config (and its hash) names it
+
+
+def test_the_way_a_graph_was_exported_is_part_of_its_cache_key(tmp_path) -> None:
+    """Vectors of an older export (another attention, another opset) are never served for this one."""
+    exported = make_encoder("minilm")
+    assert exported.identity["export"] == EXPORT_VERSION and EXPORT_VERSION in exported.graph.parts
+    cache = StageCache(tmp_path)
+    same_graph = {version: with_text_vectors(OnnxEncoder(exported.resolved, graph=exported.graph, tokenizer=exported.tokenizer_path,
+                                                         max_seq_length=256, export=version), cache)
+                  for version in (EXPORT_VERSION, "v1")}
+    assert same_graph[EXPORT_VERSION].identity == exported.identity != same_graph["v1"].identity
+    for encoder in same_graph.values():
+        encoder.encode_queries(["one query"])
+    assert len(list((tmp_path / "text-vectors").iterdir())) == 2
 
 
 class CountingEncoder:

@@ -214,7 +214,8 @@ class OnnxEncoder(_PrefixedEncoder):
     and a ``(batch, tokens, dim)`` last-hidden-state output; embedding = masked mean of it.
 
     ``graph``/``tokenizer`` override the files to run (an export of ``model``, or its int8
-    quantisation); ``model`` still names the weights in :attr:`identity`. ``sort_by_length=False``
+    quantisation); ``model`` still names the weights in :attr:`identity`, ``export`` how ``graph`` was
+    exported from them (:data:`~ragexp.models.onnx_export.EXPORT_VERSION`). ``sort_by_length=False``
     batches in input order (for ``benchmarks/bench_encoders.py``; the vectors are the same).
     """
 
@@ -222,9 +223,11 @@ class OnnxEncoder(_PrefixedEncoder):
 
     def __init__(
         self, model: str | ResolvedModel = "paraphrase-minilm-l3", graph: Path | None = None, tokenizer: Path | None = None,
-        sort_by_length: bool = True, device: str = "cpu", **config: Any,
+        sort_by_length: bool = True, device: str = "cpu", export: str | None = None, **config: Any,
     ) -> None:
         super().__init__(model, **config)
+        if export is not None:
+            self.identity["export"] = export
         self.device = device
         if graph is None and self.resolved.kind != ONNX:
             raise unloadable_model_error(self.resolved.name, "OnnxEncoder needs an .onnx model")
@@ -348,7 +351,8 @@ def make_encoder(
         _note_once(model, f"ONNX Runtime has no CUDA provider here (install onnxruntime-gpu) and {model!r} has no torch "
                           f"weights; it runs on the CPU, not {device}", "cpu")
         device = "cpu"
-    return OnnxEncoder(resolved, graph=graph.path, tokenizer=graph.tokenizer, precision=precision, device=device, **options)
+    return OnnxEncoder(resolved, graph=graph.path, tokenizer=graph.tokenizer, precision=precision, device=device,
+                       export=None if resolved.kind == ONNX else onnx_export.EXPORT_VERSION, **options)
 
 
 def effective_backend(model: str, backend: str = "onnx", precision: str = "fp32", device: str = "cpu") -> str:

@@ -3,7 +3,10 @@
 A sentence-transformers folder whose modules are ``Transformer -> Pooling(mean) [-> Normalize]``
 is exported with ``torch.onnx.export`` (the transformer only: ``input_ids``, ``attention_mask``
 [, ``token_type_ids``] -> last hidden state, batch and length dynamic; the masked mean is taken
-outside the graph, as for any ONNX encoder). The export is kept only if it gives the same vectors:
+outside the graph, as for any ONNX encoder). The transformer is traced with its eager attention
+(:data:`EXPORT_VERSION`): the SDPA attention torch runs by default exports as a chain of
+reshapes and masks ONNX Runtime runs 1.2x slower on 2 cores (SciFact abstracts,
+``benchmarks/bench_encoders.py``); both give the same vectors (cosine >= 0.9999999). The export is kept only if it gives the same vectors:
 ``min cos(onnx(t), torch(t)) >= MIN_COSINE`` over :data:`PROBE_TEXTS` (short, long, truncated,
 non-ASCII). Any other model (CLS pooling, Dense layers, a custom module) or a failed check is
 refused with a reason; the caller falls back to torch.
@@ -15,7 +18,7 @@ vector does not depend on its batch; per-tensor weight scales gave a mean cosine
 0.944 on demo passages, per-channel 0.994): lossy;
 its retrieval cost is measured in ``benchmarks/bench_encoders.py`` and docs/pipelines.md.
 
-Layout: ``<export root>/<model fingerprint>/`` (:func:`ragexp.models.resolve.model_fingerprint`,
+Layout: ``<export root>/<EXPORT_VERSION>/<model fingerprint>/`` (:func:`ragexp.models.resolve.model_fingerprint`,
 the SHA-256 over the model's files) holding ``model.onnx``, ``tokenizer.json``, ``check.json``
 (the verdict and the cosine it measured; a refusal is stored too, so it is reached once per
 machine) and, once asked for, ``model.int8.onnx``. The export root is ``$RAGEXP_ONNX_EXPORT_DIR``,
@@ -40,6 +43,9 @@ from ragexp.runtime.stage_cache import publish_dir, writing_cache
 
 EXPORT_DIR_ENV = "RAGEXP_ONNX_EXPORT_DIR"
 MIN_COSINE = 0.9999
+#: How graphs are exported; part of the folder and of an exported encoder's identity (cache keys),
+#: so vectors of an older export are never served for this one.
+EXPORT_VERSION = "v2-eager-attention"
 INT8_METHOD = "onnxruntime quantize_dynamic QInt8 per_channel, one text per run"  # part of an int8 encoder's identity
 OPSET = 17
 PROBE_TEXTS = (
@@ -77,7 +83,7 @@ def export_root() -> Path:
 
 
 def _folder(model: ResolvedModel) -> Path:
-    return export_root() / model_fingerprint(model)
+    return export_root() / EXPORT_VERSION / model_fingerprint(model)
 
 
 #: ``encode(graph, max_seq_length, texts)``: the normalised vectors an encoder over ``graph`` gives
@@ -164,6 +170,7 @@ def _torch_export(transformer, path: Path) -> None:
     import torch
 
     hf_model = transformer.auto_model.eval()
+    default_attention = hf_model.config._attn_implementation
     sample = transformer.tokenizer(["a short probe", "a somewhat longer probe sentence"], padding=True, return_tensors="pt")
     names = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in sample]
 
@@ -176,13 +183,17 @@ def _torch_export(transformer, path: Path) -> None:
             return self.model(**dict(zip(names, inputs))).last_hidden_state
 
     options = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
-    with torch.no_grad():
-        torch.onnx.export(
-            LastHidden(), tuple(sample[name] for name in names), str(path),
-            input_names=names, output_names=["last_hidden_state"], opset_version=OPSET,
-            dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in names}, "last_hidden_state": {0: "batch", 1: "tokens"}},
-            **options,
-        )
+    hf_model.set_attn_implementation("eager")  # EXPORT_VERSION; the probe then compares with the default attention
+    try:
+        with torch.no_grad():
+            torch.onnx.export(
+                LastHidden(), tuple(sample[name] for name in names), str(path),
+                input_names=names, output_names=["last_hidden_state"], opset_version=OPSET,
+                dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in names}, "last_hidden_state": {0: "batch", 1: "tokens"}},
+                **options,
+            )
+    finally:
+        hf_model.set_attn_implementation(default_attention)
 
 
 def _probe_cosine(st, graph: OnnxGraph, encode: GraphEncoder) -> float:
