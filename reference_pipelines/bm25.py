@@ -24,7 +24,16 @@ from reference_pipelines.base import Ranking
 from reference_pipelines.ranking import ChunkTable, check_tie_order
 
 QUERY_BATCH = 512
+#: Score entries one query batch may hold: a batch's sparse ``Q @ W`` has up to ``batch x chunks``
+#: of them (12 bytes each), so on a large corpus the batch shrinks to keep it ~200 MB.
+BATCH_ENTRIES = 1 << 24
 log = logging.getLogger(__name__)
+
+
+def query_batch(n_chunks: int) -> int:
+    """Queries scored per sparse product: :data:`QUERY_BATCH`, fewer where ``batch x n_chunks``
+    would pass :data:`BATCH_ENTRIES` (at least one)."""
+    return max(1, min(QUERY_BATCH, BATCH_ENTRIES // max(n_chunks, 1)))
 
 
 class BM25Retriever:
@@ -99,7 +108,7 @@ class BM25Retriever:
         return [message]
 
     def _build(self, texts: Sequence[str]) -> InvertedIndex:
-        tokens = [self.tokenizer(text) for text in progress.bar(texts, desc="bm25: tokenising", unit="chunk", leave=False)]
+        tokens = (self.tokenizer(text) for text in progress.bar(texts, desc="bm25: tokenising", unit="chunk", leave=False))
         return build_index(tokens, variant=self.variant, k1=self.k1, b=self.b, epsilon=self.epsilon, delta=self.delta)
 
     def _query_matrix(self, queries: Sequence[str], index: InvertedIndex) -> sp.csr_matrix:
@@ -118,8 +127,9 @@ class BM25Retriever:
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
         table, index = self._require_index()
         rankings: list[Ranking] = []
-        for start in progress.bar(range(0, len(queries), QUERY_BATCH), desc="bm25: searching", unit="batch", leave=False):
-            q = self._query_matrix(queries[start : start + QUERY_BATCH], index)
+        batch = query_batch(len(table))
+        for start in progress.bar(range(0, len(queries), batch), desc="bm25: searching", unit="batch", leave=False):
+            q = self._query_matrix(queries[start : start + batch], index)
             scores = (q @ index.weights).tocsr()
             bonus = q @ index.match_bonus
             for i in range(scores.shape[0]):

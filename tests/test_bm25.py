@@ -6,6 +6,8 @@ import codecs
 import contextlib
 import io
 import json
+import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
@@ -14,7 +16,9 @@ from rank_bm25 import BM25L, BM25Okapi, BM25Plus
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
+from ragexp.text.bm25 import build_index
 from ragexp.text.tokenize import Tokenizer
+from reference_pipelines import bm25 as bm25_module
 from reference_pipelines.bm25 import BM25Retriever
 
 RANK_BM25 = {"okapi": BM25Okapi, "bm25l": BM25L, "bm25plus": BM25Plus}
@@ -108,6 +112,63 @@ def test_search_is_top_k_of_scores_with_ties_by_id_descending() -> None:
         assert [cid for cid, _ in ranking] == [cid for cid, _ in expected[:k]]
         assert [s for _, s in ranking] == pytest.approx([s for _, s in expected[:k]], rel=1e-12)
     assert retriever.search(["durian"], k=5) == [[]]  # documents sharing no query term are not returned
+
+
+def test_search_memory_follows_the_batch_budget_and_rankings_do_not_depend_on_it(monkeypatch) -> None:
+    """A query batch's sparse scores hold up to ``batch x chunks`` entries; a large corpus scores
+    fewer queries at once (``BATCH_ENTRIES``), with the same rankings."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(500)]
+    docs = [f"common {' '.join(rng.choice(words, 8))}" for _ in range(20_000)]  # every chunk matches "common"
+    queries = [f"common {' '.join(rng.choice(words, 3))}" for _ in range(600)]
+    retriever = BM25Retriever(tokenizer={"stopwords": None, "stemmer": None})
+    retriever.index(make_chunks(docs))
+    assert bm25_module.query_batch(len(docs)) == bm25_module.QUERY_BATCH  # 512 x 20,000 fits the default budget
+    assert bm25_module.query_batch(10**6) * 10**6 <= bm25_module.BATCH_ENTRIES < 2 * 10**6 * bm25_module.query_batch(10**6)
+    assert bm25_module.query_batch(10**9) == 1
+    whole = retriever.search(queries, 10)
+    monkeypatch.setattr(bm25_module, "BATCH_ENTRIES", 1 << 16)  # 3 queries per product
+    tracemalloc.start()
+    try:
+        small = retriever.search(queries, 10)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert small == whole
+    assert peak < 16 * (1 << 16) * 12  # 512 queries at once held ~123 MB of scores here
+
+
+def test_index_build_reads_the_documents_one_at_a_time() -> None:
+    """``build_index`` of a generator never holds more than the current document's tokens, and
+    builds the same index as from a list."""
+
+    class Tokens(list):  # a list that can be watched with a weak reference
+        pass
+
+    docs = zen_of_python()
+    tokenizer = Tokenizer()
+    alive = most_alive = 0
+
+    def freed() -> None:
+        nonlocal alive
+        alive -= 1
+
+    def stream():
+        nonlocal alive, most_alive
+        for doc in docs:
+            tokens = Tokens(tokenizer(doc))
+            weakref.finalize(tokens, freed)
+            alive += 1
+            most_alive = max(most_alive, alive)
+            yield tokens
+            del tokens
+
+    streamed, listed = build_index(stream()), build_index([tokenizer(doc) for doc in docs])
+    assert most_alive <= 2  # the one being read and the one before it (a list would hold all of them)
+    assert streamed.vocabulary == listed.vocabulary
+    assert (streamed.weights != listed.weights).nnz == 0
+    np.testing.assert_array_equal(streamed.match_bonus, listed.match_bonus)
+    assert build_index([[], []]).weights.shape == (0, 2)  # documents without tokens: an empty index over them
 
 
 def test_queries_go_through_the_document_pipeline() -> None:

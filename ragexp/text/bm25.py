@@ -27,7 +27,8 @@ Weights are precomputed per (term, document), so a batch of queries is one spars
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,21 +114,29 @@ def _term_weights(variant: str, idf: np.ndarray, tf: np.ndarray, norm: np.ndarra
     return idf * (tf / (tf + k1 * norm))
 
 
-def build_index(documents: Sequence[Sequence[str]], *, variant: str = "okapi", k1: float = 1.5, b: float = 0.75,
+def build_index(documents: Iterable[Sequence[str]], *, variant: str = "okapi", k1: float = 1.5, b: float = 0.75,
                 epsilon: float = 0.25, delta: float = 0.0) -> InvertedIndex:
-    """The index of tokenised ``documents`` (module docstring; rank_bm25's defaults)."""
+    """The index of tokenised ``documents`` (module docstring; rank_bm25's defaults). Read once,
+    one document at a time (a generator of token lists is never held whole); each corpus token is
+    kept as an 8-byte term id in an array, not as a Python object, until the sort into postings."""
     vocabulary: dict[str, int] = {}
-    term_ids: list[int] = []
-    doc_len = np.zeros(len(documents), dtype=np.int64)
-    for doc, tokens in enumerate(documents):
-        doc_len[doc] = len(tokens)
+    term_ids = array("q")
+    doc_len = array("q")
+    for tokens in documents:
+        doc_len.append(len(tokens))
         term_ids.extend([vocabulary.setdefault(token, len(vocabulary)) for token in tokens])
-    n_docs, n_terms = len(documents), len(vocabulary)
+    n_docs, n_terms = len(doc_len), len(vocabulary)
     if n_docs == 0:
         raise RagexpInputError("cannot build a BM25 index over zero chunks", field="chunks")
+    doc_len = np.frombuffer(doc_len, dtype=np.int64)
     # (term, doc) pairs -> term frequencies, sorted by term then doc: the CSR layout
-    doc_of_token = np.repeat(np.arange(n_docs, dtype=np.int64), doc_len)
-    pairs, tf = np.unique(np.array(term_ids, dtype=np.int64) * n_docs + doc_of_token, return_counts=True)
+    keys = np.frombuffer(term_ids, dtype=np.int64) * n_docs
+    del term_ids
+    keys += np.repeat(np.arange(n_docs, dtype=np.int64), doc_len)
+    keys.sort()  # in place: np.unique would sort a copy
+    starts = np.flatnonzero(np.r_[keys.size > 0, keys[1:] != keys[:-1]])
+    pairs, tf = keys[starts], np.diff(np.r_[starts, keys.size])
+    del keys, starts
     indptr = np.searchsorted(pairs // n_docs, np.arange(n_terms + 1))
     tf = sp.csr_matrix((tf.astype(np.float64), pairs % n_docs, indptr), shape=(n_terms, n_docs))
     df = np.diff(tf.indptr).astype(np.float64)
