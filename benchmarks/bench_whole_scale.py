@@ -1,9 +1,11 @@
-"""How a whole run's cost grows with the corpus: 1k, 10k, 100k (and 1M) synthetic passages.
+"""How a whole run's cost grows with the corpus: 1k, 10k, 100k and 1M synthetic passages.
 
 Corpus: ``n`` BEIR-format documents of 60-140 words drawn from a Zipf(1.1) vocabulary of 50,000
-made-up words (titles of 3 words), written once per size; ``--queries`` queries (1,000), each 6
-words of one random document, which is its one relevant document. Each size runs in a fresh
-process (its peak memory is the process' ``ru_maxrss``), stage by stage as a run calls them:
+made-up words (titles of 3 words), written once per size (``--data DIR`` keeps and reuses them);
+recursive-512 chunking makes ~2.18 passages per document, so ``--sizes 460,4600,46000,460000``
+gives 1k-1M passages. ``--queries`` queries (1,000), each 6 words of one random document, which is
+its one relevant document. Each size runs in a fresh process, first the stages called directly
+as a run calls them, then, with their structures freed, a whole run:
 
 * load: ``load_beir``; chunking: recursive 512/64 (``chunk_corpus``);
 * BM25: ``BM25Retriever.index`` (tokenise, postings) and ``search`` of all queries at k=100;
@@ -11,15 +13,22 @@ process (its peak memory is the process' ``ru_maxrss``), stage by stage as a run
   replaced, so the index and search are timed, not MiniLM), ``index`` and ``search`` at k=100;
 * metrics and CIs: ``evaluate_run`` at k 1/3/5/10 over the BM25 rankings and the bootstrap CIs
   (2,000 resamples) a run logs;
-* whole run: ``run_job`` of ``retrieval=bm25`` with a fresh stage cache and sqlite store: its wall
-  time, the part outside retrieval and evaluation (loading, chunking, MLflow logging, plots,
-  per-query table), and the bytes it logged as artifacts.
+* whole run: ``run_job`` of ``retrieval=bm25`` with a fresh stage cache and sqlite store, and its
+  parts: prepare (load, chunk, cache the chunks, qrels), retrieval, evaluation, ``save_local``
+  (the run folder), MLflow logging (``log_evaluation``: artifacts, per-query table, metrics) and
+  the rest (building the pipeline, the store connection, the experiment); the bytes it logged.
 
-Per-query cost (metrics, CIs, per-query logging, artifacts) follows the number of queries and k,
-not the corpus; it is measured at every size to show that. Prints one row per size and writes
-``--plot`` (PNG, log-log seconds per stage against passages) when matplotlib is installed.
+Memory: the peak RSS (``VmHWM``, reset before each stage) during each direct stage and during
+the whole run. Per-query cost (metrics, CIs, per-query logging, artifacts) follows the number of
+queries and k, not the corpus; it is measured at every size to show that. Prints one row per size
+(seconds, artifact MB, peak MB, the load average range) and each stage's growth exponent between
+neighbouring sizes; ``--save`` appends the rows to a JSON-lines file, ``--replot`` prints and
+plots saved rows, ``--plot`` writes a PNG (log-log seconds per stage against passages). Each
+row keeps the folder of the whole run's store (``store``): ``bench_ui_views --store`` times the
+MLflow UI on it.
 
-    python -m benchmarks.bench_whole_scale [--sizes 1000,10000,100000] [--queries 1000] [--plot docs/images/whole_run_scaling.png]
+    python -m benchmarks.bench_whole_scale --sizes 460,4600,46000,460000 --data /tmp/scale-data \
+        --save rows.jsonl [--plot docs/images/whole_run_scaling.png]
 """
 
 from __future__ import annotations
@@ -27,7 +36,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import math
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,7 +48,8 @@ import numpy as np
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
 VOCABULARY, DIM, K = 50_000, 384, 100
-STAGES = ("load", "chunking", "bm25_index", "bm25_search", "faiss_index", "faiss_search", "metrics_cis", "run_outside")
+STAGES = ("load", "chunking", "bm25_index", "bm25_search", "faiss_index", "faiss_search", "metrics_cis",
+          "run_prepare", "run_retrieval", "run_evaluation", "save_local", "mlflow_logging", "run_other", "whole_run")
 
 
 def write_corpus(folder: Path, n: int, n_queries: int) -> None:
@@ -82,13 +93,26 @@ class RandomVectors:
     encode_queries = encode_passages = _vectors
 
 
+def peak_rss_mb(reset: bool = False) -> float:
+    """The process' peak resident memory (``VmHWM``) so far, in MB; ``reset``: start a new peak
+    from the current resident size (Linux ``clear_refs`` 5), so each phase gets its own peak."""
+    peak = next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+                if line.startswith("VmHWM:")) / 1024
+    if reset:
+        Path("/proc/self/clear_refs").write_text("5")
+    return peak
+
+
 def measure(folder: Path, n_queries: int) -> dict:
-    """Every stage on the corpus in ``folder``, in this process (run by :func:`main` per size)."""
+    """Every stage on the corpus in ``folder``, in this process (run by :func:`main` per size):
+    first the stages called directly, then, with their structures freed, a whole ``run_job``."""
+    import gc
+
+    import ragexp.jobs.job as job_module
     from ragexp.chunking import make_chunker
     from ragexp.config.compose import compose_config
     from ragexp.data.loaders.beir import load_beir
     from ragexp.evaluation.runner import _confidence_intervals
-    from ragexp.jobs.job import run_job
     from ragexp.metrics.evaluate import evaluate_run
     from ragexp.runtime import progress
     from reference_pipelines.bm25 import BM25Retriever
@@ -96,13 +120,21 @@ def measure(folder: Path, n_queries: int) -> dict:
 
     progress.set_enabled(False)
     seconds: dict[str, float] = {}
+    loads: dict[str, float] = {}
+    peaks: dict[str, float] = {}  # the process' peak RSS during each stage called directly, MB
 
-    def timed(stage, fn):
+    def timed(stage, fn, peak=True):
+        if peak:
+            peak_rss_mb(reset=True)
         started = time.perf_counter()
         value = fn()
         seconds[stage] = time.perf_counter() - started
+        loads[stage] = os.getloadavg()[0]
+        if peak:
+            peaks[stage] = peak_rss_mb()
         return value
 
+    baseline_mb = peak_rss_mb(reset=True)
     corpus, evalset = timed("load", lambda: load_beir(folder, split="test"))
     chunks = timed("chunking", lambda: make_chunker({"name": "recursive", "size": 512, "overlap": 64}).chunk_corpus(corpus))
     queries = [item.query for item in evalset.items]
@@ -122,23 +154,46 @@ def measure(folder: Path, n_queries: int) -> dict:
         return _confidence_intervals(evaluated.per_query, [1, 3, 5, 10], 2000)
 
     timed("metrics_cis", metrics)
+    passages, documents = len(chunks), len(corpus)
+    del corpus, evalset, chunks, bm25, dense, rankings, doc_of, run, qrels
+    gc.collect()
+    direct_peak_mb = max(peaks.values())
+
+    def timing(stage, fn):  # wraps a function run_job calls, to time it inside the run
+        def wrapped(*args, **kwargs):
+            return timed(stage, lambda: fn(*args, **kwargs), peak=False)
+        return wrapped
+
+    job_module.save_local = timing("save_local", job_module.save_local)
+    job_module.log_evaluation = timing("mlflow_logging", job_module.log_evaluation)
     work = Path(tempfile.mkdtemp(prefix="ragexp-whole-scale-"))
     cfg = compose_config(["dataset=beir", f"dataset.path={folder}", "chunking=recursive", "retrieval=bm25", "progress=false",
                           f"cache_dir={work}/cache", f"tracking.uri=sqlite:///{work}/mlflow.db", "tracking.experiment=scale"])
     os.chdir(work)  # MLflow puts a sqlite store's artifacts in ./mlruns
-    started = time.perf_counter()
-    job = run_job(cfg, output_dir=work / "output", overrides=[])
-    whole = time.perf_counter() - started
+    job = timed("whole_run", lambda: job_module.run_job(cfg, output_dir=work / "output", overrides=[]))
+    whole = seconds["whole_run"]
     timings = job.output.results.meta["timings"]
-    seconds["run_outside"] = whole - timings.get("retrieval_s", 0.0) - timings.get("evaluation_s", 0.0)
-    artifacts = sum(f.stat().st_size for f in (work / "mlruns").rglob("*") if f.is_file()) if (work / "mlruns").is_dir() else 0
-    artifacts += sum(f.stat().st_size for f in (work / "output").rglob("*") if f.is_file())
-    return {"passages": len(chunks), "documents": len(corpus), "queries": len(queries), "seconds": seconds,
-            "whole_run_s": whole, "artifact_bytes": artifacts, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    seconds.update(run_prepare=timings["prepare_s"], run_retrieval=timings["retrieval_s"],
+                   run_evaluation=timings["evaluation_s"])
+    seconds["run_other"] = whole - sum(seconds[s] for s in ("run_prepare", "run_retrieval", "run_evaluation",
+                                                              "save_local", "mlflow_logging"))
+    mlruns = sorted(f for f in (work / "mlruns").rglob("*") if f.is_file()) if (work / "mlruns").is_dir() else []
+    local = sorted(f for f in (work / "output").rglob("*") if f.is_file())
+    return {"passages": passages, "documents": documents, "queries": len(queries), "seconds": seconds, "loads": loads,
+            "whole_run_s": whole, "run_id": job.run_id, "store": str(work),
+            "artifact_bytes": sum(f.stat().st_size for f in mlruns + local),
+            "artifact_files": {str(f.relative_to(work)): f.stat().st_size for f in mlruns + local},
+            "baseline_rss_mb": baseline_mb, "peak_rss_mb": peaks, "direct_peak_rss_mb": direct_peak_mb,
+            "run_peak_rss_mb": peaks["whole_run"],
             "load": os.getloadavg()[0]}
 
 
+DIRECT = STAGES[:7]
+
+
 def plot(rows: list[dict], path: Path) -> bool:
+    """Three log-log panels against passages: the stages called directly, the parts of a whole
+    run, and the peak memory; a dashed line of slope 1 (linear) in the first two."""
     try:
         import matplotlib
 
@@ -146,46 +201,85 @@ def plot(rows: list[dict], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    figure, axes = plt.subplots(figsize=(7, 4.5))
+    figure, panels = plt.subplots(1, 3, figsize=(15, 4.8))
     sizes = [row["passages"] for row in rows]
-    for stage in STAGES:
-        axes.plot(sizes, [max(row["seconds"][stage], 1e-4) for row in rows], marker="o", label=stage)
-    axes.plot(sizes, [row["whole_run_s"] for row in rows], marker="s", color="black", label="whole bm25 run")
-    axes.set(xscale="log", yscale="log", xlabel="passages (recursive-512 chunks)", ylabel="seconds",
-             title=f"ragexp stage cost vs corpus size ({rows[0]['queries']} queries, k={K})")
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=7, ncol=2)
+    for axes, stages, title in ((panels[0], DIRECT, "stages called directly"),
+                                (panels[1], STAGES[7:], "a whole bm25 run (run_job) and its parts")):
+        for stage in stages:
+            style = {"marker": "s", "color": "black", "linewidth": 2} if stage == "whole_run" else {"marker": "o"}
+            axes.plot(sizes, [max(row["seconds"][stage], 1e-3) for row in rows], label=stage, **style)
+        top = max(row["seconds"][stage] for row in rows for stage in stages)
+        axes.plot([sizes[0], sizes[-1]], [top * sizes[0] / sizes[-1], top], color="grey", linestyle="--", label="linear")
+        axes.set(xscale="log", yscale="log", xlabel="passages", ylabel="seconds", title=title)
+    panels[2].plot(sizes, [row["direct_peak_rss_mb"] for row in rows], marker="o", label="direct stages (BM25 + FAISS held)")
+    panels[2].plot(sizes, [row["run_peak_rss_mb"] for row in rows], marker="s", color="black", label="whole bm25 run")
+    panels[2].set(xscale="log", yscale="log", xlabel="passages", ylabel="peak RSS, MB", title="peak memory")
+    for axes in panels:
+        axes.grid(True, which="both", alpha=0.3)
+        axes.legend(fontsize=7)
+    figure.suptitle(f"ragexp: cost vs corpus size (synthetic BEIR corpus, {rows[0]['queries']} queries, k={K})")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=100)
     return True
+
+
+def print_rows(rows: list[dict]) -> None:
+    """The stage seconds per size, then each stage's growth exponent between neighbouring sizes
+    (``log(t2/t1) / log(n2/n1)``: 1 is linear)."""
+    print(f"{'docs':>8s} {'passages':>9s} " + " ".join(f"{s[:12]:>12s}" for s in STAGES)
+          + f" {'artifacts MB':>12s} {'direct MB':>9s} {'run MB':>7s} {'load':>11s}")
+    for row in rows:
+        loads = row["loads"].values()
+        print(f"{row['documents']:8d} {row['passages']:9d} " + " ".join(f"{row['seconds'][s]:12.2f}" for s in STAGES)
+              + f" {row['artifact_bytes'] / 1e6:12.2f} {row['direct_peak_rss_mb']:9.0f} {row['run_peak_rss_mb']:7.0f}"
+              f" {min(loads):5.2f}-{max(loads):<5.2f}")
+        print(f"{'':18s} peak RSS MB during: " + ", ".join(f"{s} {mb:.0f}" for s, mb in row["peak_rss_mb"].items()))
+    for low, high in zip(rows, rows[1:]):
+        ratio = high["passages"] / low["passages"]
+        print(f"exponent {low['passages']} -> {high['passages']}: " + ", ".join(
+            f"{s} {math.log(high['seconds'][s] / low['seconds'][s]) / math.log(ratio):.2f}" for s in STAGES))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--sizes", default="1000,10000,100000", help="documents per corpus (about 2.2 passages each)")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--plot", type=Path)
+    parser.add_argument("--data", type=Path, help="keep the corpora here and reuse those already written")
+    parser.add_argument("--write-only", action="store_true", help="write the corpora to --data, measure nothing")
+    parser.add_argument("--save", type=Path, help="append each size's row to this JSON-lines file")
+    parser.add_argument("--replot", type=Path, nargs="+", help="measure nothing: print and plot rows saved by --save")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.queries)))
         return
-    root = Path(tempfile.mkdtemp(prefix="ragexp-whole-scale-data-"))
-    rows = []
-    header = f"{'docs':>8s} {'passages':>9s} " + " ".join(f"{s:>12s}" for s in STAGES) + f" {'whole s':>8s} {'artifacts MB':>12s} {'peak MB':>8s} {'load':>5s}"
-    print(header)
-    for n in (int(size) for size in args.sizes.split(",")):
-        write_corpus(root / str(n), n, args.queries)
-        done = subprocess.run([sys.executable, "-m", "benchmarks.bench_whole_scale", "--measure", str(root / str(n)),
-                               "--queries", str(args.queries)], env=ENV, capture_output=True, text=True)
-        if done.returncode:
-            sys.exit(f"size {n} failed:\n{done.stderr[-3000:]}")
-        row = json.loads(done.stdout.strip().splitlines()[-1])
-        rows.append(row)
-        print(f"{row['documents']:8d} {row['passages']:9d} " + " ".join(f"{row['seconds'][s]:12.2f}" for s in STAGES)
-              + f" {row['whole_run_s']:8.1f} {row['artifact_bytes'] / 1e6:12.2f} {row['peak_rss_mb']:8.0f} {row['load']:5.2f}", flush=True)
-    print(json.dumps(rows))
+    if args.replot:
+        rows = sorted((json.loads(line) for path in args.replot for line in path.read_text().splitlines() if line),
+                      key=lambda row: row["passages"])
+    else:
+        root = args.data or Path(tempfile.mkdtemp(prefix="ragexp-whole-scale-data-"))
+        rows = []
+        for n in (int(size) for size in args.sizes.split(",")):
+            if not (root / str(n)).is_dir():  # written aside, then renamed: a cut-short write is never reused
+                shutil.rmtree(partial := root / f"{n}.partial", ignore_errors=True)
+                write_corpus(partial, n, args.queries)
+                partial.rename(root / str(n))
+            if args.write_only:
+                continue
+            done = subprocess.run([sys.executable, "-m", "benchmarks.bench_whole_scale", "--measure", str(root / str(n)),
+                                   "--queries", str(args.queries)], env=ENV, capture_output=True, text=True)
+            if done.returncode:
+                sys.exit(f"size {n} failed:\n{done.stderr[-3000:]}")
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            if args.save:
+                with args.save.open("a") as saved:
+                    saved.write(json.dumps(rows[-1]) + "\n")
+            print_rows(rows[-1:])
+        if args.write_only:
+            return
+    print_rows(rows)
     if args.plot and plot(rows, args.plot):
         print(f"plot: {args.plot}")
 
