@@ -12,14 +12,17 @@ Each round runs both, in fresh processes, the order alternating by round:
   plots, per-query log.
 
 ratio = plain encode seconds / whole ragexp run seconds (target >= 1.5); the run's nDCG@10 is
-printed beside it (MTEB: 0.64508). ``--profile DIR`` instead runs the ragexp run twice under
+printed beside it (MTEB: 0.64508). ``--precisions fp32,int8`` runs a whole run per
+``embedding.precision`` in each round (the order of all parts reversing by round), each with its
+ratio to the same round's plain encoding. The corpus is all of SciFact unless ``--docs N``. ``--profile DIR`` instead runs the ragexp run twice under
 cProfile, cold (fresh cache) and warm (the same cache again), and writes ``cold.prof`` and
 ``warm.prof`` plus their top functions by cumulative time.
 
 ``--encoders N`` compares the encoders alone in one process on the first N documents:
 sentence-transformers, ONNX fp32 at batch 16 and 64, ONNX int8.
 
-    python -m benchmarks.bench_dense_run [--rounds 2] [--docs N] [--extra OVERRIDE ...] [--profile DIR] [--encoders N]
+    python -m benchmarks.bench_dense_run [--rounds 2] [--docs N] [--precisions fp32,int8] [--extra OVERRIDE ...]
+                                         [--profile DIR] [--encoders N]
 """
 
 from __future__ import annotations
@@ -154,6 +157,7 @@ def encoders_in_process(data: Path, docs: int, rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--precisions", default="fp32", help="comma-separated embedding.precision values, a whole run each per round")
     parser.add_argument("--extra", nargs="*", default=[], help="more overrides for the ragexp run")
     parser.add_argument("--profile", type=Path, help="profile a cold and a warm run into this folder instead")
     parser.add_argument("--docs", type=int, help="SciFact's first DOCS documents only (see scifact_subset)")
@@ -171,23 +175,29 @@ def main() -> None:
     if args.encoders:
         encoders_in_process(data, args.encoders, args.rounds)
         return
-    plain, whole, ratios = [], [], []
+    precisions = args.precisions.split(",")
+    plain: list[float] = []
+    whole: dict[str, list[float]] = {p: [] for p in precisions}
+    ratios: dict[str, list[float]] = {p: [] for p in precisions}
     for round_ in range(1, args.rounds + 1):
-        for part in ("plain", "ragexp") if round_ % 2 else ("ragexp", "plain"):
+        parts = ["plain", *precisions]
+        for part in parts if round_ % 2 else parts[::-1]:
             load = os.getloadavg()[0]
             if part == "plain":
                 plain.append(plain_seconds(data))
                 print(f"round {round_}: plain sentence-transformers encode {plain[-1]:.1f} s (load {load:.2f})", flush=True)
             else:
-                seconds, ndcg = ragexp_seconds(data, workdir / f"round-{round_}", args.extra)
-                whole.append(seconds)
-                print(f"round {round_}: whole ragexp dense run {seconds:.1f} s, nDCG@10 {ndcg:.5f} (load {load:.2f})", flush=True)
-        ratios.append(plain[-1] / whole[-1])
-        print(f"round {round_}: ratio plain encode / whole run {ratios[-1]:.2f}x (load now {os.getloadavg()[0]:.2f})", flush=True)
-    print(f"median over {args.rounds} round(s): plain encode {statistics.median(plain):.1f} s, whole run "
-          f"{statistics.median(whole):.1f} s, ratio {statistics.median(ratios):.2f}x (target >= 1.5x; all: "
-          f"{', '.join(f'{r:.2f}' for r in ratios)})")
-
+                seconds, ndcg = ragexp_seconds(data, workdir / f"round-{round_}-{part}", [f"embedding.precision={part}", *args.extra])
+                whole[part].append(seconds)
+                print(f"round {round_}: whole ragexp dense run, {part}: {seconds:.1f} s, nDCG@10 {ndcg:.5f} (load {load:.2f})", flush=True)
+        for precision in precisions:
+            ratios[precision].append(plain[-1] / whole[precision][-1])
+            print(f"round {round_}: ratio plain encode / whole {precision} run {ratios[precision][-1]:.2f}x", flush=True)
+        print(f"round {round_} done (load now {os.getloadavg()[0]:.2f})", flush=True)
+    for precision in precisions:
+        print(f"median over {args.rounds} round(s), {precision}: plain encode {statistics.median(plain):.1f} s, whole run "
+              f"{statistics.median(whole[precision]):.1f} s, ratio {statistics.median(ratios[precision]):.2f}x (target >= 1.5x; all: "
+              f"{', '.join(f'{r:.2f}' for r in ratios[precision])})")
 
 if __name__ == "__main__":
     main()
