@@ -69,6 +69,10 @@ def test_json_depth(depth, refused):
         assert limits.parse_json(text) is not None
 
 
+def test_json_many_brackets_but_shallow_kept():
+    assert limits.parse_json("[" + ",".join(["[]"] * 100) + "]") == [[]] * 100
+
+
 def test_json_depth_ignores_brackets_in_strings():
     assert limits.parse_json(json.dumps({"q": "[" * 500})) == {"q": "[" * 500}
 
