@@ -59,8 +59,8 @@ def load() -> str:
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} CPUs"
 
 
-def demo_prompts(cache_dir: Path) -> tuple[list[str], dict]:
-    """The demo run's generator prompts and the generator config of ``generator=local``."""
+def demo_prompts(cache_dir: Path, context_k: int = 3) -> tuple[list[str], dict]:
+    """The demo run's generator prompts (top ``context_k`` chunks) and the generator config of ``generator=local``."""
     from hydra import compose, initialize_config_dir
 
     from ragexp.config.compose import CONFIG_DIR
@@ -72,7 +72,7 @@ def demo_prompts(cache_dir: Path) -> tuple[list[str], dict]:
 
     register_schema()
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=["generator=local", "eval.context_k=3", f"cache_dir={cache_dir}", "progress=false"])
+        cfg = compose("config", overrides=["generator=local", f"eval.context_k={context_k}", f"cache_dir={cache_dir}", "progress=false"])
     generator_cfg = OmegaConf.to_container(cfg.generator, resolve=True)
     cache = StageCache(cache_dir)
     pipeline = build_pipeline(cfg, cache)

@@ -130,6 +130,7 @@ def scripted_model(scripts: dict[str, list[str]], repeat_ngram: int | None) -> L
     model.weights = LoadedWeights(ScriptedLM(tokenizer, scripts), tokenizer, "test", 0.0, "scripted", threading.Lock())
     model.device, model.dtype, model.quantization, model.cache, model.batch_size = "cpu", "float32", "none", None, 2
     model.repeat_ngram, model.model_id, model.threads = repeat_ngram, "scripted", 1
+    model.threads_setting = 1
     return model
 
 

@@ -4,6 +4,7 @@ parallel jobs, set deliberately, bad values refused with the field named."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -89,3 +90,70 @@ def test_configure_sets_torch_and_records_the_value():
         assert configure_threads(1) == 1 and torch.get_num_threads() == 1 and configured_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_busy_elsewhere_is_the_owned_cpus_busy_time_less_this_process(monkeypatch):
+    # two readings of the owned CPUs' (busy, all) ticks 0.5 s apart on 2 cores: 100 ticks in all,
+    # 80 busy, of which this process used 30 ticks (0.3 s at 100 ticks/s): 50/100 * 2 = 1.0 core
+    readings = iter([(1000, 5000), (1080, 5100)])
+    times = iter([os.times_result((1.0, 0.2, 0, 0, 0)), os.times_result((1.2, 0.3, 0, 0, 0))])
+    monkeypatch.setattr(threads, "_owned_cpu_jiffies", lambda: next(readings))
+    monkeypatch.setattr(threads.os, "times", lambda: next(times))
+    monkeypatch.setattr(threads.os, "sysconf", lambda name: 100)
+    monkeypatch.setattr(threads, "owned_cores", lambda: 2)
+    assert threads.cores_busy_elsewhere(window_s=0) == pytest.approx(1.0)
+
+
+def test_busy_elsewhere_reads_zero_where_proc_stat_cannot_be_read(monkeypatch):
+    monkeypatch.setattr(threads, "_owned_cpu_jiffies", lambda: None)
+    assert threads.cores_busy_elsewhere(window_s=0) == 0.0
+
+
+def test_owned_cpu_ticks_come_from_proc_stat():
+    ticks = threads._owned_cpu_jiffies()
+    assert ticks is not None and 0 <= ticks[0] <= ticks[1]
+
+
+@pytest.mark.parametrize(("busy", "expected"), [(0.0, 4), (0.4, 4), (1.2, 3), (2.6, 1), (9.0, 1)])
+def test_load_aware_threads_leave_the_cores_busy_elsewhere(monkeypatch, busy, expected):
+    monkeypatch.setattr(threads, "owned_cores", lambda: 4)
+    monkeypatch.setattr(threads, "auto_threads", lambda: 4)
+    monkeypatch.setattr(threads, "cores_busy_elsewhere", lambda: busy)
+    assert threads.load_aware_threads() == expected
+
+
+def test_load_aware_threads_never_exceed_the_sweep_jobs_share(monkeypatch):
+    monkeypatch.setattr(threads, "owned_cores", lambda: 4)
+    monkeypatch.setattr(threads, "auto_threads", lambda: 2)
+    monkeypatch.setattr(threads, "cores_busy_elsewhere", lambda: 0.0)
+    assert threads.load_aware_threads() == 2
+
+
+def test_recheck_measures_at_most_every_recheck_seconds_and_sets_ints_as_given(monkeypatch):
+    import torch
+
+    measured = []
+    monkeypatch.setattr(threads, "load_aware_threads", lambda: measured.append(1) or 1)
+    monkeypatch.setattr(threads, "_load_aware", None)
+    before = torch.get_num_threads()
+    try:
+        assert threads.recheck_threads("auto") == 1 and threads.recheck_threads("auto") == 1
+        assert len(measured) == 1  # the second batch within RECHECK_S reuses the measurement
+        assert threads.recheck_threads(2) == 2 and torch.get_num_threads() == 2 and len(measured) == 1
+        monkeypatch.setattr(threads, "_load_aware", (time.monotonic() - threads.RECHECK_S - 1, 1))
+        assert threads.recheck_threads("auto") == 1 and len(measured) == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_spinning_process_is_seen_busy():
+    import subprocess
+    import sys
+
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        assert threads.cores_busy_elsewhere(window_s=1.0) >= 0.5  # the spinner, or others busier still
+    finally:
+        spinner.kill()
+        spinner.wait()

@@ -43,7 +43,7 @@ from ragexp.models.resolve import (
 )
 from ragexp.runtime import progress
 from ragexp.runtime.stage_cache import publish_dir
-from ragexp.runtime.threads import configure_threads
+from ragexp.runtime.threads import configure_threads, recheck_threads
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 QUANTIZATIONS = ("none", "dynamic_int8")
@@ -142,9 +142,10 @@ class LocalHFModel:
     (:mod:`ragexp.models.device`). ``quantization``: ``none`` or ``dynamic_int8`` (see :func:`quantized_weights`; needs
     ``dtype: float32``). ``threads``: torch intra-op threads, an int or ``auto``
     (:func:`ragexp.runtime.threads.configure_threads`). ``batch_size``: prompts decoded together and
-    continuations scored together. ``repeat_ngram``: ``None``, or ``n`` to end an answer where it
-    starts repeating itself (``n`` words or a whole sentence again: :mod:`ragexp.llm.answer_end`);
-    the text before the repetition is kept and ``finish_reason`` is ``repetition``.
+    continuations scored together; with ``auto`` threads each batch of work first leaves the cores
+    other processes keep busy (:func:`ragexp.runtime.threads.recheck_threads`). ``repeat_ngram``:
+    ``None``, or ``n`` to end an answer where it starts repeating itself (``n`` words or a whole
+    sentence again: :mod:`ragexp.llm.answer_end`); the text before the repetition is kept and ``finish_reason`` is ``repetition``.
 
     ``model_id`` is ``<model>`` for folders and hub ids, ``<model>@<gguf sha256[:16]>`` for GGUF.
     """
@@ -174,7 +175,8 @@ class LocalHFModel:
             raise RagexpInputError(f"must be a positive integer, got {batch_size!r}", field="batch_size")
         if repeat_ngram is not None and (isinstance(repeat_ngram, bool) or not isinstance(repeat_ngram, int) or repeat_ngram < 2):
             raise RagexpInputError(f"must be null or an integer >= 2, got {repeat_ngram!r}", field="repeat_ngram")
-        self.threads = configure_threads(threads)
+        self.threads_setting = threads
+        self.threads = configure_threads(threads, load_aware=True)
         source = resolve_model(model, gguf_file=gguf_file)
         converted = str((Path(cache_dir) if cache_dir is not None else default_converted_dir()).resolve())
         if quantization == "dynamic_int8":
@@ -275,6 +277,7 @@ class LocalHFModel:
     def _generate(
         self, conversations: list[list[dict]], max_tokens: int, temperature: float, stop: list[str] | None
     ) -> list[LLMResponse | LLMCallError]:
+        self.threads = recheck_threads(self.threads_setting)
         tokenizer = self.weights.tokenizer
         encoded = [
             tokenizer(self.render(messages), add_special_tokens=False)["input_ids"] or [self._start_id]
@@ -360,6 +363,7 @@ class LocalHFModel:
         Pairs that share their conditioning tokens share one pass over them
         (:func:`~ragexp.llm.prefix_scoring.score_pairs`).
         """
+        self.threads = recheck_threads(self.threads_setting)
         prefix_tokens: dict[str, list[int]] = {}
         encoded = [self._encode_pair(prefix, continuation, prefix_tokens) for prefix, continuation in pairs]
         with self.weights.lock:

@@ -9,6 +9,15 @@ product can run several times slower than a 1-thread one. So ragexp decides::
                     (-1 = all cores, -2 = all but one, as joblib counts), else 1
     auto threads  = max(1, owned cores // parallel jobs)
 
+A local LLM's ``auto`` also leaves the cores to other processes that they keep busy now
+(:func:`load_aware_threads`): a torch thread waiting at the end of each small parallel region for
+a sibling that is off-core made a 2-thread run slower than a 1-thread one on a shared machine
+(docs/generation.md, "Speed of local models")::
+
+    busy elsewhere = CPU time the owned cores spent outside this process during a
+                     LOAD_WINDOW_S sleep of this process (/proc/stat minus os.times), in cores
+    load-aware     = max(1, min(auto threads, owned cores - round(busy elsewhere)))
+
 :func:`configure_threads` applies ``threads`` (an int, or ``"auto"`` for the rule above) with
 ``torch.set_num_threads``, and sets torch's inter-op pool to 1 thread the first time (torch
 accepts that only before any inter-op work has started; a later attempt is logged and skipped).
@@ -20,14 +29,20 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 from ragexp.errors import RagexpInputError
 
 log = logging.getLogger(__name__)
 
 PARALLEL_JOBS_ENV = "RAGEXP_PARALLEL_JOBS"
+LOAD_WINDOW_S = 0.5
+"""How long :func:`cores_busy_elsewhere` watches the owned cores."""
+RECHECK_S = 30.0
+"""A load-aware ``auto`` is measured again at most this often (:func:`recheck_threads`)."""
 _interop_set = False
 _configured: int | None = None
+_load_aware: tuple[float, int] | None = None  # (monotonic time measured, threads decided)
 
 
 def owned_cores() -> int:
@@ -71,6 +86,46 @@ def auto_threads() -> int:
     return max(1, cores // parallel_jobs(cores))
 
 
+def _owned_cpu_jiffies() -> tuple[int, int] | None:
+    """(busy, all) clock ticks of the owned CPUs since boot from ``/proc/stat``; ``None`` off Linux."""
+    owned = {f"cpu{n}" for n in os.sched_getaffinity(0)}
+    busy = total = 0
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            for line in stat:
+                name, *ticks = line.split()
+                if name in owned:
+                    values = [int(tick) for tick in ticks[:8]]  # user nice system idle iowait irq softirq steal
+                    busy += sum(values) - values[3] - values[4]
+                    total += sum(values)
+    except (OSError, AttributeError, ValueError):
+        return None
+    return (busy, total) if total else None
+
+
+def cores_busy_elsewhere(window_s: float = LOAD_WINDOW_S) -> float:
+    """Cores of this process's CPUs that other processes kept busy during a ``window_s`` sleep:
+    (busy ticks of the owned CPUs - this process's CPU ticks) / all ticks * owned cores. 0.0 where
+    ``/proc/stat`` cannot be read."""
+    start, own_start = _owned_cpu_jiffies(), os.times()
+    time.sleep(window_s)
+    end, own_end = _owned_cpu_jiffies(), os.times()
+    if start is None or end is None or end[1] <= start[1]:
+        return 0.0
+    hz = os.sysconf("SC_CLK_TCK")
+    own = (own_end.user + own_end.system - own_start.user - own_start.system) * hz
+    busy = max(0.0, end[0] - start[0] - own)
+    return min(owned_cores(), busy / (end[1] - start[1]) * owned_cores())
+
+
+def load_aware_threads() -> int:
+    """``auto`` for a local LLM: :func:`auto_threads`, less the cores busy elsewhere now, at least 1."""
+    busy = cores_busy_elsewhere()
+    count = max(1, min(auto_threads(), owned_cores() - round(busy)))
+    log.info("cores busy in other processes: %.1f of %d; auto threads %d", busy, owned_cores(), count)
+    return count
+
+
 def resolve_threads(threads: int | str) -> int:
     """``threads`` as a count: an int >= 1 as given, ``"auto"`` by the module's rule."""
     if threads == "auto":
@@ -85,12 +140,25 @@ def configured_threads() -> int | None:
     return _configured
 
 
-def configure_threads(threads: int | str = "auto") -> int:
-    """Set torch's intra-op threads (and, once, 1 inter-op thread); return the count in force."""
-    global _interop_set, _configured
+def recheck_threads(threads: int | str) -> int:
+    """Before a batch of local-model work: :func:`configure_threads` with ``load_aware``, the
+    load measured again when the last measurement is :data:`RECHECK_S` old (an int is set as is)."""
+    if threads == "auto" and _load_aware is not None and time.monotonic() - _load_aware[0] < RECHECK_S:
+        return configure_threads(_load_aware[1])
+    return configure_threads(threads, load_aware=True)
+
+
+def configure_threads(threads: int | str = "auto", *, load_aware: bool = False) -> int:
+    """Set torch's intra-op threads (and, once, 1 inter-op thread); return the count in force.
+    ``load_aware``: ``auto`` is :func:`load_aware_threads`, not :func:`auto_threads`."""
+    global _interop_set, _configured, _load_aware
     import torch
 
-    count = resolve_threads(threads)
+    if threads == "auto" and load_aware:
+        count = load_aware_threads()
+        _load_aware = (time.monotonic(), count)
+    else:
+        count = resolve_threads(threads)
     if not _interop_set:
         try:
             torch.set_num_interop_threads(1)
