@@ -191,6 +191,33 @@ def measure(folder: Path, n_queries: int) -> dict:
 DIRECT = STAGES[:7]
 
 
+def faiss_parts(folder: Path) -> None:
+    """The FAISS index stage's parts on the corpus in ``folder``, timed one by one: the chunk table
+    (ids sorted for tie order, fingerprint), the stand-in encoder's vectors, the flat index's add."""
+    import faiss
+
+    from ragexp.chunking import make_chunker
+    from ragexp.data.loaders.beir import load_beir
+    from ragexp.runtime import progress
+    from reference_pipelines.ranking import ChunkTable
+
+    progress.set_enabled(False)
+    corpus, _ = load_beir(folder, split="test")
+    chunks = make_chunker({"name": "recursive", "size": 512, "overlap": 64}).chunk_corpus(corpus)
+    parts = {}
+    started = time.perf_counter()
+    table = ChunkTable.from_chunks(chunks, True)
+    parts["chunk table"] = time.perf_counter() - started
+    started = time.perf_counter()
+    vectors = RandomVectors()._vectors(table.texts)
+    parts["random vectors"] = time.perf_counter() - started
+    started = time.perf_counter()
+    faiss.IndexFlatIP(DIM).add(vectors)
+    parts["flat add"] = time.perf_counter() - started
+    print(f"{len(chunks)} passages: " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in parts.items())
+          + f" (load {os.getloadavg()[0]:.2f})")
+
+
 def plot(rows: list[dict], path: Path) -> bool:
     """Three log-log panels against passages: the stages called directly, the parts of a whole
     run, and the peak memory; a dashed line of slope 1 (linear) in the first two."""
@@ -241,6 +268,20 @@ def print_rows(rows: list[dict]) -> None:
             f"{s} {math.log(high['seconds'][s] / low['seconds'][s]) / math.log(ratio):.2f}" for s in STAGES))
 
 
+def markdown(rows: list[dict]) -> None:
+    """The rows as docs/scale.md's two Markdown tables: the direct stages, then the whole run."""
+    for stages, extra in ((DIRECT, "peak MB"), (STAGES[7:], "artifacts MB | peak MB")):
+        names = ["loading" if stage == "load" else stage.replace("_", " ") for stage in stages]
+        print(f"\n| passages (documents) | load avg | {' | '.join(names)} | {extra} |")
+        print("|---" * (len(stages) + 3 + extra.count("|")) + "|")
+        for row in rows:
+            loads = [row["loads"][stage] for stage in stages if stage in row["loads"]]
+            cells = [f"{row['seconds'][stage]:.2f}" for stage in stages]
+            tail = (f"{row['direct_peak_rss_mb']:,.0f}" if stages is DIRECT
+                    else f"{row['artifact_bytes'] / 1e6:.1f} | {row['run_peak_rss_mb']:,.0f}")
+            print(f"| {row['passages']:,} ({row['documents']:,}) | {min(loads):.1f}-{max(loads):.1f} | {' | '.join(cells)} | {tail} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="documents per corpus (about 2.2 passages each)")
@@ -250,8 +291,14 @@ def main() -> None:
     parser.add_argument("--write-only", action="store_true", help="write the corpora to --data, measure nothing")
     parser.add_argument("--save", type=Path, help="append each size's row to this JSON-lines file")
     parser.add_argument("--replot", type=Path, nargs="+", help="measure nothing: print and plot rows saved by --save")
+    parser.add_argument("--markdown", action="store_true", help="also print the rows as a Markdown table")
+    parser.add_argument("--faiss-parts", type=Path, nargs="+", help="time the FAISS index stage's parts on these corpora")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.faiss_parts:
+        for folder in args.faiss_parts:
+            faiss_parts(folder)
+        return
     if args.measure:
         print(json.dumps(measure(args.measure, args.queries)))
         return
@@ -280,6 +327,8 @@ def main() -> None:
         if args.write_only:
             return
     print_rows(rows)
+    if args.markdown:
+        markdown(rows)
     if args.plot and plot(rows, args.plot):
         print(f"plot: {args.plot}")
 
