@@ -42,6 +42,7 @@ LOCAL_ONLY = {
     "ragexp/runtime/fingerprint.py": "hashes files their reader checked first (a model folder in resolve_model, "
                                      "corpus files in the loader)",
     "ragexp/runtime/atomic_file.py": "fsyncs the partial file it has just written",
+    "ragexp/runtime/threads.py": "the kernel's /proc/stat CPU counters of this machine (load-aware threads: auto)",
 }
 #: Raw reads still to move behind the gate: allowed until then, never added to.
 PENDING_RESULTS_READER: dict[str, str] = {}
