@@ -9,6 +9,8 @@ import os
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragexp.errors import RagexpInputError
 from ragexp.stored import limits
@@ -75,6 +77,43 @@ def test_json_many_brackets_but_shallow_kept():
 
 def test_json_depth_ignores_brackets_in_strings():
     assert limits.parse_json(json.dumps({"q": "[" * 500})) == {"q": "[" * 500}
+
+
+def _depth_char_by_char(text: str) -> int:
+    """The reference: a character-by-character walk that tracks strings and escapes."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ ab,:'),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(alphabet='[]{}"\\ k'), inner, max_size=4),
+    max_leaves=40)
+
+
+@given(_JSON_VALUES)
+@settings(max_examples=300, deadline=None)
+def test_json_depth_matches_a_character_by_character_walk(value):
+    """The depth pre-scan (regular expressions in C) agrees with a walk over every character,
+    on JSON whose strings are full of brackets, quotes and backslashes."""
+    text = json.dumps(value)
+    assert limits._bracket_depth(text) == _depth_char_by_char(text)
+
+
+def test_json_depth_of_strings_with_escaped_quotes_and_backslashes():
+    text = json.dumps(['a"[[[', ["b\\"], '{{"', "\\"])
+    assert limits._bracket_depth(text) == _depth_char_by_char(text) == 2
 
 
 def test_json_duplicate_key_named():
