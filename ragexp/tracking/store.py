@@ -42,6 +42,8 @@ TAG_GOLD_LEVEL = "ragexp.gold_level"
 TAG_SWEEP_AXES = "ragexp.sweep_axes"
 PARENT_TAG = "mlflow.parentRunId"
 DESCRIPTION_TAG = "mlflow.note.content"
+#: MLflow truncates a tag value (a run's description too) beyond this many characters.
+DESCRIPTION_LIMIT = 8000
 #: MLflow's run type; on "evaluation" runs the UI opens their sweep parent expanded on a first visit.
 RUN_TYPE_TAG = "mlflow.runType"
 RUN_TYPE_EVALUATION = "evaluation"

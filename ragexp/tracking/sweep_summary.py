@@ -174,11 +174,14 @@ def _tie_mark(ties: Ties | None, metric: str, child: ChildRun) -> str:
 
 
 def compare_markdown(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str], experiment_id: str,
-                     ties: Ties | None = None) -> str:
+                     ties: Ties | None = None, max_chars: int | None = None) -> str:
     """Runs x axis values x headline metrics as a markdown table, best values in bold, values tied
-    with the best marked ``≈``."""
+    with the best marked ``≈``, in the order of :func:`_table` (best first). With ``max_chars``,
+    the rows that would make the table longer are left out and a last line counts them and names
+    ``summary/compare.md``, which holds them all."""
     ordered, best = _table(children, axes, metrics)
     lines = ["| run | " + " | ".join([*axes, *metrics]) + " |", "|---" * (1 + len(axes) + len(metrics)) + "|"]
+    rows = []
     for child in ordered:
         cells = [f"[{child.name}]({experiments.run_link(experiment_id, child.run_id)})",
                  *(child.axis_values[a] for a in axes)]
@@ -186,8 +189,21 @@ def compare_markdown(children: Sequence[ChildRun], axes: Sequence[str], metrics:
             value = child.metrics.get(metric)
             cells.append("–" if value is None else (f"**{value:.4f}**" if value == best[metric]
                                                      else f"{value:.4f}{_tie_mark(ties, metric, child)}"))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        rows.append("| " + " | ".join(cells) + " |")
+    if max_chars is None:
+        return "\n".join(lines + rows) + "\n"
+    used = sum(len(line) + 1 for line in lines) + len(_rows_left_out(len(rows))) + 1
+    for row in rows:
+        if used + len(row) + 1 > max_chars:
+            break
+        lines.append(row)
+        used += len(row) + 1
+    left_out = len(rows) - (len(lines) - 2)
+    return "\n".join(lines) + "\n" + (_rows_left_out(left_out) + "\n" if left_out else "")
+
+
+def _rows_left_out(count: int) -> str:
+    return f"\n… {count} more runs (below these) in `{SUMMARY_DIR}/compare.md` (the run description's length is limited)."
 
 
 def compare_html(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str], ties: Ties | None = None) -> str:
@@ -241,9 +257,11 @@ def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequenc
                       "lists the queries it wins and loses against the best on hit rate@5."]
     if image:
         lines += ["", f"![{SORT_METRIC} by {sweep}]({artifact_url(parent_run_id, image)})"]
-    lines += ["", compare_markdown(children, axes, metrics, experiment_id, ties),
-              f"Artifacts: `{SUMMARY_DIR}/` (heatmap per headline metric, compare.md, compare.html)."]
-    return "\n".join(lines)
+    footer = f"Artifacts: `{SUMMARY_DIR}/` (heatmap per headline metric, compare.md, compare.html)."
+    head = "\n".join([*lines, ""]) + "\n"
+    table = compare_markdown(children, axes, metrics, experiment_id, ties,
+                             max_chars=store.DESCRIPTION_LIMIT - len(head) - len(footer) - 1)
+    return head + table + "\n" + footer
 
 
 def _load_results(client: MlflowClient, run_id: str, folder: Path) -> RunResults | None:
