@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -109,6 +110,24 @@ def test_json_depth_matches_a_character_by_character_walk(value):
     on JSON whose strings are full of brackets, quotes and backslashes."""
     text = json.dumps(value)
     assert limits._bracket_depth(text) == _depth_char_by_char(text)
+
+
+@given(st.text(alphabet='[]{}"\\ a\n', max_size=80))
+@settings(max_examples=500, deadline=None)
+def test_json_depth_matches_the_walk_on_malformed_text_too(text):
+    """Unterminated strings, stray backslashes and quotes: the pre-scan still agrees with the walk."""
+    assert limits._bracket_depth(text) == _depth_char_by_char(text)
+
+
+def test_json_depth_scan_is_linear_on_a_hostile_unterminated_string():
+    """``"\\"\\"\\"…`` with no closing quote and many brackets: a string pattern that must end in a
+    quote retries from every escaped quote (quadratic: 40,000 of them took 18 s); this one makes
+    one pass. 400,000 of them: milliseconds when linear, about half an hour when quadratic."""
+    text = '"' + '\\"' * 400_000 + "[" * 70
+    started = time.perf_counter()
+    with pytest.raises(RagexpInputError, match="Unterminated string"):
+        limits.parse_json(text)
+    assert time.perf_counter() - started < 10
 
 
 def test_json_depth_of_strings_with_escaped_quotes_and_backslashes():

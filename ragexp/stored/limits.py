@@ -124,7 +124,10 @@ def _no_constant(name: str) -> float:
     raise _Refused(f"{name} is not a number this file may hold")
 
 
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+#: A JSON string, or an unterminated one up to the end of the text. Every backslash takes the next
+#: character (or the end) with it, so a match never fails once started: one pass, no backtracking
+#: (``"\"\"\"…`` with no closing quote was quadratic with a pattern that had to end in ``"``).
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*(?:"|\Z)', re.DOTALL)
 _NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
 _BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
@@ -134,7 +137,7 @@ def _bracket_depth(text: str) -> int:
     character are removed (in C, by two regular expressions), then the brackets left are summed
     up (a linear pre-scan, so a 2,000-deep line is refused before the parser recurses into it)."""
     brackets = _NOT_A_BRACKET.sub("", _JSON_STRING.sub("", text))
-    return max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
+    return max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets), initial=0))
 
 
 def check_json_depth(text: str, *, source: str | os.PathLike[str] | None = None, line: int | None = None,
