@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragexp.evaluation.retrieval_step import _from_arrays, _to_arrays, _warnings
+from ragexp.evaluation.retrieval_step import _from_arrays, _split, _to_arrays
 from ragexp.metrics.ranking import trec_order
 from ragexp.runtime.stage_cache import StageCache
 
@@ -25,7 +25,7 @@ def test_rankings_round_trip_through_the_arrays(rankings, warnings):
     back = _from_arrays(arrays)
     assert back == [trec_order(ranking) for ranking in rankings]
     assert all(type(cid) is str and type(score) is float for ranking in back for cid, score in ranking)
-    assert _warnings(arrays) == warnings
+    assert _split(arrays, "warnings") == warnings
 
 
 def test_a_miss_and_a_hit_give_the_same_rankings(tmp_path):

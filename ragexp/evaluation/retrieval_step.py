@@ -85,7 +85,7 @@ class _Search:
             return _to_arrays(found, getattr(self.pipeline.retriever, "warnings", []))
 
         stored = self.cache.get_or_compute_arrays("retrieval", key, compute)
-        self.warnings = list(dict.fromkeys([*self.warnings, *_warnings(stored)]))
+        self.warnings = list(dict.fromkeys([*self.warnings, *_split(stored, "warnings")]))
         rankings = _from_arrays(stored)
         if self.pipeline.reranker is None:
             return rankings
@@ -114,24 +114,28 @@ def _to_arrays(rankings: Sequence[Ranking], warnings: Sequence[str] = ()) -> dic
 
 def _texts(name: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
     joined = "".join(texts).encode("utf-8", "surrogatepass")
-    return {name: np.frombuffer(joined, dtype=np.uint8), f"{name.rstrip('s')}_lengths": np.array([len(t) for t in texts], dtype=np.int64)}
+    return {name: np.frombuffer(joined, dtype=np.uint8), _lengths_name(name): np.array([len(t) for t in texts], dtype=np.int64)}
+
+
+def _lengths_name(name: str) -> str:
+    """Where the per-text lengths of ``name`` are stored: ``ids`` -> ``id_lengths``."""
+    return f"{name.rstrip('s')}_lengths"
+
+
+def _cut(items: Sequence, lengths: np.ndarray) -> list:
+    """``items`` cut into consecutive pieces of ``lengths``."""
+    ends = np.cumsum(lengths).tolist()
+    return [items[start:end] for start, end in zip([0, *ends[:-1]], ends)]
 
 
 def _split(arrays: Mapping[str, np.ndarray], name: str) -> list[str]:
-    joined = arrays[name].tobytes().decode("utf-8", "surrogatepass")
-    ends = np.cumsum(arrays[f"{name.rstrip('s')}_lengths"]).tolist()
-    return [joined[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+    """The texts :func:`_texts` stored under ``name``."""
+    return _cut(arrays[name].tobytes().decode("utf-8", "surrogatepass"), arrays[_lengths_name(name)])
 
 
 def _from_arrays(arrays: Mapping[str, np.ndarray]) -> list[Ranking]:
     """The rankings :func:`_to_arrays` stored, as ``(unit id, score)`` lists."""
-    ids, scores = _split(arrays, "ids"), arrays["scores"].tolist()
-    ends = np.cumsum(arrays["lengths"]).tolist()
-    return [list(zip(ids[start:end], scores[start:end])) for start, end in zip([0, *ends[:-1]], ends)]
-
-
-def _warnings(arrays: Mapping[str, np.ndarray]) -> list[str]:
-    return _split(arrays, "warnings")
+    return _cut(list(zip(_split(arrays, "ids"), arrays["scores"].tolist())), arrays["lengths"])
 
 
 def retrieval_step(cfg: DictConfig, data: PreparedData, pipeline: Pipeline, cache: StageCache) -> Retrieved:
