@@ -96,17 +96,12 @@ def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
     groups = ("retrieval", "reranker", "generator", "judge")
     system_node = OmegaConf.to_container(cfg.system, resolve=True) if cfg.get("system") is not None else None
     if is_black_box({"system": system_node}):
-        # the system's own answers are judged: the judge and the answer-relevance encoder (models load on first use)
-        system = build_system(system_node)
-        embedding = build_component(cfg.get("embedding"), "embedding", cache)
-        if hasattr(embedding, "identity") and hasattr(embedding, "encode_queries"):
-            embedding = with_text_vectors(embedding, cache)
-        return Pipeline(None, None, None, build_component(cfg.get("judge"), "judge", cache), embedding, system)
+        # the system's own answers are judged: the judge here, the answer-relevance encoder once
+        # answers came back (:func:`build_encoder`)
+        return Pipeline(None, None, None, build_component(cfg.get("judge"), "judge", cache), None, build_system(system_node))
     embedding = None
     if component_config(cfg.get("generator")) is not None or any(_interpolates(cfg.get(g), "embedding") for g in groups):
-        embedding = build_component(cfg.get("embedding"), "embedding", cache)
-        if hasattr(embedding, "identity") and hasattr(embedding, "encode_queries"):
-            embedding = with_text_vectors(embedding, cache)
+        embedding = build_encoder(cfg, cache)
     retriever = build_component(cfg.retrieval, "retrieval", cache)
     if retriever is None:
         raise RagexpInputError("needs a _target_ (e.g. retrieval=bm25)", field="retrieval")
@@ -123,6 +118,14 @@ def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
         return Pipeline(retriever, reranker, None, encoder=embedding)
     judge = build_component(cfg.get("judge"), "judge", cache)
     return Pipeline(retriever, reranker, generator, judge, embedding)
+
+
+def build_encoder(cfg: DictConfig, cache: StageCache) -> Any | None:
+    """The embedding group's model, each distinct text encoded once (:mod:`ragexp.runtime.text_vectors`)."""
+    embedding = build_component(cfg.get("embedding"), "embedding", cache)
+    if hasattr(embedding, "identity") and hasattr(embedding, "encode_queries"):
+        embedding = with_text_vectors(embedding, cache)
+    return embedding
 
 
 def _interpolates(node: DictConfig | None, key: str) -> bool:

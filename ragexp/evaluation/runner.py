@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from ragexp import __version__
 from ragexp.comparison.stats import bootstrap_cis
 from ragexp.evaluation.generation_step import generation_step
-from ragexp.evaluation.pipeline import Pipeline
+from ragexp.evaluation.pipeline import Pipeline, build_encoder
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.evaluation.retrieval_step import retrieval_step
@@ -114,7 +114,8 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     system_run = system_step(cfg, data, pipeline.system, cache) if pipeline.system is not None else None
     if system_run is not None:  # a black box: its placed passages are the units, scored below as any run's
         data, retrieved = system_run.data, system_run.retrieved
-        pipeline = replace(pipeline, generator=system_run.answers)
+        answered = system_run.answers is not None
+        pipeline = replace(pipeline, generator=system_run.answers, encoder=build_encoder(cfg, cache) if answered else None)
     else:
         retrieved = retrieval_step(cfg, data, pipeline, cache)
     generator = pipeline.generator
