@@ -143,12 +143,15 @@ def _warnings(fetched: list[Fetched], placements: list[list[Placement]], units: 
     if unplaced:
         ambiguous = sum(p.how == "ambiguous" for *_, p in unplaced)
         docs = Counter(p.doc_id or passage.doc_id or passage.path or "(no document given)" for _, _, passage, p in unplaced)
-        named = "; ".join(f"{f.query_id} #{rank} {passage.text[:60]!r} ({p.reason})" for f, rank, passage, p in unplaced[:NAMED])
-        more = f" and {len(unplaced) - NAMED} more" if len(unplaced) > NAMED else ""
+        distinct: dict[tuple[str, str], list[str]] = {}
+        for f, rank, passage, p in unplaced:
+            distinct.setdefault((passage.text[:60], p.reason), []).append(f"{f.query_id} #{rank}")
+        named = "; ".join(f"{text!r} ({reason}; {_listed(where, 5)})" for (text, reason), where in list(distinct.items())[:NAMED])
+        more = f" and {len(distinct) - NAMED} more" if len(distinct) > NAMED else ""
         out.append(
             f"{len(unplaced)} of {total} passages the system returned could not be placed in the corpus "
             f"({len(unplaced) - ambiguous} not found, {ambiguous} ambiguous) and count as not relevant; documents: "
-            f"{', '.join(f'{d} ({n})' for d, n in docs.most_common(NAMED))}; passages: {named}{more} "
+            f"{', '.join(f'{d} ({n})' for d, n in docs.most_common(NAMED))}; {len(distinct)} distinct: {named}{more} "
             f"(all in the artifact {PLACEMENTS_ARTIFACT}); a stale or foreign index?")
     duplicates = sum(r.duplicates for r in units)
     if duplicates:
@@ -158,3 +161,7 @@ def _warnings(fetched: list[Fetched], placements: list[list[Placement]], units: 
     if empty:
         out.append(f"the system returned no passage for {len(empty)} queries ({', '.join(empty[:NAMED])})")
     return out
+
+
+def _listed(names: list[str], limit: int) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
