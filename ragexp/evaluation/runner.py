@@ -106,12 +106,14 @@ def embedding_backend(pipeline: Pipeline) -> dict[str, str]:
     return {"embedding_backend": backend} if backend else {}
 
 
-def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline: Pipeline, run_name: str) -> RunOutput:
+def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline: Pipeline, run_name: str,
+            responses=None) -> RunOutput:
     """Evaluate ``pipeline`` on ``data`` as ``cfg`` (validated by the caller) describes; ``run_name``
-    labels the results (:func:`ragexp.tracking.run_names.run_name`)."""
+    labels the results (:func:`ragexp.tracking.run_names.run_name`); ``responses``: a black-box
+    system's, fetched already (:func:`ragexp.systems.step.fetch_responses`)."""
     started = time.perf_counter()
     encodings_before = encoding_counts()
-    system_run = system_step(cfg, data, pipeline.system, cache) if pipeline.system is not None else None
+    system_run = system_step(cfg, data, pipeline.system, cache, responses) if pipeline.system is not None else None
     if system_run is not None:  # a black box: its placed passages are the units, scored below as any run's
         data, retrieved = system_run.data, system_run.retrieved
         answered = system_run.answers is not None

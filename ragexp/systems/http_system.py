@@ -17,6 +17,7 @@ URL with a host, and in a config not typed here (``ragexp reproduce``) one this 
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -61,6 +62,7 @@ class HttpSystem:
             raise RagexpInputError(f"names ${secret_env}, which is not set on this machine (export the secret there)",
                                    field="system.secret_env")
         self._client: httpx.Client | None = None
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # else one INFO line per request on the terminal
         self._lock = threading.Lock()
         self._next_start = 0.0
 

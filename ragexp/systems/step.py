@@ -63,12 +63,20 @@ class SystemRun:
     fetched: list[Fetched] = field(default_factory=list)
 
 
-def system_step(cfg: DictConfig, data: PreparedData, system: Any, cache: StageCache) -> SystemRun:
+def fetch_responses(cfg: DictConfig, data: PreparedData, system: Any, cache: StageCache) -> tuple[list[Fetched], float]:
+    """Every eval query's response (:func:`~ragexp.systems.fetch.fetch_all`) and the seconds it took;
+    a job asks before it creates anything in the store, so a failing system leaves nothing behind."""
+    started = time.perf_counter()
+    fetched = fetch_all(system, data.evalset.items, cache, use_cache=bool(cfg.system.get("cache", True)))
+    return fetched, time.perf_counter() - started
+
+
+def system_step(cfg: DictConfig, data: PreparedData, system: Any, cache: StageCache,
+                responses: tuple[list[Fetched], float] | None = None) -> SystemRun:
+    """The black-box run's data and retrieval (module docstring); ``responses``: fetched already."""
     node = OmegaConf.to_container(cfg.system, resolve=True)
     items = data.evalset.items
-    started = time.perf_counter()
-    fetched = fetch_all(system, items, cache, use_cache=bool(node.get("cache", True)))
-    fetch_s = time.perf_counter() - started
+    fetched, fetch_s = responses if responses is not None else fetch_responses(cfg, data, system, cache)
     started = time.perf_counter()
     locator = Locator(data.corpus, locate_options(node))
     placed: dict[tuple, Placement] = {}
