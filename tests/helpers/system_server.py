@@ -57,10 +57,12 @@ def _app(answer: Callable[[dict], Any], server: SystemServer) -> FastAPI:
 
 
 @contextlib.contextmanager
-def serve(answer: Callable[[dict], Any]) -> Iterator[SystemServer]:
-    """The endpoint at ``server.url`` while the block runs (module docstring)."""
+def serve(answer: Callable[[dict], Any], port: int = 0) -> Iterator[SystemServer]:
+    """The endpoint at ``server.url`` while the block runs (module docstring); ``port``: a given
+    one (a system restarted where it was), else an ephemeral one."""
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
     server = SystemServer(url=f"http://127.0.0.1:{port}/search")
     config = uvicorn.Config(_app(answer, server), log_level="warning", lifespan="off")
