@@ -75,6 +75,7 @@ def test_an_interrupted_run_resumes_without_asking_again_what_it_has(tiny_datase
         assert not math.isnan(output.results.aggregates["mrr"])
 
 
+@pytest.mark.slow
 def test_reproduce_rescores_stored_responses_and_live_reports_drift(tiny_dataset, tmp_path):
     db = tmp_path / "mlflow.db"
     args = [*dataset_args(tiny_dataset, db), f"cache_dir={tmp_path / 'cache'}"]

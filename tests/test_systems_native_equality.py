@@ -68,6 +68,7 @@ def black_box_run(work: Path, name: str, *overrides: str):
     return run_job(cfg, output_dir=work / name, overrides=list(overrides), log_to=LogTo())
 
 
+@pytest.mark.slow
 def test_http_black_box_equals_the_native_run(work, native, system):
     with serve(lambda body: system(body["query"])) as server:
         result = black_box_run(work, "http", "system=http", f"system.url={server.url}")
@@ -95,6 +96,7 @@ def _repeated_queries(native) -> int:
     return len(queries) - len(set(queries))
 
 
+@pytest.mark.slow
 def test_python_callable_equals_the_native_run(work, native, monkeypatch):
     monkeypatch.syspath_prepend(str(native_bm25.register(work / "site")))
     targets.registered_entry_points.cache_clear()
@@ -107,6 +109,7 @@ def test_python_callable_equals_the_native_run(work, native, monkeypatch):
     assert result.output.results.meta["system"]["identity"]["distribution"] == "native-bm25-system==0.1"
 
 
+@pytest.mark.slow
 def test_recorded_file_equals_the_native_run(work, native, system):
     recorded = work / "recorded.jsonl"
     recorded.write_text("".join(json.dumps({"query_id": r.query_id, **system(r.query)}) + "\n"
