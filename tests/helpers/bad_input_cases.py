@@ -106,7 +106,7 @@ class CaseResult:
         """The error line with the case's folder written ``<dir>`` and a local server's port
         ``<port>`` (as the table shows it)."""
         shown = (self.lines[0] if self.lines else "").replace(str(self.dir), "<dir>")
-        return re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", shown)  # a test server's ephemeral port
+        return re.sub(r"http://127\.0\.0\.1:\d+/search", "http://127.0.0.1:<port>/search", shown)  # a test system's port
 
 
 def run_case(case: CliCase, folder: Path) -> CaseResult:
