@@ -148,6 +148,7 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--sample", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", default=",".join(PERTURBATIONS), help="comma-separated perturbations to run")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     load = os.getloadavg()[0]
@@ -170,7 +171,10 @@ def main() -> None:
     print(f"\n{args.sample} passages per perturbation, text only (no document id); load {load:.1f} at start\n")
     print("| perturbation | located | exact | normalised | fuzzy | ambiguous | not found | **wrong** | boundary (median chars) | ms/passage mean | p95 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
+    wrong_cases = []
     for kind in PERTURBATIONS:
+        if kind not in args.only.split(","):
+            continue
         hows, wrong, boundary, costs = Counter(), 0, [], []
         for doc_id, start, end in picks:
             text, true_start, true_end = perturb(kind, corpus[doc_id], start, end, rng)
@@ -183,6 +187,7 @@ def main() -> None:
                 shorter = min(placed.end - placed.start, true_end - true_start)
                 if placed.doc_id != doc_id or overlap < shorter / 2:
                     wrong += 1
+                    wrong_cases.append(f"{kind}: {doc_id} [{true_start}, {true_end}) placed {placed}: {text!r}")
                 else:
                     boundary.append(abs(placed.start - true_start) + abs(placed.end - true_end))
         n = args.sample
@@ -191,6 +196,8 @@ def main() -> None:
         print(f"| {kind} | {located / n:.1%} | {hows['exact']} | {hows['normalised']} | {hows['fuzzy']} | {hows['ambiguous']} "
               f"| {hows['unlocated']} | **{wrong}** | {statistics.median(boundary) if boundary else '-'} "
               f"| {statistics.mean(costs):.1f} | {costs[int(0.95 * (n - 1))]:.1f} |")
+    for case in wrong_cases:
+        print(f"WRONG {case}")
     print(f"\nload {os.getloadavg()[0]:.1f} at the end")
 
 

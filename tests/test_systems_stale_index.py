@@ -48,3 +48,27 @@ def test_a_stale_index_is_named_passage_by_passage(tiny_dataset, tmp_path):
     assert [p["how"] for p in placements[0]["passages"]] == ["exact", "unlocated", "unlocated"]
     # the webhook query's live passage is relevant at rank 1; the stale ones count as retrieved and not relevant
     assert run.data.metrics["retrieval/context_precision_at_3"] < 1.0
+
+
+def test_a_sweep_over_two_recordings_is_one_parent_with_a_child_each(tiny_dataset, tmp_path):
+    """``system`` is swept from the shell like every other group: two recorded outputs of the same
+    system (before and after a change), one MLflow parent with its summary and a child per recording."""
+    from tests.helpers.tiny_dataset import TINY_ITEMS
+
+    recordings = []
+    for name, docs in (("before", ["refunds"]), ("after", ["webhooks", "refunds"])):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"query_id": qid, "passages": [
+            {"text": TINY_DOCS[d].split("\n\n")[2], "doc_id": d} for d in docs]}) + "\n" for qid, *_ in TINY_ITEMS) +
+            json.dumps({"query_id": "t7", "passages": []}) + "\n", encoding="utf-8")
+        recordings.append(str(path))
+    db = tmp_path / "mlflow.db"
+    ragexp(tmp_path, "run", "-m", *dataset_args(tiny_dataset, db), "system=recorded",
+           f"system.path={','.join(recordings)}", f"cache_dir={tmp_path / 'cache'}")
+    _, (parent,), children = job_runs(db)
+    assert len(children) == 2 and all(c.info.status == "FINISHED" for c in children)
+    by_path = {c.data.params["system.path"]: c for c in children}
+    webhook_first = by_path[recordings[1]].data.metrics
+    assert webhook_first["1_headline/mrr"] > by_path[recordings[0]].data.metrics["1_headline/mrr"]
+    assert parent.info.status == "FINISHED" and "hit_rate_at_5" in parent.data.tags.get("mlflow.note.content", "") + str(
+        parent.data.metrics)
