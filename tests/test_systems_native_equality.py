@@ -150,7 +150,7 @@ def test_near_duplicate_text_only_passages_are_ambiguous_never_guessed():
     locator = Locator(corpus)
     for sentence, docs in shared.items():
         placed = locator.locate(sentence)
-        assert placed.how == "ambiguous" and set(placed.candidates) == set(docs), (sentence, placed)
+        assert placed.how == "ambiguous" and set(placed.candidates) >= set(docs), (sentence, placed)  # + normalised twins
         for doc_id in docs:
             there = locator.locate(sentence, doc_id=doc_id)
             assert there.how == "exact" and corpus[doc_id].text[there.start:there.end] == sentence

@@ -2,10 +2,11 @@
 
 Stages, first success wins (each :class:`Placement` records which, with its similarity):
 
-1. ``exact``: the passage (surrounding whitespace stripped) occurs verbatim. Without a document
-   the search is complete: every document that holds all of the passage's rarest interior words
-   (its first and last word may be cut, so they are not used) is searched, and those are all the
-   documents that can hold it verbatim.
+1. ``exact``: the passage (surrounding whitespace stripped) occurs verbatim, and nowhere else,
+   verbatim or once normalised (stage 2's search; a page with markup can hold the same text).
+   Without a document the verbatim search is complete: every document that holds all of the
+   passage's rarest interior words (its first and last word may be cut, so they are not used) is
+   searched, and those are all the documents that can hold it verbatim.
 2. ``normalised``: equal after the rewrites a system plausibly applied
    (:func:`~ragexp.systems.normalised_text.comparable`: whitespace, Unicode NFKC and case, HTML
    tags and entities, Markdown markup; an ellipsis at either end), also with the document's title
@@ -251,20 +252,22 @@ class Locator:
         tokens = self.tokenize(stripped)
         filtered = [document] if document is not None else self._docs_with_words(tokens)
         searched = list(self.corpus) if filtered is None else filtered
-        placed = self._exact(stripped, searched)
-        if placed is not None:
-            return placed
+        exact = self._exact(stripped, searched)
         candidates = [document] if document is not None else list(dict.fromkeys(
             [*(filtered or []), *(self._index().doc_ids[self._index().window_doc[w]] for w in self._best_windows(tokens, None))]))
         forms = passage_forms(stripped)
-        if not forms:
+        if not forms and not exact:
             return Placement("unlocated", doc_id=named, reason="the passage has no text once markup is removed")
-        placed = self._normalised(stripped, candidates)
-        if placed is not None:
-            return placed
+        normalised = self._normalised(stripped, candidates) if forms else []
+        if exact:
+            # a verbatim place is the place only if no other place holds the same text once normalised
+            others = [h for h in _merged(normalised) if not any(h.overlaps(e) for e in exact)]
+            return _decide(exact + others, "exact", 0.0)
+        if normalised:
+            return _decide(normalised, "normalised", 0.0)
         return self._fuzzy(forms[-1], tokens, document, named)
 
-    def _exact(self, text: str, doc_ids: Sequence[str]) -> Placement | None:
+    def _exact(self, text: str, doc_ids: Sequence[str]) -> list[_Hit]:
         hits = []
         for doc_id in doc_ids:
             body = self.corpus[doc_id].text
@@ -272,9 +275,9 @@ class Locator:
             while at >= 0 and len(hits) < 10:
                 hits.append(_Hit(doc_id, at, at + len(text), 1.0))
                 at = body.find(text, at + 1)
-        return _decide(hits, "exact", 0.0)
+        return hits
 
-    def _normalised(self, text: str, doc_ids: Sequence[str]) -> Placement | None:
+    def _normalised(self, text: str, doc_ids: Sequence[str]) -> list[_Hit]:
         forms = passage_forms(text)
         hits = []
         for doc_id in doc_ids:
@@ -287,7 +290,7 @@ class Locator:
                     at = body.form.find(form, at + 1)
                 if len(hits) > found:
                     break  # the first form that matches in this document
-        return _decide(hits, "normalised", 0.0)
+        return hits
 
     def _untitled_forms(self, text: str, forms: Sequence[str], doc_id: str) -> list[str]:
         """The passage's forms with the document's title removed from its start, if it starts with it."""
