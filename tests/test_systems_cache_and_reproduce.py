@@ -12,7 +12,7 @@ import pytest
 from ragexp.config.compose import compose_config
 from ragexp.errors import RagexpInputError
 from ragexp.jobs.job import run_job
-from tests.helpers.cli import ENV, dataset_args, job_runs, ragexp
+from tests.helpers.cli import dataset_args, job_runs, ragexp
 from tests.helpers.system_server import Raw, serve
 from tests.helpers.tiny_dataset import TINY_DOCS
 

@@ -29,7 +29,7 @@ passage up to the stride lies whole in one.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urlsplit
 
@@ -39,7 +39,7 @@ from rapidfuzz import fuzz
 from ragexp.data import Corpus
 from ragexp.errors import RagexpInputError
 from ragexp.systems.normalised_text import Comparable, comparable, passage_forms
-from ragexp.text.bm25 import build_index
+from ragexp.text.bm25 import InvertedIndex, build_index
 from ragexp.text.tokenize import Tokenizer
 
 WINDOW_CHARS = 1000
@@ -123,7 +123,7 @@ class _Windows:
     window_start: np.ndarray
     window_end: np.ndarray
     doc_windows: dict[str, tuple[int, int]]  # first window, one past the last, of each document
-    index: object = field(default=None)
+    index: InvertedIndex
 
 
 class Locator:

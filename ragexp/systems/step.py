@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from ragexp.data import Chunk
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.evaluation.relevance import OverlapRule
 from ragexp.evaluation.retrieval_step import Retrieved

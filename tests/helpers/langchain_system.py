@@ -6,7 +6,6 @@ with the test as the independent truth of where each passage lies."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from langchain_community.retrievers import BM25Retriever
 from langchain_core.documents import Document
