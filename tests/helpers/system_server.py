@@ -34,6 +34,7 @@ class SystemServer:
     url: str
     hits: int = 0
     bodies: list[dict] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
 
 
 def _app(answer: Callable[[dict], Any], server: SystemServer) -> FastAPI:
@@ -46,7 +47,8 @@ def _app(answer: Callable[[dict], Any], server: SystemServer) -> FastAPI:
         with lock:
             server.hits += 1
             server.bodies.append(body)
-        reply = answer(body)
+            server.headers.append(dict(request.headers))
+        reply = answer(body) if answer.__code__.co_argcount == 1 else answer(body, dict(request.headers))
         if isinstance(reply, Raw):
             if reply.delay_s:
                 time.sleep(reply.delay_s)  # blocks this worker: the client's timeout fires first
