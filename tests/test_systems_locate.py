@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragexp.data import Document
 from ragexp.systems.locate import Locator
@@ -121,3 +123,13 @@ def test_the_comparable_form_maps_back_to_the_original_offsets():
     form = comparable(text)
     assert form.form == "ab&cdefigh"
     assert [text[o] for o in form.offsets] == ["A", "b", "&", "c", "d", "e", "ﬁ", "ﬁ", "g", "H"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([*"ab Z*_#|>[]()<>&;amp#x41:./\n\t", "&amp;", "&lt;", "&hellip;", "<b>", "</i>",
+                                 "](u.md)", "é", "ﬁ"]), max_size=60).map("".join))
+def test_the_fast_ascii_form_is_the_character_by_character_form(text):
+    from ragexp.systems.normalised_text import _any_comparable
+
+    fast, slow = comparable(text), _any_comparable(text)
+    assert fast.form == slow.form and fast.offsets.tolist() == slow.offsets.tolist()

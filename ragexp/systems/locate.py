@@ -135,7 +135,7 @@ class Locator:
         self.tokenize = Tokenizer()
         self._windows: _Windows | None = None
         self._comparable_cache: dict[tuple[str, int, int], Comparable] = {}
-        self._id_lookup: dict[str, str] | None = None
+        self._titles: dict[str, str] = {}
 
     # --- documents ---------------------------------------------------------------------------
 
@@ -236,6 +236,12 @@ class Locator:
             self._comparable_cache[key] = found
         return found
 
+    def _title_form(self, doc_id: str) -> str:
+        found = self._titles.get(doc_id)
+        if found is None:
+            found = self._titles[doc_id] = comparable(self.corpus[doc_id].title).form
+        return found
+
     # --- placing -------------------------------------------------------------------------------
 
     def locate(self, text: str, doc_id: str | None = None, path: str | None = None) -> Placement:
@@ -253,16 +259,18 @@ class Locator:
         filtered = [document] if document is not None else self._docs_with_words(tokens)
         searched = list(self.corpus) if filtered is None else filtered
         exact = self._exact(stripped, searched)
-        candidates = [document] if document is not None else list(dict.fromkeys(
-            [*(filtered or []), *(self._index().doc_ids[self._index().window_doc[w]] for w in self._best_windows(tokens, None))]))
         forms = passage_forms(stripped)
-        if not forms and not exact:
-            return Placement("unlocated", doc_id=named, reason="the passage has no text once markup is removed")
-        normalised = self._normalised(stripped, candidates) if forms else []
         if exact:
-            # a verbatim place is the place only if no other place holds the same text once normalised
+            # a verbatim place is the place only if no other place holds the same text once
+            # normalised; such a place holds the same words, so it is among the searched documents
+            normalised = self._normalised(stripped, searched) if forms else []
             others = [h for h in _merged(normalised) if not any(h.overlaps(e) for e in exact)]
             return _decide(exact + others, "exact", 0.0)
+        if not forms:
+            return Placement("unlocated", doc_id=named, reason="the passage has no text once markup is removed")
+        candidates = [document] if document is not None else list(dict.fromkeys(
+            [*(filtered or []), *(self._index().doc_ids[self._index().window_doc[w]] for w in self._best_windows(tokens, None))]))
+        normalised = self._normalised(stripped, candidates)
         if normalised:
             return _decide(normalised, "normalised", 0.0)
         return self._fuzzy(forms[-1], tokens, document, named)
@@ -294,7 +302,7 @@ class Locator:
 
     def _untitled_forms(self, text: str, forms: Sequence[str], doc_id: str) -> list[str]:
         """The passage's forms with the document's title removed from its start, if it starts with it."""
-        title = comparable(self.corpus[doc_id].title).form
+        title = self._title_form(doc_id)
         if not title or not forms or not forms[0].startswith(title) or len(forms[0]) == len(title):
             return []
         cut = int(comparable(text).offsets[len(title) - 1]) + 1

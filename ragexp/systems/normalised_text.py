@@ -52,6 +52,36 @@ def _fold(text: str) -> str:
 
 def comparable(text: str) -> Comparable:
     """``text`` in the comparable form (module docstring), with its offset map."""
+    if text.isascii():
+        found = _ascii_comparable(text)
+        if found is not None:
+            return found
+    return _any_comparable(text)
+
+
+def _ascii_comparable(text: str) -> Comparable | None:
+    """:func:`comparable` of an ASCII text as one mask over its bytes (the common case, ~20x faster
+    than character by character); ``None`` when an entity decodes to more than one character."""
+    codes = np.frombuffer(text.encode("ascii"), dtype=np.uint8).copy()
+    keep = np.ones(len(codes), dtype=bool)
+    for match in _DROPPED.finditer(text):
+        start, end = match.span()
+        if text[start] == "&":
+            decoded = html.unescape(match.group())
+            if decoded == match.group():
+                continue  # not an entity: kept as written
+            folded = "".join(c for c in _fold(decoded) if not c.isspace())
+            if len(folded) > 1 or not folded.isascii():
+                return None
+            if folded:
+                codes[start] = ord(folded)
+                start += 1
+        keep[start:end] = False
+    offsets = np.flatnonzero(keep)
+    return Comparable(codes[keep].tobytes().decode("ascii").lower(), offsets.astype(np.int64))
+
+
+def _any_comparable(text: str) -> Comparable:
     pieces: list[str] = []
     offsets: list[np.ndarray] = []
 
