@@ -3,7 +3,8 @@
 Stages, first success wins (each :class:`Placement` records which, with its similarity):
 
 1. ``exact``: the passage (surrounding whitespace stripped) occurs verbatim, and nowhere else,
-   verbatim or once normalised (stage 2's search; a page with markup can hold the same text).
+   verbatim or (for a passage without markup, which may be a page's text with its markup
+   stripped) once normalised.
    Without a document the verbatim search is complete: every document that holds all of the
    passage's rarest interior words (its first and last word may be cut, so they are not used) is
    searched, and those are all the documents that can hold it verbatim.
@@ -38,7 +39,7 @@ from rapidfuzz import fuzz
 
 from ragexp.data import Corpus
 from ragexp.errors import RagexpInputError
-from ragexp.systems.normalised_text import Comparable, comparable, passage_forms
+from ragexp.systems.normalised_text import Comparable, comparable, has_markup, passage_forms
 from ragexp.text.bm25 import InvertedIndex, build_index
 from ragexp.text.tokenize import Tokenizer
 
@@ -261,9 +262,11 @@ class Locator:
         exact = self._exact(stripped, searched)
         forms = passage_forms(stripped)
         if exact:
-            # a verbatim place is the place only if no other place holds the same text once
-            # normalised; such a place holds the same words, so it is among the searched documents
-            normalised = self._normalised(stripped, searched) if forms else []
+            # A passage without markup may be another page's text with its markup stripped, so its
+            # verbatim place is the place only if no other place holds the same text once
+            # normalised (such a place holds the same words: it is among the searched documents).
+            # A passage with markup was not stripped: its verbatim place stands.
+            normalised = self._normalised(stripped, searched) if forms and not has_markup(stripped) else []
             others = [h for h in _merged(normalised) if not any(h.overlaps(e) for e in exact)]
             return _decide(exact + others, "exact", 0.0)
         if not forms:

@@ -26,6 +26,8 @@ _DROPPED = re.compile(
     r"|&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"  # a character entity
     r"|[\s*_`#|>\[\]]+"  # Markdown markup characters and whitespace
 )
+#: Markup, as :data:`_DROPPED` removes it, whitespace aside.
+_MARKUP = re.compile(_DROPPED.pattern.replace(r"[\s*_`#|>\[\]]+", r"[*_`#|>\[\]]"))
 #: An ellipsis where a system cut a passage short (``...``, ``…`` after NFKC).
 _ELLIPSIS_ENDS = re.compile(r"^\.{3,}|\.{3,}$")
 #: Markup cut in two by a passage boundary: a link target's tail or a tag's end at the start,
@@ -116,6 +118,11 @@ def _any_comparable(text: str) -> Comparable:
     keep(text[position:], position)
     form = "".join(pieces)
     return Comparable(form, np.concatenate(offsets) if offsets else np.zeros(0, dtype=np.int64))
+
+
+def has_markup(text: str) -> bool:
+    """Whether ``text`` holds markup the comparable form removes (tags, entities, Markdown)."""
+    return _MARKUP.search(text) is not None
 
 
 def passage_forms(text: str) -> list[str]:

@@ -1,7 +1,7 @@
 """A team's RAG system behind a real HTTP endpoint, for tests: uvicorn on 127.0.0.1, ephemeral port.
 
-``serve(answer)`` runs a FastAPI app whose ``POST /search`` calls ``answer(body)`` with the JSON
-body and sends what it returns: a JSON value (status 200), or a :class:`Raw` reply (any status,
+``serve(answer)`` runs a FastAPI app whose ``POST /search`` calls ``answer(body)`` (or
+``answer(body, headers)``) with the JSON body and sends what it returns: a JSON value (status 200), or a :class:`Raw` reply (any status,
 raw bytes, a delay before answering) for the bad-input cases. Every request is counted
 (``server.hits``, ``server.bodies``), so a test can assert exactly how many reached the system.
 """
@@ -9,6 +9,7 @@ raw bytes, a delay before answering) for the bad-input cases. Every request is c
 from __future__ import annotations
 
 import contextlib
+import inspect
 import socket
 import threading
 import time
@@ -40,6 +41,7 @@ class SystemServer:
 def _app(answer: Callable[[dict], Any], server: SystemServer) -> FastAPI:
     app = FastAPI()
     lock = threading.Lock()
+    takes_body_only = len(inspect.signature(answer).parameters) == 1  # else (body, headers)
 
     @app.post("/search")
     async def search(request: Request) -> Response:
@@ -48,7 +50,7 @@ def _app(answer: Callable[[dict], Any], server: SystemServer) -> FastAPI:
             server.hits += 1
             server.bodies.append(body)
             server.headers.append(dict(request.headers))
-        reply = answer(body) if answer.__code__.co_argcount == 1 else answer(body, dict(request.headers))
+        reply = answer(body) if takes_body_only else answer(body, dict(request.headers))
         if isinstance(reply, Raw):
             if reply.delay_s:
                 time.sleep(reply.delay_s)  # blocks this worker: the client's timeout fires first
