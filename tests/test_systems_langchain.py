@@ -37,7 +37,7 @@ def test_a_langchain_pipeline_over_http_is_scored_by_its_own_start_indices(tmp_p
     (results_file,) = tmp_path.glob("outputs/*/*/ragexp_results.json")
     results = RunResults.load(results_file)
     _, _, (run,) = job_runs(db)
-    assert run.info.status == "FINISHED" and run.data.metrics["system/located_rate"] > 0.99
+    assert run.info.status == "FINISHED" and run.data.metrics["black_box/located_rate"] > 0.99
 
     corpus = load_corpus(demo_paths()[0])
     evalset = load_evalset(demo_paths()[1], corpus)

@@ -74,12 +74,12 @@ def test_http_black_box_equals_the_native_run(work, native, system):
         assert server.hits == len(native.output.results.per_query) - _repeated_queries(native)
     assert_equal_metrics(logged_retrieval_metrics(work, native.run_id), logged_retrieval_metrics(work, result.run_id))
     aggregates = result.output.results.aggregates
-    assert aggregates["system.located_rate"] == 1.0 and aggregates["system.located_exact_rate"] == 1.0
+    assert aggregates["black_box.located_rate"] == 1.0 and aggregates["black_box.located_exact_rate"] == 1.0
     assert aggregates["n_chunks"] == native.output.results.aggregates["n_chunks"]  # the pool is the whole tiling
     assert {"cost.endpoint_latency_p50_ms", "cost.endpoint_latency_p95_ms", "cost.endpoint_latency_mean_ms"} <= set(aggregates)
     run = MlflowClient(f"sqlite:///{work / 'mlflow.db'}").get_run(result.run_id)
     assert {"cost/endpoint_latency_p50_ms", "cost/endpoint_latency_p95_ms", "cost/endpoint_latency_mean_ms",
-            "system/located_rate"} <= set(run.data.metrics)
+            "black_box/located_rate"} <= set(run.data.metrics)
     assert run.info.run_name == f"system=http: 127.0.0.1:{server.url.split(':')[2]}" or run.info.run_name.startswith("http:")
     # the per-query relevance is the native chunk qrels under other names: same spans, same grades
     native_rows = {r.query_id: r for r in native.output.results.per_query}

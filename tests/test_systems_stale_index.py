@@ -40,8 +40,8 @@ def test_a_stale_index_is_named_passage_by_passage(tiny_dataset, tmp_path):
     _, _, (run,) = job_runs(db)
     assert run.info.status == "FINISHED"
     assert "could not be placed in the corpus" in run.data.tags["ragexp.warnings"]
-    assert abs(run.data.metrics["system/located_rate"] - 7 / 21) < 1e-12
-    assert run.data.metrics["system/n_unlocated"] == 14
+    assert abs(run.data.metrics["black_box/located_rate"] - 7 / 21) < 1e-12
+    assert run.data.metrics["black_box/n_unlocated"] == 14
     client = MlflowClient(f"sqlite:///{db}")
     placements = [json.loads(line) for line in
                   open(client.download_artifacts(run.info.run_id, "system/placements.jsonl", str(tmp_path)), encoding="utf-8")]

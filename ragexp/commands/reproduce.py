@@ -46,7 +46,7 @@ from ragexp.tracking.metric_names import HEADLINE, results_view
 def _compared(identity: Measure) -> bool:
     """The aggregates a reproduction must match exactly: retrieval measures (chunk and document
     level, overall and per tag or source) and the query counts, not confidence bounds."""
-    return (identity.is_retrieval() or identity.key.startswith(("n_queries", "system."))) and not identity.bound
+    return (identity.is_retrieval() or identity.key.startswith(("n_queries", "black_box."))) and not identity.bound
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

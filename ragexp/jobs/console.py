@@ -34,12 +34,12 @@ def index_warnings(results) -> list[str]:
 
 def system_line(system: dict, agg: dict) -> str:
     """How much of a black-box system's output was placed in the corpus, and its endpoint latency."""
-    n = int(agg.get("system.n_passages", 0))
-    located = agg.get("system.located_rate", float("nan"))
+    n = int(agg.get("black_box.n_passages", 0))
+    located = agg.get("black_box.located_rate", float("nan"))
     line = (f"system: {system['kind']} {system['label']}: {n} passages, {located:.1%} placed in the corpus "
-            f"(exact {agg.get('system.located_exact_rate', 0):.1%}, normalised {agg.get('system.located_normalised_rate', 0):.1%}, "
-            f"fuzzy {agg.get('system.located_fuzzy_rate', 0):.1%}; {int(agg.get('system.n_ambiguous', 0))} ambiguous, "
-            f"{int(agg.get('system.n_unlocated', 0))} not found); {system.get('responses_from_cache', 0)} responses from the cache")
+            f"(exact {agg.get('black_box.located_exact_rate', 0):.1%}, normalised {agg.get('black_box.located_normalised_rate', 0):.1%}, "
+            f"fuzzy {agg.get('black_box.located_fuzzy_rate', 0):.1%}; {int(agg.get('black_box.n_ambiguous', 0))} ambiguous, "
+            f"{int(agg.get('black_box.n_unlocated', 0))} not found); {system.get('responses_from_cache', 0)} responses from the cache")
     if "cost.endpoint_latency_p50_ms" in agg:
         line += (f"; endpoint latency p50 {agg['cost.endpoint_latency_p50_ms']:.0f} ms, "
                  f"p95 {agg['cost.endpoint_latency_p95_ms']:.0f} ms")

@@ -8,11 +8,11 @@ the rest of the run scores exactly as a reference run: a :class:`PreparedData` w
 pooled units and whose chunk qrels are the pooled ones, and a
 :class:`~ragexp.evaluation.retrieval_step.Retrieved`. Besides, it reports (results keys)::
 
-    system.located_rate           placed passages / passages returned (per query too)
-    system.located_<how>_rate     ... placed exactly / after normalising / by fuzzy alignment
-    system.n_passages, system.n_unlocated, system.n_ambiguous, system.n_duplicate_passages,
-    system.n_unreturned_spans     relevant evidence spans no returned passage covers
-    system.n_answers              queries the system answered in words
+    black_box.located_rate           placed passages / passages returned (per query too)
+    black_box.located_<how>_rate     ... placed exactly / after normalising / by fuzzy alignment
+    black_box.n_passages, black_box.n_unlocated, black_box.n_ambiguous, black_box.n_duplicate_passages,
+    black_box.n_unreturned_spans     relevant evidence spans no returned passage covers
+    black_box.n_answers              queries the system answered in words
     cost.endpoint_latency_p50_ms, cost.endpoint_latency_p95_ms, cost.endpoint_latency_mean_ms
                                   per-query latency of the answered attempt (queries where known)
 
@@ -120,14 +120,14 @@ def _counts(fetched: list[Fetched], placements: list[list[Placement]], units: li
     hows = Counter(p.how for ps in placements for p in ps)
     n = sum(hows.values())
     aggregates = {
-        "system.n_passages": float(n),
-        "system.located_rate": sum(hows[h] for h in HOW_LOCATED) / n if n else float("nan"),
-        **{f"system.located_{h}_rate": hows[h] / n if n else float("nan") for h in HOW_LOCATED},
-        "system.n_unlocated": float(hows["unlocated"]),
-        "system.n_ambiguous": float(hows["ambiguous"]),
-        "system.n_duplicate_passages": float(sum(r.duplicates for r in units)),
-        "system.n_unreturned_spans": float(unreturned),
-        "system.n_answers": float(sum(f.answer.answer is not None for f in fetched)),
+        "black_box.n_passages": float(n),
+        "black_box.located_rate": sum(hows[h] for h in HOW_LOCATED) / n if n else float("nan"),
+        **{f"black_box.located_{h}_rate": hows[h] / n if n else float("nan") for h in HOW_LOCATED},
+        "black_box.n_unlocated": float(hows["unlocated"]),
+        "black_box.n_ambiguous": float(hows["ambiguous"]),
+        "black_box.n_duplicate_passages": float(sum(r.duplicates for r in units)),
+        "black_box.n_unreturned_spans": float(unreturned),
+        "black_box.n_answers": float(sum(f.answer.answer is not None for f in fetched)),
     }
     latencies = np.array([f.latency_ms for f in fetched if f.latency_ms is not None], dtype=np.float64)
     if latencies.size:
@@ -137,8 +137,8 @@ def _counts(fetched: list[Fetched], placements: list[list[Placement]], units: li
     per_query = {}
     for record, ps in zip(fetched, placements):
         if ps:
-            per_query[record.query_id] = {"system.located_rate": sum(p.located for p in ps) / len(ps),
-                                          "system.n_unlocated": float(sum(not p.located for p in ps))}
+            per_query[record.query_id] = {"black_box.located_rate": sum(p.located for p in ps) / len(ps),
+                                          "black_box.n_unlocated": float(sum(not p.located for p in ps))}
     return aggregates, per_query
 
 

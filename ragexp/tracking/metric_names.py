@@ -22,8 +22,9 @@ MLflow key                  results key
                             (``log``, ``hand``, ``draft``, ``failure``, ``unrecorded``)
 ``ci/<m>_low``, ``_high``   ``<m>_ci_low``, ``<m>_ci_high``: bootstrap 95% CI of the mean
 ``time/<stage>``            ``time.<stage>``: stage timings in seconds
-``system/<m>``              ``system.<m>``: a black-box system's passages placed in the corpus
-                            (``located_rate`` ...: :mod:`ragexp.systems.step`)
+``black_box/<m>``           ``black_box.<m>``: a black-box system's passages placed in the corpus
+                            (``located_rate`` ...: :mod:`ragexp.systems.step`; not ``system/``,
+                            which MLflow shows as its hardware "System metrics")
 ``cost/<m>``                ``cost.<m>``: what a run cost (a system's endpoint latency)
 ==========================  =====================================================================
 
@@ -59,7 +60,7 @@ SOURCE_SECTION = "source"
 CI_SECTION = "ci"
 TIME_SECTION = "time"
 OTHER_SECTION = "other"
-SYSTEM_SECTION = "system"
+BLACK_BOX_SECTION = "black_box"
 COST_SECTION = "cost"
 
 _CI = re.compile(r"(?P<metric>.+)_ci_(?P<bound>low|high)")
@@ -79,7 +80,7 @@ def to_mlflow(key: str) -> str:
         return f"{CI_SECTION}/{ci['metric']}_{ci['bound']}"
     if key.startswith("time."):
         return f"{TIME_SECTION}/{key[len('time.'):]}"
-    for section in (SYSTEM_SECTION, COST_SECTION):
+    for section in (BLACK_BOX_SECTION, COST_SECTION):
         if key.startswith(f"{section}."):
             return f"{section}/{key[len(section) + 1:]}"
     if key.startswith("doc_"):
@@ -109,7 +110,7 @@ def from_mlflow(key: str) -> str:
         return f"{metric}_ci_{bound}"
     if section == TIME_SECTION:
         return f"time.{rest}"
-    if section in (SYSTEM_SECTION, COST_SECTION):
+    if section in (BLACK_BOX_SECTION, COST_SECTION):
         return f"{section}.{rest}"
     if section == DOC_SECTION:
         return f"doc_{rest}"

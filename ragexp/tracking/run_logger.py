@@ -3,7 +3,7 @@
 params: one readable label per component and the semantic config flattened to what the variant
 uses (:mod:`~ragexp.tracking.run_names`), plus the run's constants (query and chunk counts, depths);
 metrics: every aggregate and stage timing under its section prefix (``1_headline/``,
-``retrieval/``, ``doc/``, ``generation/``, ``tag/<tag>/``, ``ci/``, ``time/``, ``system/``, ``cost/``;
+``retrieval/``, ``doc/``, ``generation/``, ``tag/<tag>/``, ``ci/``, ``time/``, ``black_box/``, ``cost/``;
 :mod:`~ragexp.tracking.metric_names`); tags: config hash, corpus and eval-set fingerprints, eval-set
 name and gold level, the embedding backend that encoded (``ragexp.embedding_backend``), the models' devices (``ragexp.devices``), code version, package versions, the sweep's axis values (``axis.<key>``),
 ``mlflow.runType=evaluation``; with a judge, its calibration next to faithfulness
@@ -86,7 +86,7 @@ def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float],
 
 TOP_IDS = 3
 #: A black-box system's per-query share of passages placed in the corpus (:mod:`ragexp.systems.step`).
-LOCATED = "system.located_rate"
+LOCATED = "black_box.located_rate"
 #: Generation columns of the per-query table, when the run has a generator (scalars and text).
 GENERATION_COLUMNS = ("answer", "faithfulness", "answer_relevance", "f1", "exact_match", "key_fact_recall",
                       "generated_question")
