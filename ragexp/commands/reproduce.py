@@ -8,6 +8,10 @@ warned about first. By default a fresh, empty stage cache is used so nothing cac
 The stored config is untrusted data (docs/scale.md, "shared store"): only registered component
 classes are built, and its model endpoints and key variables must be ones this machine names
 (:mod:`ragexp.config.endpoints`). The temporary folders (stored config, cache, output) are removed.
+A black-box system run (``system=http``/``python``/``recorded``) is re-scored from the responses
+stored with it (``system/responses.jsonl``, read through the gate as ``system=recorded``): nothing
+is called; ``--live`` calls the system again instead and prints, per query, what it answers
+differently (:mod:`ragexp.systems.replay`).
 The reproduction is logged as ``repro: <original name>``, tagged ``ragexp.reproduces`` and linked
 from its description. Exit 0 when every deterministic retrieval metric matches exactly, 1 when one
 differs. A store copied or moved with its ``mlruns/`` folder works as is; when ``mlruns/`` is
@@ -23,12 +27,18 @@ import sys
 import tempfile
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
 from ragexp.comparison.table import format_table
 from ragexp.metrics.measure import Measure, measure
 from ragexp.runtime import interrupt
 from ragexp.stored.run_config import local_cache_dir, read_run_config
 from ragexp.tracking import experiments, run_names, store
+from ragexp.errors import RagexpInputError
+from ragexp.systems.build import is_black_box
+from ragexp.systems.replay import drift_report, replay_config, stored_drift
+from ragexp.systems.step import RESPONSES_ARTIFACT
 from ragexp.tracking.metric_names import HEADLINE, results_view
 
 
@@ -36,13 +46,16 @@ from ragexp.tracking.metric_names import HEADLINE, results_view
 def _compared(identity: Measure) -> bool:
     """The aggregates a reproduction must match exactly: retrieval measures (chunk and document
     level, overall and per tag or source) and the query counts, not confidence bounds."""
-    return (identity.is_retrieval() or identity.key.startswith("n_queries")) and not identity.bound
+    return (identity.is_retrieval() or identity.key.startswith(("n_queries", "black_box."))) and not identity.bound
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", metavar="RUN_ID")
     parser.add_argument("--use-cache", action="store_true", help="reuse the stage cache (default: recompute everything)")
     parser.add_argument("--no-log", action="store_true", help="do not log the reproduction as a new MLflow run")
+    parser.add_argument("--live", action="store_true",
+                        help="a black-box system run: call the system again (default: re-score the responses stored "
+                             "with the run, calling nothing) and report per query what changed")
     parser.add_argument("--artifacts", metavar="DIR", type=Path,
                         help="where the store's artifacts are now, if it was moved: the folder holding "
                              "<experiment id>/<run id>/artifacts (default: the recorded place, then mlruns/ beside "
@@ -73,13 +86,40 @@ def reproduce_run(original, uri: str, work: Path, args: argparse.Namespace):
 
     run_id = original.info.run_id
     saved = store.download_artifact(run_id, store.CONFIG_ARTIFACT, uri, args.artifacts, dst_dir=work / "stored")
+    stored_responses: list[Path] = []
+
+    def black_box_replay(cfg) -> None:
+        """A black-box run re-scores the responses stored with it (``--live``: calls its system again)."""
+        node = OmegaConf.to_container(cfg.system, resolve=True) if cfg.get("system") is not None else {}
+        if not is_black_box({"system": node}):
+            if args.live:
+                raise RagexpInputError("only a black-box system run (system=http, python) can be called live", field="--live")
+            return
+        if args.live and node["name"] == "recorded":
+            raise RagexpInputError("a recorded system has no system to call live; reproduce it without --live",
+                                   field="--live")
+        stored_responses.append(store.download_artifact(run_id, RESPONSES_ARTIFACT, uri, args.artifacts,
+                                                        dst_dir=work / "stored"))
+        if not args.live:
+            cfg.system = replay_config(node, str(stored_responses[0]))
+
     cfg = read_run_config(saved, tracking_uri=uri, cache_dir=local_cache_dir() if args.use_cache else str(work / "cache"),
-                          allowed_endpoints=args.allow_endpoint)
+                          allowed_endpoints=args.allow_endpoint, edit=black_box_replay)
     log_to = None if args.no_log else LogTo(
         experiment_id=original.info.experiment_id, tags=reproduction_tags(original),
         run_name=run_names.reproduction_name(original.info.run_name or run_id[:8]))
-    return run_job(cfg, output_dir=work / "output", overrides=[f"reproduce={run_id}"], cache=StageCache(Path(cfg.cache_dir)),
-                   log_to=log_to)
+    result = run_job(cfg, output_dir=work / "output", overrides=[f"reproduce={run_id}"], cache=StageCache(Path(cfg.cache_dir)),
+                     log_to=log_to)
+    if args.live and stored_responses:
+        print(live_drift(stored_responses[0], cfg, result.output))
+    return result
+
+
+def live_drift(stored: Path, cfg, output) -> str:
+    """What the system answers now against what it answered then (:func:`ragexp.systems.replay.live_drift`)."""
+    k = 5 if 5 in output.results.meta["ks"] else max(output.results.meta["ks"])
+    node = OmegaConf.to_container(cfg.system, resolve=True)
+    return drift_report(stored_drift(stored, node, output.artifacts[RESPONSES_ARTIFACT], k), k)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -31,6 +31,8 @@ from ragexp.errors import RagexpInputError
 ALLOWED_ENDPOINTS_ENV = "RAGEXP_ALLOWED_ENDPOINTS"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"  # what an OpenAI-compatible model reads when api_key_env is not set
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+#: A black-box system's endpoint and key variable (conf/system/http.yaml).
+SYSTEM_URL, SYSTEM_KEY_ENV = "url", "secret_env"
 
 
 def endpoint(url: Any) -> str:
@@ -46,8 +48,11 @@ def endpoint(url: Any) -> str:
 
 def endpoint_uses(config: Any, prefix: str = "") -> Iterator[tuple[str, str, str | None]]:
     """``(field, base_url, api_key_env)`` of every block in ``config`` that names a ``base_url``
-    (``api_key_env`` defaulted as the model does) or an ``api_key_env`` alone."""
+    (``api_key_env`` defaulted as the model does) or an ``api_key_env`` alone; a black-box
+    system's endpoint (``system=http``: ``url`` with its ``secret_env``) as ``(system, url, secret_env)``."""
     if isinstance(config, Mapping):
+        if SYSTEM_URL in config and SYSTEM_KEY_ENV in config and config.get(SYSTEM_URL):
+            yield prefix.rstrip("."), str(config[SYSTEM_URL]), config.get(SYSTEM_KEY_ENV)
         if "base_url" in config or "api_key_env" in config:
             key_env = config.get("api_key_env", DEFAULT_KEY_ENV if config.get("base_url") else None)
             yield prefix.rstrip("."), str(config.get("base_url") or ""), key_env
@@ -89,6 +94,14 @@ def allowed_pairs(flags: Iterable[str] = ()) -> set[tuple[str, str | None]]:
     return pairs
 
 
+def _url_key(config: Mapping, field: str) -> str:
+    """``url`` for a system's block, ``base_url`` for a model's."""
+    node: Any = config
+    for part in field.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return SYSTEM_URL if isinstance(node, Mapping) and SYSTEM_URL in node and "base_url" not in node else "base_url"
+
+
 def check_endpoints(config: Mapping, flags: Iterable[str] = ()) -> None:
     """Refuse a (base_url, api_key_env) pair neither this machine's ``conf/`` nor the allow-list names."""
     uses = list(endpoint_uses(config))
@@ -105,4 +118,4 @@ def check_endpoints(config: Mapping, flags: Iterable[str] = ()) -> None:
             f"this config sends {sends} to {url or '(no endpoint)'}: neither this machine's conf/ nor the allow-list "
             f"names that pair (endpoints and key variables come from this machine); to allow it: "
             f"{ALLOWED_ENDPOINTS_ENV}={url}{'=' + key_env if key_env else ''} or --allow-endpoint",
-            field=f"{field}.base_url" if url else f"{field}.api_key_env")
+            field=f"{field}.{_url_key(config, field)}" if url else f"{field}.api_key_env")

@@ -86,6 +86,7 @@ class RagexpConfig:
     reranker: Any = None
     generator: Any = None
     judge: Any = None
+    system: Any = None  # checked by ragexp.systems.build.check_system (closed keys per kind)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     cache_dir: str = ".ragexp_cache"

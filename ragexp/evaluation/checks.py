@@ -8,7 +8,8 @@ its class's schema (:mod:`ragexp.config.targets`), every ``device`` in them
 (:func:`~ragexp.models.device.resolved_devices`: ``cuda`` without CUDA fails here), every path
 field for what it may name (:func:`check_path_fields`), model server URLs
 (:func:`check_base_urls`), a judge's threshold within its score range
-(:func:`check_judge_threshold`), and, for a config not typed on this machine, its endpoints
+(:func:`check_judge_threshold`), a black-box ``system`` block (:func:`~ragexp.systems.build.check_system`),
+and, for a config not typed on this machine, its endpoints (a system's ``url`` too)
 (:mod:`ragexp.config.endpoints`).
 """
 
@@ -32,6 +33,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.judging.calibration.record import MAX_CALIBRATION_BYTES, check_number
 from ragexp.models.device import resolved_devices
 from ragexp.stored.limits import check_file
+from ragexp.systems.build import check_system
 
 PIPELINE_GROUPS = ("embedding", "retrieval", "reranker", "generator", "judge")
 
@@ -58,6 +60,8 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
         check_component({k: v for k, v in resolved[group].items()}, group)
     if "judge" not in skip:
         check_judge_threshold(resolved.get("judge"))
+    if "system" not in skip:
+        check_system(resolved)
     if untrusted:
         check_endpoints({key: value for key, value in resolved.items() if key not in skip}, allowed_endpoints)
 

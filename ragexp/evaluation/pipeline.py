@@ -22,6 +22,7 @@ from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.text_vectors import with_text_vectors
+from ragexp.systems.build import build_system, is_black_box
 
 
 def build_component(node: DictConfig | None, group: str, cache: StageCache) -> Any | None:
@@ -80,22 +81,27 @@ class Pipeline:
     generator: Any | None
     judge: Any | None = None
     encoder: Any | None = None  # the embedding group, built when used: answer relevance compares questions with it
+    system: Any | None = None  # a black-box system (ragexp.systems) replacing retriever, reranker and generator
 
 
 def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
     """Build retriever, reranker, generator and, with a generator, the judge and the embedding
-    model of answer relevance; a bad parameter fails here, before chunking or caching.
+    model of answer relevance; for a black-box ``system``, the system, the judge and the
+    embedding model instead. A bad parameter fails here, before chunking or caching.
 
     The embedding model is built first when a component uses it (``encoder: ${embedding}``) or a
     generator will need it, so a bad ``embedding.model`` is reported as ``embedding.model``, not
     as a parameter of the retriever that interpolates it.
     """
     groups = ("retrieval", "reranker", "generator", "judge")
+    system_node = OmegaConf.to_container(cfg.system, resolve=True) if cfg.get("system") is not None else None
+    if is_black_box({"system": system_node}):
+        # the system's own answers are judged: the judge here, the answer-relevance encoder once
+        # answers came back (:func:`build_encoder`)
+        return Pipeline(None, None, None, build_component(cfg.get("judge"), "judge", cache), None, build_system(system_node))
     embedding = None
     if component_config(cfg.get("generator")) is not None or any(_interpolates(cfg.get(g), "embedding") for g in groups):
-        embedding = build_component(cfg.get("embedding"), "embedding", cache)
-        if hasattr(embedding, "identity") and hasattr(embedding, "encode_queries"):
-            embedding = with_text_vectors(embedding, cache)
+        embedding = build_encoder(cfg, cache)
     retriever = build_component(cfg.retrieval, "retrieval", cache)
     if retriever is None:
         raise RagexpInputError("needs a _target_ (e.g. retrieval=bm25)", field="retrieval")
@@ -112,6 +118,14 @@ def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
         return Pipeline(retriever, reranker, None, encoder=embedding)
     judge = build_component(cfg.get("judge"), "judge", cache)
     return Pipeline(retriever, reranker, generator, judge, embedding)
+
+
+def build_encoder(cfg: DictConfig, cache: StageCache) -> Any | None:
+    """The embedding group's model, each distinct text encoded once (:mod:`ragexp.runtime.text_vectors`)."""
+    embedding = build_component(cfg.get("embedding"), "embedding", cache)
+    if hasattr(embedding, "identity") and hasattr(embedding, "encode_queries"):
+        embedding = with_text_vectors(embedding, cache)
+    return embedding
 
 
 def _interpolates(node: DictConfig | None, key: str) -> bool:

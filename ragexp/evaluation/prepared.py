@@ -40,8 +40,10 @@ class PreparedData:
         return {chunk.id: chunk for chunk in self.chunks}
 
 
-def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> PreparedData:
+def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True, chunked: bool = True) -> PreparedData:
     """Load the dataset, chunk it (cached) and derive chunk- and document-level qrels.
+    ``chunked=False`` (a black-box system, whose passages are its units: :mod:`ragexp.systems.step`)
+    leaves the corpus unchunked: no chunks, no chunk qrels, nothing cached.
 
     A document with neither text nor title gets no chunk; it is listed in ``not_indexed`` and its
     evidence stays gold at both levels, under the document's own id (:func:`blank_gold`): no run
@@ -55,11 +57,14 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> P
     if cfg.eval.get("sample") is not None:
         evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
     chunker = make_chunker(chunker_options(cfg.chunking))
-    key = {"corpus": corpus.fingerprint(), "chunking": chunker.config}
-    rows = cache.get_or_compute_json(
-        "chunks", key, lambda: [_chunk_row(c) for c in chunker.chunk_corpus(corpus, progress=progress)]
-    )
-    chunks = [Chunk(**row) for row in rows]
+    if chunked:
+        key = {"corpus": corpus.fingerprint(), "chunking": chunker.config}
+        rows = cache.get_or_compute_json(
+            "chunks", key, lambda: [_chunk_row(c) for c in chunker.chunk_corpus(corpus, progress=progress)]
+        )
+        chunks = [Chunk(**row) for row in rows]
+    else:  # only which documents a chunker could not index: neither text nor title (ragexp.chunking.base)
+        chunks = [Chunk(f"{d}#chunk_0", d, 0, 0, 0, "", "") for d, doc in corpus.items() if doc.text.strip() or doc.title.strip()]
     by_doc: dict[str, list[Chunk]] = defaultdict(list)
     for chunk in chunks:
         by_doc[chunk.doc_id].append(chunk)
@@ -68,7 +73,7 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> P
     if not_indexed:
         log.warning("%d documents have neither text nor title and are not indexed (e.g. %s)", len(not_indexed),
                     ", ".join(not_indexed[:5]))
-    by_chunk = chunk_qrels(evalset.items, by_doc, rule)
+    by_chunk = chunk_qrels(evalset.items, by_doc, rule) if chunked else {item.id: {} for item in evalset.items}
     by_document = doc_qrels(evalset.items)
     blank = blank_gold(by_document, set(not_indexed))
     for warning in blank_gold_warnings(blank):
@@ -80,7 +85,7 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True) -> P
     return PreparedData(
         corpus=corpus,
         evalset=evalset,
-        chunks=chunks,
+        chunks=chunks if chunked else [],
         chunk_qrels=by_chunk,
         doc_qrels=by_document,
         chunking_label=chunker.describe(),

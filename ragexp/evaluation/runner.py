@@ -1,7 +1,9 @@
 """One evaluated run, from prepared data and built pipeline to :class:`RunResults`; no MLflow here.
 
 Data flow (:mod:`~ragexp.evaluation.prepared` made the chunks and their relevance,
-:mod:`~ragexp.evaluation.pipeline` built the components): retrieval once at the largest depth needed -> optional reranking -> retrieval metrics at every
+:mod:`~ragexp.evaluation.pipeline` built the components): retrieval once at the largest depth needed
+(for a black-box system: its responses, placed in the corpus, :mod:`ragexp.systems.step`, which
+also replaces the chunks and their relevance by its units') -> optional reranking -> retrieval metrics at every
 k, chunk-level and document-level (``doc_``), overall, per tag and per item source -> optional generation and
 judging -> per-query records. Every expensive stage goes through the stage cache, keyed by
 exactly what determines it, so a sweep pays once per distinct piece of work.
@@ -13,7 +15,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -21,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from ragexp import __version__
 from ragexp.comparison.stats import bootstrap_cis
 from ragexp.evaluation.generation_step import generation_step
-from ragexp.evaluation.pipeline import Pipeline
+from ragexp.evaluation.pipeline import Pipeline, build_encoder
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.evaluation.retrieval_step import retrieval_step
@@ -32,6 +34,8 @@ from ragexp.metrics.per_tag import UNRECORDED_SOURCE, per_source_means, per_tag_
 from ragexp.runtime.fingerprint import file_hash, stable_hash
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.text_vectors import encoding_counts, encodings_since
+from ragexp.systems.build import is_black_box, unused_groups
+from ragexp.systems.step import system_step
 
 log = logging.getLogger(__name__)
 
@@ -47,22 +51,29 @@ class RunOutput:
     run_name: str
     config_hash: str
     timings: dict[str, float] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)  # extra text artifacts by relative path (a system's responses)
 
 
 def semantic_config(cfg: DictConfig) -> dict:
-    """The resolved config minus keys that do not change results (hashing and reproduce use it)."""
+    """The resolved config minus keys that do not change results (hashing and reproduce use it),
+    and minus the pipeline groups a black-box system replaces (:func:`ragexp.systems.build.unused_groups`)."""
     data = OmegaConf.to_container(cfg, resolve=True)
-    for key in NON_SEMANTIC_KEYS:
+    for key in (*NON_SEMANTIC_KEYS, *unused_groups(data)):
         data.pop(key, None)
     return data
 
 
 def config_hash(cfg: DictConfig, data: PreparedData) -> str:
     """Identity of a run's work: semantic config (chunking as the chunker's effective options) +
-    corpus and eval-set fingerprints, + the content of a judge calibration file the config names
-    (only by path)."""
-    config = {**semantic_config(cfg), "chunking": data.chunking_config}
+    corpus and eval-set fingerprints, + the content of a judge calibration file or a system's
+    recording the config names (only by path)."""
+    config = semantic_config(cfg)
+    if "chunking" in config:
+        config["chunking"] = data.chunking_config
     parts = {"config": config, "corpus": data.corpus.fingerprint(), "evalset": data.evalset.fingerprint()}
+    recorded = cfg.system.get("path") if cfg.get("system") is not None and is_black_box(config) else None
+    if recorded and Path(recorded).is_file():
+        parts["system_recording"] = file_hash(recorded)
     calibration = cfg.judge.get("calibration") if cfg.get("judge") else None
     if calibration and Path(calibration).is_file():
         parts["judge_calibration"] = file_hash(calibration)
@@ -95,13 +106,21 @@ def embedding_backend(pipeline: Pipeline) -> dict[str, str]:
     return {"embedding_backend": backend} if backend else {}
 
 
-def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline: Pipeline, run_name: str) -> RunOutput:
+def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline: Pipeline, run_name: str,
+            responses=None) -> RunOutput:
     """Evaluate ``pipeline`` on ``data`` as ``cfg`` (validated by the caller) describes; ``run_name``
-    labels the results (:func:`ragexp.tracking.run_names.run_name`)."""
-    generator = pipeline.generator
+    labels the results (:func:`ragexp.tracking.run_names.run_name`); ``responses``: a black-box
+    system's, fetched already (:func:`ragexp.systems.step.fetch_responses`)."""
     started = time.perf_counter()
     encodings_before = encoding_counts()
-    retrieved = retrieval_step(cfg, data, pipeline, cache)
+    system_run = system_step(cfg, data, pipeline.system, cache, responses) if pipeline.system is not None else None
+    if system_run is not None:  # a black box: its placed passages are the units, scored below as any run's
+        data, retrieved = system_run.data, system_run.retrieved
+        answered = system_run.answers is not None
+        pipeline = replace(pipeline, generator=system_run.answers, encoder=build_encoder(cfg, cache) if answered else None)
+    else:
+        retrieved = retrieval_step(cfg, data, pipeline, cache)
+    generator = pipeline.generator
     rankings, depth = retrieved.rankings, retrieved.depth
     timings = dict(retrieved.timings)
 
@@ -127,13 +146,16 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
         aggregates["n_files_skipped"] = float(len(conversion.skipped))
         aggregates["n_files_empty"] = float(len(conversion.empty))
     aggregates.update(_confidence_intervals(chunk_eval.per_query, ks, cfg.eval.bootstrap_resamples))
+    if system_run is not None:
+        aggregates.update(system_run.aggregates)
     timings["evaluation_s"] = time.perf_counter() - t0
 
     pages = PageLabels(data) if any(doc.page_starts for doc in data.corpus.values()) else None
     per_query = []
     for item, ranking in zip(items, rankings):
         metrics = {**chunk_eval.per_query.get(item.id, {}), **doc_eval.per_query.get(item.id, {}),
-                   **judged_per_query.get(item.id, {})}
+                   **judged_per_query.get(item.id, {}),
+                   **(system_run.per_query.get(item.id, {}) if system_run is not None else {})}
         paged = pages is not None
         per_query.append(QueryResult(
             query_id=item.id,
@@ -168,17 +190,21 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
         "retrieval_from_cache": retrieved.from_cache,
         "encodings": encodings_since(encodings_before),  # distinct texts encoded vs read back, per encoder
         **embedding_backend(pipeline),
-        "warnings": [*data.corpus_warnings, *retrieved.warnings, *source_warnings(items)],
+        "warnings": [*data.corpus_warnings, *retrieved.warnings, *(system_run.warnings if system_run else []),
+                     *source_warnings(items)],
         "docs_not_indexed": data.not_indexed[:20],
         "ragexp_version": __version__,
     }
     if conversion is not None:
         meta["corpus_conversion"] = conversion.summary()
+    if system_run is not None:
+        meta["system"] = system_run.meta
     if generator is not None and pipeline.judge is not None:
         meta["judge"] = judge_run_record(pipeline.judge)
     timings["total_s"] = time.perf_counter() - started
     meta["timings"] = timings
-    return RunOutput(RunResults(meta=meta, aggregates=aggregates, per_query=per_query), meta["run_name"], output_hash, timings)
+    return RunOutput(RunResults(meta=meta, aggregates=aggregates, per_query=per_query), meta["run_name"], output_hash, timings,
+                     system_run.artifacts if system_run is not None else {})
 
 
 class PageLabels:
@@ -190,7 +216,9 @@ class PageLabels:
         self.chunks = data.chunks_by_id
 
     def label(self, doc_id: str, start: int, end: int) -> str | None:
-        document = self.corpus[doc_id]
+        document = self.corpus.get(doc_id)
+        if document is None:  # a black-box passage that could not be placed
+            return None
         first, last = document.page_of(start), document.page_of(max(start, end - 1))
         if first is None:
             return None

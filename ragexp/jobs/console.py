@@ -11,6 +11,9 @@ def print_run_summary(output, run_id: str, tracking_uri: str) -> None:
     print(f"\n{output.run_name}  (run {run_id}: {output.results.meta['n_queries']} queries, "
           f"{int(agg.get('n_queries_no_gold', 0))} without gold evidence and left out of retrieval means)")
     print(format_table(["this run"], {"this run": agg}, metrics))
+    system = output.results.meta.get("system")
+    if system is not None:
+        print(system_line(system, agg))
     judge = output.results.meta.get("judge")
     if judge is not None:
         print(judge_line(judge))
@@ -27,6 +30,20 @@ def index_warnings(results) -> list[str]:
     shown = ", ".join(results.meta.get("docs_not_indexed", [])[:5])
     return [f"WARNING: {missing} documents have neither text nor title and were not indexed ({shown}); "
             "evidence in them counts at neither chunk nor document level"]
+
+
+def system_line(system: dict, agg: dict) -> str:
+    """How much of a black-box system's output was placed in the corpus, and its endpoint latency."""
+    n = int(agg.get("black_box.n_passages", 0))
+    located = agg.get("black_box.located_rate", float("nan"))
+    line = (f"system: {system['kind']} {system['label']}: {n} passages, {located:.1%} placed in the corpus "
+            f"(exact {agg.get('black_box.located_exact_rate', 0):.1%}, normalised {agg.get('black_box.located_normalised_rate', 0):.1%}, "
+            f"fuzzy {agg.get('black_box.located_fuzzy_rate', 0):.1%}; {int(agg.get('black_box.n_ambiguous', 0))} ambiguous, "
+            f"{int(agg.get('black_box.n_unlocated', 0))} not found); {system.get('responses_from_cache', 0)} responses from the cache")
+    if "cost.endpoint_latency_p50_ms" in agg:
+        line += (f"; endpoint latency p50 {agg['cost.endpoint_latency_p50_ms']:.0f} ms, "
+                 f"p95 {agg['cost.endpoint_latency_p95_ms']:.0f} ms")
+    return line
 
 
 def judge_line(record: dict) -> str:

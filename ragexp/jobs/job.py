@@ -10,7 +10,8 @@ Order, so that bad input fails before any work and a store outage loses nothing:
 validate the config (secrets refused; every ``_target_`` a registered class fitting its schema;
 path fields, thresholds; for a config not typed on this machine, its endpoints and key variables
 named here, :mod:`ragexp.config.endpoints`) -> build the components (a bad parameter fails here,
-before the store or the cache is touched) -> connect to the store -> load and chunk the data ->
+before the store or the cache is touched) -> connect to the store -> load and chunk the data (a
+black-box system: ask it every query, :mod:`ragexp.systems.fetch`) ->
 find (create if new) the eval set's experiment (:mod:`ragexp.tracking.experiments`) -> skip when
 a FINISHED run has the same config hash (sweeps with ``resume=true``) -> evaluate -> name the run
 from its sweep axes (:mod:`ragexp.tracking.run_names`) -> save the results to the job's output
@@ -39,6 +40,7 @@ from ragexp.evaluation.results import RunResults
 from ragexp.evaluation.runner import RunOutput, config_hash, execute, semantic_config
 from ragexp.runtime import interrupt, progress
 from ragexp.runtime.stage_cache import StageCache
+from ragexp.systems.step import fetch_responses
 from ragexp.tracking import experiments, run_names, store
 from ragexp.tracking.run_logger import log_evaluation, save_local
 
@@ -89,8 +91,10 @@ def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: S
     pipeline = build_pipeline(cfg, cache)
     client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s) if log_to is not None else None
     started = time.perf_counter()
-    data = prepare_data(cfg, cache, progress=cfg.progress)
+    data = prepare_data(cfg, cache, progress=cfg.progress, chunked=pipeline.system is None)
     prepare_s = time.perf_counter() - started
+    # a black-box system is asked before anything is created in the store: when it fails, nothing is left behind
+    responses = fetch_responses(cfg, data, pipeline.system, cache) if pipeline.system is not None else None
     experiment_id = None
     if client is not None:  # only now: a run refused for bad data leaves no experiment behind
         if log_to.experiment_id:  # a given one (reproduce); ensure_for_evalset checks the one it finds
@@ -104,7 +108,8 @@ def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: S
             log.info("resume: skipping, run %s already FINISHED with this config hash", existing)
             return JobResult(None, existing, data.evalset)
     values = run_names.axis_values(overrides, log_to.axes if log_to else ())
-    output = execute(cfg, cache=cache, data=data, pipeline=pipeline, run_name=_run_name(cfg, data, values, log_to))
+    output = execute(cfg, cache=cache, data=data, pipeline=pipeline, run_name=_run_name(cfg, data, values, log_to),
+                     responses=responses)
     output.timings["prepare_s"] = prepare_s
     output.results.meta.update(started_at=started_at, finished_at=time.time())
     save_local(output_dir, cfg, output, overrides)  # first: the results survive a store outage

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -119,11 +119,15 @@ def parse_run_config(path: str | os.PathLike[str]) -> DictConfig:
 
 
 def read_run_config(path: str | os.PathLike[str], *, tracking_uri: str, cache_dir: str,
-                    allowed_endpoints: Sequence[str] = ()) -> DictConfig:
-    """The whole gate (module docstring): a config a job can be built from, or one refusal line."""
+                    allowed_endpoints: Sequence[str] = (), edit: Callable[[DictConfig], None] | None = None) -> DictConfig:
+    """The whole gate (module docstring): a config a job can be built from, or one refusal line.
+    ``edit``: a change the caller makes before the checks (``ragexp reproduce`` re-scores a black-box
+    system from its stored responses)."""
     from ragexp.evaluation.checks import validate_job
 
     cfg = parse_run_config(path)
+    if edit is not None:
+        edit(cfg)
     cfg.tracking.uri = tracking_uri
     cfg.cache_dir = cache_dir
     validate_job(cfg, [], untrusted=True, allowed_endpoints=allowed_endpoints)  # errors name the field

@@ -22,6 +22,10 @@ MLflow key                  results key
                             (``log``, ``hand``, ``draft``, ``failure``, ``unrecorded``)
 ``ci/<m>_low``, ``_high``   ``<m>_ci_low``, ``<m>_ci_high``: bootstrap 95% CI of the mean
 ``time/<stage>``            ``time.<stage>``: stage timings in seconds
+``black_box/<m>``           ``black_box.<m>``: a black-box system's passages placed in the corpus
+                            (``located_rate`` ...: :mod:`ragexp.systems.step`; not ``system/``,
+                            which MLflow shows as its hardware "System metrics")
+``cost/<m>``                ``cost.<m>``: what a run cost (a system's endpoint latency)
 ==========================  =====================================================================
 
 Constants of a run (:data:`CONSTANTS`: query, chunk and unindexed-document counts, retrieval and
@@ -56,6 +60,8 @@ SOURCE_SECTION = "source"
 CI_SECTION = "ci"
 TIME_SECTION = "time"
 OTHER_SECTION = "other"
+BLACK_BOX_SECTION = "black_box"
+COST_SECTION = "cost"
 
 _CI = re.compile(r"(?P<metric>.+)_ci_(?P<bound>low|high)")
 
@@ -74,6 +80,9 @@ def to_mlflow(key: str) -> str:
         return f"{CI_SECTION}/{ci['metric']}_{ci['bound']}"
     if key.startswith("time."):
         return f"{TIME_SECTION}/{key[len('time.'):]}"
+    for section in (BLACK_BOX_SECTION, COST_SECTION):
+        if key.startswith(f"{section}."):
+            return f"{section}/{key[len(section) + 1:]}"
     if key.startswith("doc_"):
         return f"{DOC_SECTION}/{key[len('doc_'):]}"
     level = measure(key).level
@@ -101,6 +110,8 @@ def from_mlflow(key: str) -> str:
         return f"{metric}_ci_{bound}"
     if section == TIME_SECTION:
         return f"time.{rest}"
+    if section in (BLACK_BOX_SECTION, COST_SECTION):
+        return f"{section}.{rest}"
     if section == DOC_SECTION:
         return f"doc_{rest}"
     if section in (HEADLINE_SECTION, RETRIEVAL_SECTION, GENERATION_SECTION, OTHER_SECTION):

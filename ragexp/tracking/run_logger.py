@@ -3,12 +3,12 @@
 params: one readable label per component and the semantic config flattened to what the variant
 uses (:mod:`~ragexp.tracking.run_names`), plus the run's constants (query and chunk counts, depths);
 metrics: every aggregate and stage timing under its section prefix (``1_headline/``,
-``retrieval/``, ``doc/``, ``generation/``, ``tag/<tag>/``, ``ci/``, ``time/``;
+``retrieval/``, ``doc/``, ``generation/``, ``tag/<tag>/``, ``ci/``, ``time/``, ``black_box/``, ``cost/``;
 :mod:`~ragexp.tracking.metric_names`); tags: config hash, corpus and eval-set fingerprints, eval-set
 name and gold level, the embedding backend that encoded (``ragexp.embedding_backend``), the models' devices (``ragexp.devices``), code version, package versions, the sweep's axis values (``axis.<key>``),
 ``mlflow.runType=evaluation``; with a judge, its calibration next to faithfulness
 (:func:`judge_fields`); artifacts: resolved config and Hydra overrides, the portable
-``ragexp_results.json``, the per-query table (MLflow's table artifact, flat columns: :func:`per_query_table`),
+``ragexp_results.json``, a black-box system's ``system/responses.jsonl`` and ``system/placements.jsonl``, the per-query table (MLflow's table artifact, flat columns: :func:`per_query_table`),
 a recall@k curve (SVG: :mod:`~ragexp.tracking.recall_plot`); the eval set via ``log_input`` with its fingerprint as digest. The run spans
 the job's work (its start time is the job's), not only the logging. The run is opened only after everything was
 computed and is closed FINISHED only after the last write succeeded; a termination signal
@@ -85,6 +85,8 @@ def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float],
 
 
 TOP_IDS = 3
+#: A black-box system's per-query share of passages placed in the corpus (:mod:`ragexp.systems.step`).
+LOCATED = "black_box.located_rate"
 #: Generation columns of the per-query table, when the run has a generator (scalars and text).
 GENERATION_COLUMNS = ("answer", "faithfulness", "answer_relevance", "f1", "exact_match", "key_fact_recall",
                       "generated_question")
@@ -137,6 +139,8 @@ def per_query_table(output: RunOutput) -> dict[str, list]:
         table[f"ndcg@{k}"] = [r.metrics.get(f"ndcg_at_{k}") for r in rows]
     table[f"top_{TOP_IDS}"] = [", ".join(_with_page(cid, r) for cid in r.top_ids(TOP_IDS)) for r in rows]
     table["gold_ids"] = [", ".join(sorted(cid for cid, g in r.relevant.items() if g > 0)) for r in rows]
+    if any(LOCATED in r.metrics for r in rows):  # a black-box system: how much of what it returned was placed
+        table["located_rate"] = [r.metrics.get(LOCATED) for r in rows]
     if any(r.gold_pages is not None for r in rows):
         table["gold_pages"] = [", ".join(r.gold_pages or ()) for r in rows]
     for column in GENERATION_COLUMNS:
@@ -189,6 +193,14 @@ def save_local(output_dir: Path, cfg: DictConfig, output: RunOutput, overrides: 
     output_dir.mkdir(parents=True, exist_ok=True)
     write_config(output_dir, cfg, overrides)
     output.results.save(output_dir / ARTIFACT_NAME)
+    write_artifacts(output_dir, output.artifacts)
+
+
+def write_artifacts(folder: Path, artifacts: Mapping[str, str]) -> None:
+    """A run's extra text artifacts (a black-box system's responses and placements) under ``folder``."""
+    for name, text in artifacts.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
 
 
 def log_evaluation(
@@ -283,6 +295,7 @@ def _log_run(
                 for name in (LOCAL_CONFIG, LOCAL_OVERRIDES):
                     shutil.copyfile(saved / name, tmp_path / "config" / name)
             results.save(tmp_path / ARTIFACT_NAME)
+            write_artifacts(tmp_path, output.artifacts)
             (tmp_path / "plots").mkdir()
             (tmp_path / "plots" / "recall_at_k.svg").write_text(
                 recall_curve_svg(results.aggregates, results.meta["ks"], output.run_name), encoding="utf-8")

@@ -21,8 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pathlib import PurePath
+from urllib.parse import urlsplit
+
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
+
+from ragexp.systems.build import is_black_box, unused_groups
 
 AXIS_TAG_PREFIX = "axis."
 SEPARATOR = " · "
@@ -94,8 +99,9 @@ def run_name(cfg: Mapping[str, Any], chunking_label: str, axis_values: Mapping[s
             label = axis_label(axis, value, chunking_label)
             if label not in parts:  # chunking and chunking.size read as one label
                 parts.append(label)
+    elif "system" in (labels := component_labels(cfg, chunking_label)):
+        parts = [labels["system"]]
     else:
-        labels = component_labels(cfg, chunking_label)
         parts = [labels["chunking"], labels["retrieval"], f"rerank={labels['reranker']}"]
         if labels["generator"] != "none":
             parts.append(f"gen={labels['generator']}")
@@ -139,8 +145,24 @@ def _generates(config: Mapping[str, Any]) -> bool:
     return isinstance(config.get("generator"), Mapping) and "_target_" in config["generator"]
 
 
+def system_label(node: Mapping[str, Any]) -> str:
+    """``http: host:port/path``, ``python: Class``, ``recorded: file.jsonl``: a black box, readably."""
+    kind = str(node.get("name"))
+    if kind == "http":
+        parts = urlsplit(str(node.get("url") or ""))
+        where = f"{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path.rstrip('/')}"
+    elif kind == "python":
+        where = str(node.get("target") or "").rsplit(".", 1)[-1]
+    else:
+        where = PurePath(str(node.get("path") or "")).name
+    return f"{kind}: {where}"
+
+
 def component_labels(config: Mapping[str, Any], chunking_label: str) -> dict[str, str]:
-    """One readable label per component of the resolved config (module docstring)."""
+    """One readable label per component of the resolved config (module docstring); a black-box
+    system is one label (``system``) in place of the pipeline groups it replaces."""
+    if is_black_box(config):
+        return {"system": system_label(config["system"]), "judge": _name(config.get("judge"))}
     labels = {"chunking": chunking_label, "retrieval": _name(config.get("retrieval"), "custom"),
               "reranker": _name(config.get("reranker")), "generator": _name(config.get("generator"))}
     if _uses_embedding(config):
@@ -152,9 +174,10 @@ def component_labels(config: Mapping[str, Any], chunking_label: str) -> dict[str
 
 def used_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """The semantic config without the groups this variant does not use: ``embedding`` (it
-    appears inside the components that embed it) and ``judge`` without a generator."""
-    out = {k: v for k, v in config.items() if k != "embedding"}
-    if not _generates(config):
+    appears inside the components that embed it), ``judge`` without a generator or a black-box
+    system, and the pipeline groups a black-box system replaces."""
+    out = {k: v for k, v in config.items() if k != "embedding" and k not in unused_groups(config)}
+    if not _generates(config) and not is_black_box(config):
         out.pop("judge", None)
     return out
 

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.helpers.system_server import Raw
+
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
 DOC_TEXT = "Failed deliveries are retried with exponential backoff for 24 hours.\n"
@@ -101,8 +103,10 @@ class CaseResult:
 
     @property
     def shown(self) -> str:
-        """The error line with the case's folder written ``<dir>`` (as the table shows it)."""
-        return (self.lines[0] if self.lines else "").replace(str(self.dir), "<dir>")
+        """The error line with the case's folder written ``<dir>`` and a local server's port
+        ``<port>`` (as the table shows it)."""
+        shown = (self.lines[0] if self.lines else "").replace(str(self.dir), "<dir>")
+        return re.sub(r"http://127\.0\.0\.1:\d+/search", "http://127.0.0.1:<port>/search", shown)  # a test system's port
 
 
 def run_case(case: CliCase, folder: Path) -> CaseResult:
@@ -679,6 +683,66 @@ def _tracking_uri_an_existing_file(c: Case) -> list[str]:
     return [arg if not arg.startswith("tracking.uri=") else f"tracking.uri=sqlite:///{c.inputs / '__init__.py'}"
             for arg in c.run()]
 
+# --- a black-box system (system=http / python / recorded) -------------------------------------------
+
+SYSTEM_PASSAGE = {"text": "Failed deliveries are retried with exponential backoff for 24 hours.", "doc_id": "webhooks"}
+
+
+def _system_http(reply, *overrides: str, allow: bool = True) -> Callable[[Case], list[str]]:
+    """``ragexp run system=http`` against a real server on 127.0.0.1 that answers every query with ``reply``."""
+    def make(c: Case) -> list[str]:
+        from tests.helpers.system_server import serve
+
+        server = c.stack.enter_context(serve(lambda body: reply))
+        if allow:
+            c.env["RAGEXP_ALLOWED_ENDPOINTS"] = server.url
+        return c.run("system=http", f"system.url={server.url}", "system.max_retries=0", *overrides)
+    return make
+
+
+def _system_endpoint_down(c: Case) -> list[str]:
+    import socket
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there now
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/search"
+    c.env["RAGEXP_ALLOWED_ENDPOINTS"] = url
+    return c.run("system=http", f"system.url={url}", "system.max_retries=0")
+
+
+def _system_raising_callable(c: Case) -> list[str]:
+    package = c.inputs / "site"
+    (package / "team_rag-0.1.dist-info").mkdir(parents=True)
+    (package / "team_rag.py").write_text("class Pipeline:\n    def __call__(self, query):\n"
+                                         "        raise ConnectionError('vector store unreachable')\n", encoding="utf-8")
+    (package / "team_rag-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: team-rag\nVersion: 0.1\n",
+                                                                 encoding="utf-8")
+    (package / "team_rag-0.1.dist-info" / "entry_points.txt").write_text(
+        "[ragexp.components]\nteam = team_rag:Pipeline\n", encoding="utf-8")
+    c.env["PYTHONPATH"] = os.pathsep.join([str(package), os.environ.get("PYTHONPATH", "")])
+    return c.run("system=python", "system.target=team_rag.Pipeline")
+
+
+def _system_recorded_missing_query(c: Case) -> list[str]:
+    recorded = c.inputs / "outputs.jsonl"
+    recorded.write_text(json.dumps({"query_id": "q1", "passages": [SYSTEM_PASSAGE]}) + "\n", encoding="utf-8")
+    return c.run("system=recorded", f"system.path={recorded}", evalset=c.evalset(item()))
+
+
+def _system_recorded_not_json(c: Case) -> list[str]:
+    recorded = c.inputs / "outputs.jsonl"
+    recorded.write_text('{"query_id": "q1", "passages": [\n', encoding="utf-8")
+    return c.run("system=recorded", f"system.path={recorded}")
+
+
+def _system_option_typo(c: Case) -> list[str]:
+    return c.run("system=http", "system.url=http://127.0.0.1:9/search", "+system.timout_s=5")
+
+
+def _system_with_a_generator(c: Case) -> list[str]:
+    return c.run("system=recorded", f"system.path={c.corpus / 'webhooks.md'}", "generator=extractive")
+
+
 CASES = [
     CliCase("malformed-jsonl", "eval set: a JSONL line cut off", _malformed_jsonl, ("<dir>/in/evalset.jsonl:2: ", "malformed JSON")),
     CliCase("malformed-yaml", "eval set: malformed YAML", _malformed_yaml, ("<dir>/in/evalset.yaml:", "malformed YAML")),
@@ -856,6 +920,33 @@ CASES = [
             ("<dir>/in/handed/resolved.yaml", "YAML aliases")),
     CliCase("tracking-uri-existing-file", "`tracking.uri=sqlite:///.../__init__.py` (an existing empty file)",
             _tracking_uri_an_existing_file, ("field 'tracking.uri'", "is not a sqlite database")),
+    CliCase("system-endpoint-down", "`system=http`, nothing listens at `system.url`", _system_endpoint_down,
+            ("field 'system': the system failed on 1 of 1 queries", "connection x1", "cannot reach")),
+    CliCase("system-not-allowed", "`system=http system.url=URL` that neither `conf/` nor the allow-list names",
+            _system_http({"passages": [SYSTEM_PASSAGE]}, allow=False), ("field 'system.url'", "--allow-endpoint")),
+    CliCase("system-http-4xx", "`system=http`, the endpoint answers 401", _system_http(Raw(b'{"detail": "no token"}', 401)),
+            ("http_4xx x1", "answered HTTP 401", "no token")),
+    CliCase("system-http-5xx", "`system=http`, the endpoint answers 503", _system_http(Raw(b"overloaded", 503)),
+            ("http_5xx x1", "answered HTTP 503", "after 1 attempt(s)")),
+    CliCase("system-malformed-json", "`system=http`, the body is not JSON", _system_http(Raw(b'{"passages": [')),
+            ("malformed x1", "not usable JSON")),
+    CliCase("system-passage-not-text", '`system=http`, a passage\'s `"text": 42`',
+            _system_http({"passages": [{"text": 42, "doc_id": "webhooks"}]}), ("malformed x1", "passage 1's 'text' is a number, not text")),
+    CliCase("system-huge-response", "`system=http`, a 5 MB body (`system.max_response_bytes=100000`)",
+            _system_http(Raw(b" " * 5_000_000), "system.max_response_bytes=100000"),
+            ("too_large x1", "more than 100,000 bytes")),
+    CliCase("system-timeout", "`system=http`, the endpoint takes 3 s (`system.timeout_s=0.5`)",
+            _system_http(Raw(b"{}", delay_s=3.0), "system.timeout_s=0.5"), ("timeout x1", "within 0.5s")),
+    CliCase("system-callable-raises", "`system=python`, the callable raises", _system_raising_callable,
+            ("raised x1", "team_rag.Pipeline(query) raised ConnectionError: vector store unreachable")),
+    CliCase("system-recorded-missing", "`system=recorded`, the file has no line for an eval query",
+            _system_recorded_missing_query, ("missing x1", "outputs.jsonl has no line for query 'q2'")),
+    CliCase("system-recorded-not-json", "`system=recorded`, a line cut off", _system_recorded_not_json,
+            ("<dir>/in/outputs.jsonl:1", "malformed JSON")),
+    CliCase("system-option-typo", "`+system.timout_s=5` (a typo)", _system_option_typo,
+            ("field 'system.timout_s'", "did you mean 'timeout_s'?")),
+    CliCase("system-with-generator", "`system=recorded generator=extractive`", _system_with_a_generator,
+            ("field 'generator'", "leave the generator out")),
 ]
 
 
