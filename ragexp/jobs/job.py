@@ -30,6 +30,7 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
+from ragexp.cost import memory
 from ragexp.data import EvalSet
 from ragexp.errors import RagexpInputError, TrackingUnavailable
 from ragexp.evaluation.checks import validate_job
@@ -82,6 +83,7 @@ def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: S
     touching MLflow. ``untrusted``: the config was not typed on this machine, so its endpoints must
     be named here or in ``allowed_endpoints``."""
     started_at = time.time()
+    memory.reset_peak()  # the run's peak RSS (cost.peak_rss_bytes) counts from here, not from the process start
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
     validate_job(cfg, overrides, untrusted=untrusted, allowed_endpoints=allowed_endpoints)
     progress.set_enabled(cfg.progress)

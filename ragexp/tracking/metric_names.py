@@ -21,7 +21,9 @@ MLflow key                  results key
 ``source/<s>/<m>``          ``source.<s>.<m>``: the metric over the items whose ``source`` is ``<s>``
                             (``log``, ``hand``, ``draft``, ``failure``, ``unrecorded``)
 ``ci/<m>_low``, ``_high``   ``<m>_ci_low``, ``<m>_ci_high``: bootstrap 95% CI of the mean
-``time/<stage>``            ``time.<stage>``: stage timings in seconds
+``time/<stage>``            ``time.<stage>``: stage timings in seconds (a batch: throughput, not latency)
+``cost/<m>``                ``cost.<m>``: what the run costs (served latency, index size, peak RSS,
+                            tokens, money: :mod:`ragexp.cost`)
 ==========================  =====================================================================
 
 Constants of a run (:data:`CONSTANTS`: query, chunk and unindexed-document counts, retrieval and
@@ -45,7 +47,8 @@ HEADLINE = (
 )
 #: Result keys logged as params: fixed by the setup, identical for every query of the run.
 CONSTANTS = ("n_queries", "n_queries_no_gold", "doc_n_queries", "doc_n_queries_no_gold", "n_chunks",
-             "n_docs_not_indexed", "n_files_skipped", "n_files_empty", "retrieval_depth", "context_k")
+             "n_docs_not_indexed", "n_files_skipped", "n_files_empty", "retrieval_depth", "context_k",
+             "cost.judge_queries_metered")
 
 HEADLINE_SECTION = "1_headline"
 RETRIEVAL_SECTION = "retrieval"
@@ -55,6 +58,7 @@ TAG_SECTION = "tag"
 SOURCE_SECTION = "source"
 CI_SECTION = "ci"
 TIME_SECTION = "time"
+COST_SECTION = "cost"
 OTHER_SECTION = "other"
 
 _CI = re.compile(r"(?P<metric>.+)_ci_(?P<bound>low|high)")
@@ -74,6 +78,8 @@ def to_mlflow(key: str) -> str:
         return f"{CI_SECTION}/{ci['metric']}_{ci['bound']}"
     if key.startswith("time."):
         return f"{TIME_SECTION}/{key[len('time.'):]}"
+    if key.startswith("cost."):
+        return f"{COST_SECTION}/{key[len('cost.'):]}"
     if key.startswith("doc_"):
         return f"{DOC_SECTION}/{key[len('doc_'):]}"
     level = measure(key).level
@@ -101,6 +107,8 @@ def from_mlflow(key: str) -> str:
         return f"{metric}_ci_{bound}"
     if section == TIME_SECTION:
         return f"time.{rest}"
+    if section == COST_SECTION:
+        return f"cost.{rest}"
     if section == DOC_SECTION:
         return f"doc_{rest}"
     if section in (HEADLINE_SECTION, RETRIEVAL_SECTION, GENERATION_SECTION, OTHER_SECTION):
