@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.cost.budgets import Budget, parse_budget
 from ragexp.errors import RagexpInputError
+from ragexp.runtime.fingerprint import stable_hash
 
 PRICE_KEYS = ("input_per_1m", "output_per_1m")
 MAX_LATENCY_QUERIES = 100_000
@@ -87,3 +88,11 @@ def cost_settings(node: DictConfig | Mapping | None) -> CostSettings:
         currency=str(data.get("currency") or "USD"),
         budgets=tuple(parse_budget(text, f"cost.budgets[{i}]") for i, text in enumerate(budgets)),
     )
+
+
+def settings_key(node: DictConfig | Mapping | None) -> str:
+    """The identity of what a run measures of its cost (the whole ``cost`` node): the config hash
+    leaves ``cost`` out (it changes no quality metric), so ``resume`` skips a finished run only when
+    this key matches too, and a sweep re-run with ``cost.latency_queries=20`` measures latency."""
+    data = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node or {})
+    return stable_hash(data)[:16]
