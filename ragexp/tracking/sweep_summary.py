@@ -256,8 +256,9 @@ def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequenc
             line = (f"- {metric} **{winner.metrics[metric]:.4f}**" + (f" ± {half:.3f}" if half is not None else "")
                     + f": [{winner.name}]({experiments.run_link(experiment_id, winner.run_id)})")
             if metric in ties.standings:
-                line += (f". {vs_best.describe_ties(metric, ties.standings[metric], names)}"
-                         f" (noise ±{ties.noise[metric]:.3f})")
+                noise = ("at its ceiling: noise uninformative" if vs_best.at_ceiling(winner.metrics[metric])
+                         else f"noise ±{ties.noise[metric]:.3f}")
+                line += f". {vs_best.describe_ties(metric, ties.standings[metric], names)} ({noise})"
             lines.append(line)
     if ties.standings:
         metric = SORT_METRIC if SORT_METRIC in ties.standings else next(iter(ties.standings))
