@@ -20,7 +20,10 @@ probe measures that (``cost.latency_queries`` > 0):
    end-to-end latency is the sum of the served stages (query encoding, search, fusion, rerank,
    generation: :data:`~ragexp.runtime.stage_clock.SERVED_STAGES`), per repeat, then its median:
    judging is evaluation work, reported apart. ``cost.latency_p95_ms_spread`` is how far the p95
-   of single repeats lies apart (max - min): the run-to-run noise of the p95.
+   of single repeats lies apart (max - min): the run-to-run noise of the p95. The machine's
+   1-minute load average before and after the probe is recorded with the run
+   (``meta.cost.latency.load_1min``): latencies of configs timed one after the other on a shared
+   machine compare only as well as the load held still (docs/cost.md).
 
 Keys (``cost.`` results keys; ms): ``latency_{p50,p95,mean}_ms``, ``latency_p95_ms_spread``,
 ``latency_<stage>_{p50,p95,mean}_ms`` for each stage the pipeline has.
@@ -28,6 +31,7 @@ Keys (``cost.`` results keys; ms): ``latency_{p50,p95,mean}_ms``, ``latency_p95_
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import time
@@ -72,6 +76,7 @@ class LatencyReport:
 
     repeats: int
     times: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    load_1min: list[float] = field(default_factory=list)  # before and after the timed passes
 
     def medians(self, stage: str) -> list[float]:
         return [statistics.median(stages[stage]) for stages in self.times.values() if stage in stages]
@@ -97,6 +102,7 @@ class LatencyReport:
     def record(self) -> dict[str, Any]:
         """For ``meta.cost.latency``: how it was measured and each query's medians per stage."""
         return {"queries": len(self.times), "repeats": self.repeats, "statistic": "median of repeats per query",
+                "load_1min": [round(load, 2) for load in self.load_1min],
                 "per_query_ms": {query: {stage: round(statistics.median(times), 3) for stage, times in stages.items()}
                                  for query, stages in self.times.items()}}
 
@@ -139,6 +145,7 @@ def served_latency(data: Any, pipeline: Any, *, depth: int, context_k: int, quer
     with uncached():
         for item in items:  # warm-up: models loaded, lazy state built; not timed
             _one_query(item, data, pipeline, depth, context_k)
+        report.load_1min.append(os.getloadavg()[0])
         passes = progress.bar(range(repeats), desc="cost: served latency", unit="pass", leave=False,
                               disable=not show_progress)
         for _ in passes:
@@ -148,4 +155,5 @@ def served_latency(data: Any, pipeline: Any, *, depth: int, context_k: int, quer
                 stages = report.times.setdefault(item.id, {})
                 for stage, seconds in times.items():
                     stages.setdefault(stage, []).append(seconds * 1000.0)
+        report.load_1min.append(os.getloadavg()[0])
     return report
