@@ -77,8 +77,11 @@ def draw_quality_vs_latency(path: Path, points: Sequence[PlotPoint], quality_nam
     lat_low, lat_high = max(min(lat) * 0.8, 1e-3), max(lat) * 1.25
     log = lat_high / lat_low > 10 * 1.25 / 0.8
     quality = [p.quality for p in points]
+    bounded = all(0.0 <= q <= 1.0 for q in quality)  # a rate or score in [0, 1]: its CI whiskers stay inside
     q_low = min(q - p.quality_half for q, p in zip(quality, points))
     q_high = max(q + p.quality_half for q, p in zip(quality, points))
+    if bounded:
+        q_low, q_high = max(q_low, 0.0), min(q_high, 1.0)
     pad = max((q_high - q_low) * 0.08, 0.005)
     q_low, q_high = q_low - pad, q_high + pad
     plot_h = HEIGHT - TOP - BOTTOM
@@ -126,7 +129,10 @@ def draw_quality_vs_latency(path: Path, points: Sequence[PlotPoint], quality_nam
     for number, p in enumerate(points, start=1):
         x, y = x_of(p.latency_ms), y_of(p.quality)
         if p.quality_half:
-            draw.line((x, y_of(p.quality - p.quality_half), x, y_of(p.quality + p.quality_half)), fill=(190, 190, 190))
+            low, high = p.quality - p.quality_half, p.quality + p.quality_half
+            if bounded:
+                low, high = max(low, 0.0), min(high, 1.0)
+            draw.line((x, y_of(low), x, y_of(high)), fill=(190, 190, 190))
         if p.latency_spread:
             draw.line((x_of(p.latency_ms - p.latency_spread / 2), y, x_of(p.latency_ms + p.latency_spread / 2), y),
                       fill=(190, 190, 190))
