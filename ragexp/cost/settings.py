@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -39,14 +39,13 @@ class CostSettings:
     latency_queries: int = 0
     latency_repeats: int = 3
     index_rebuild: bool = False
-    prices: Mapping[str, Price] = None  # type: ignore[assignment]
+    prices: Mapping[str, Price] = field(default_factory=dict)
     currency: str = "USD"
     budgets: tuple[Budget, ...] = ()
 
     def price_of(self, model_id: str) -> Price | None:
         """The price of ``model_id`` (module docstring), ``None`` when the table has none."""
-        prices = self.prices or {}
-        return prices.get(model_id) or prices.get(model_id.split("@", 1)[0])
+        return self.prices.get(model_id) or self.prices.get(model_id.split("@", 1)[0])
 
 
 def _number(value: Any, field: str, low: float) -> float:
@@ -64,7 +63,7 @@ def _integer(value: Any, field: str, low: int, high: int) -> int:
 def cost_settings(node: DictConfig | Mapping | None) -> CostSettings:
     """``cfg.cost`` checked (module docstring); a missing node is the defaults."""
     if node is None:
-        return CostSettings(prices={})
+        return CostSettings()
     data = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node)
     prices = {}
     table = data.get("prices") or {}
