@@ -289,6 +289,9 @@ def test_a_bm25_run_logs_its_index_size_build_and_served_latency_and_the_probe_w
     assert {"cost.latency_search_p50_ms", "cost.latency_p95_ms_spread"} <= set(second.aggregates)
     assert "cost.latency_query_encoding_p50_ms" not in second.aggregates  # BM25 has no query encoder
     assert second.aggregates["hit_rate_at_5"] == first.aggregates["hit_rate_at_5"]
+    third = run_tiny(tiny_dataset, tmp_path, name="third")  # rankings read back, the index sized before: not loaded
+    assert third.meta["cost"]["index"]["build"].startswith("not loaded")
+    assert third.aggregates["cost.index_bytes"] == first.aggregates["cost.index_bytes"]
 
 
 def test_cost_can_be_switched_off(tiny_dataset, tmp_path):

@@ -3,8 +3,8 @@
 Order (each step only when ``cost.enabled``, the default):
 
 1. the index: the retriever holds it if retrieval ran; when retrieval came from the stage cache it
-   is loaded now (:func:`ragexp.cost.index.timed_index`), because its size and the served latency
-   need it. ``cost.index_build_s`` is logged only for a cold build (nothing read from a cache),
+   is loaded now (:func:`ragexp.cost.index.timed_index`) when the served latency needs it or no
+   earlier job of the process sized the same index (:func:`ragexp.cost.index.known_footprint`). ``cost.index_build_s`` is logged only for a cold build (nothing read from a cache),
    or from a rebuild with every cache bypassed when ``cost.index_rebuild=true``; otherwise the
    index was read back and ``meta.cost.index`` says how long that took instead;
 2. its size (:func:`ragexp.cost.index.footprint`): ``cost.index_bytes`` and its parts;
@@ -19,6 +19,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from typing import Any
+
+from omegaconf import OmegaConf
 
 from ragexp.cost import index as index_cost
 from ragexp.cost import memory
@@ -43,9 +45,15 @@ def measure_run(cfg: Any, data: Any, pipeline: Any, cache: StageCache, *, index_
         return {}, {}
     out: dict[str, float] = {}
     record: dict[str, Any] = {"notes": []}
-    if index_build is None:
+    key = index_cost.index_key(OmegaConf.to_container(cfg.retrieval, resolve=True), data.chunking_config,
+                               data.corpus.fingerprint())
+    sized = index_cost.known_footprint(key)
+    needs_index = sized is None or settings.latency_queries > 0 or settings.index_rebuild
+    if index_build is None and needs_index:
         index_build = index_cost.timed_index(pipeline.retriever, data.chunks, cache)
-    if settings.index_rebuild:
+    if index_build is None:
+        record["index"] = {"build": "not loaded: rankings read back and its size known from an earlier job"}
+    elif settings.index_rebuild:
         with uncached(index=True):
             rebuilt = index_cost.timed_index(pipeline.retriever, data.chunks, cache)
         out["index_build_s"] = rebuilt.seconds
@@ -56,7 +64,7 @@ def measure_run(cfg: Any, data: Any, pipeline: Any, cache: StageCache, *, index_
     else:
         record["index"] = {"build": "read back from the stage cache: not a build time; cost.index_rebuild=true times "
                                     "a cold build", "seconds": index_build.seconds}
-    out.update(index_cost.footprint(pipeline.retriever))
+    out.update(sized if sized is not None and index_build is None else index_cost.footprint(pipeline.retriever, key))
     if settings.latency_queries:
         started = time.perf_counter()
         report = served_latency(data, pipeline, depth=depth, context_k=int(cfg.eval.context_k),
