@@ -92,6 +92,11 @@ class BM25Retriever:
         self._index = InvertedIndex.from_arrays(arrays)
         self.warnings = self._degenerate_index_warnings()
 
+    def index_footprint(self) -> dict[str, int]:
+        """``{"bm25_bytes": the index as stored}``: the CSR term-weight arrays and the vocabulary."""
+        _, index = self._require_index()
+        return {"bm25_bytes": index.nbytes}
+
     def _degenerate_index_warnings(self) -> list[str]:
         """A warning when no term can give a document a positive score: every ranking is then
         empty or ordered by scores <= 0, and every metric of the run is 0 for that reason."""

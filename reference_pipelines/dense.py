@@ -21,6 +21,10 @@ indexed chunks), query embeddings per (encoder identity, queries), and trained `
 indexes (``faiss.serialize_index`` bytes, a plain uint8 array) per (embeddings, index params);
 beneath those, each distinct text is encoded once per encoder identity across chunkings and runs
 (:mod:`ragexp.runtime.text_vectors`).
+
+Cost (:mod:`ragexp.cost`): query encoding is marked as its own stage
+(:mod:`ragexp.runtime.stage_clock`), and :meth:`DenseRetriever.index_footprint` gives the index's
+bytes (:func:`faiss_index_bytes`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.models.encoders import BATCH_SIZE
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.runtime.stage_cache import StageCache
+from ragexp.runtime.stage_clock import QUERY_ENCODING, stage
 from reference_pipelines.base import Ranking
 from reference_pipelines.encoders import Encoder, build_encoder
 from reference_pipelines.ranking import ChunkTable, check_tie_order
@@ -58,6 +63,21 @@ def faiss_threads(threads: int = 1) -> Iterator[None]:
         yield
     finally:
         faiss.omp_set_num_threads(previous)
+
+
+def faiss_index_bytes(index: faiss.Index) -> int:
+    """Bytes the index holds, as ``faiss.serialize_index`` writes them without the copy: the codes
+    (``ntotal x code_size``; flat: the vectors), plus the HNSW graph (neighbours and levels as
+    int32, offsets as int64) or the IVF centroids (``nlist x d`` float32) and list ids (int64)."""
+    index = faiss.downcast_index(index)
+    if isinstance(index, faiss.IndexHNSW):
+        hnsw = index.hnsw
+        return faiss_index_bytes(index.storage) + 4 * (hnsw.neighbors.size() + hnsw.levels.size()) + 8 * hnsw.offsets.size()
+    if isinstance(index, faiss.IndexIVF):
+        lists = index.invlists
+        n = sum(lists.list_size(i) for i in range(index.nlist))
+        return n * (index.code_size + 8) + index.nlist * index.d * 4
+    return int(index.ntotal) * int(index.code_size)
 
 
 def auto_nlist(n_vectors: int) -> int:
@@ -152,6 +172,13 @@ class DenseRetriever:
         elif self.index_type == "ivf":
             self._index.nprobe = min(self.nprobe, self._index.nlist)
 
+    def index_footprint(self) -> dict[str, int]:
+        """``{"vectors_bytes": n x dim x 4, "faiss_bytes": the index as stored}`` (a flat index
+        holds the vectors: its ``faiss_bytes`` equal ``vectors_bytes``)."""
+        if self._index is None:
+            raise RuntimeError("DenseRetriever.index_footprint called before index()")
+        return {"vectors_bytes": int(self._index.ntotal) * int(self._index.d) * 4, "faiss_bytes": faiss_index_bytes(self._index)}
+
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
         key = {"encoder": self.encoder.identity, "queries": stable_hash(list(queries))}
         vectors = self._cached_array("query-embeddings", key, lambda: self.encoder.encode_queries(list(queries)))
@@ -162,7 +189,8 @@ class DenseRetriever:
             raise RuntimeError("DenseRetriever.search called before index()")
         if not queries:
             return []
-        vectors = self.encode_queries(queries)
+        with stage(QUERY_ENCODING):
+            vectors = self.encode_queries(queries)
         n_total = self._index.ntotal
         depth = min(k + 1, n_total)  # one extra row tells whether a score tie crosses the cut
         rankings = []

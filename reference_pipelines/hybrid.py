@@ -37,6 +37,7 @@ import numpy as np
 from ragexp.data import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
+from ragexp.runtime.stage_clock import FUSION, stage
 from reference_pipelines.base import Ranking, Retriever
 from reference_pipelines.bm25 import BM25Retriever
 from reference_pipelines.dense import DenseRetriever
@@ -173,15 +174,24 @@ class HybridRetriever:
         """The fused retrievers' warnings about their last index()."""
         return [warning for retriever in self.retrievers for warning in getattr(retriever, "warnings", [])]
 
+    def index_footprint(self) -> dict[str, int]:
+        """The components' index bytes, summed by kind (``faiss_bytes``, ``bm25_bytes`` ...)."""
+        total: dict[str, int] = {}
+        for retriever in self.retrievers:
+            for kind, size in getattr(retriever, "index_footprint", dict)().items():
+                total[kind] = total.get(kind, 0) + size
+        return total
+
     def search(self, queries: Sequence[str], k: int) -> list[Ranking]:
         per_retriever = [retriever.search(queries, k) for retriever in self.retrievers]
         position = self._position
         fused = []
-        for lists in zip(*per_retriever):
-            if position is not None:  # lists from retrievers that order their ties otherwise
-                lists = [sort_ranking(ranking, position) for ranking in lists]
-            if self.fusion == "rrf":
-                fused.append(rrf_fuse(lists, self.rrf_k, position)[:k])
-            else:
-                fused.append(weighted_fuse(lists, self.weights, self.normalization, position)[:k])
+        with stage(FUSION):
+            for lists in zip(*per_retriever):
+                if position is not None:  # lists from retrievers that order their ties otherwise
+                    lists = [sort_ranking(ranking, position) for ranking in lists]
+                if self.fusion == "rrf":
+                    fused.append(rrf_fuse(lists, self.rrf_k, position)[:k])
+                else:
+                    fused.append(weighted_fuse(lists, self.weights, self.normalization, position)[:k])
         return fused

@@ -88,7 +88,7 @@ def test_rounds_of_batches_give_the_records_of_one_call_per_question(demo_run, t
     assert len(judge.batches) == len(batching.batches) and max(judge.batches) <= ROUND
     keys = ("answer", "failure_class", "claims", "metrics")
     assert [{k: getattr(r, k) for k in keys} for r in batched.per_query] == [{k: getattr(r, k) for k in keys} for r in single.per_query]
-    timing = {"gen.generate_wall_s", "gen.judge_wall_s", "gen.latency_s"}
+    timing = {"gen.generate_wall_s", "gen.judge_wall_s", "gen.latency_s", "cost.index_build_s", "cost.peak_rss_bytes"}
     assert {k: v for k, v in batched.aggregates.items() if k not in timing} == {
         k: v for k, v in single.aggregates.items() if k not in timing
     }

@@ -50,7 +50,8 @@ def check_compare_tables(cwd: Path, db: Path, children) -> None:
     table = ragexp(cwd, "compare", "--experiment", "tiny", "--tracking-uri", f"sqlite:///{db}",
                    "--sort", "hit_rate_at_5").stdout
     header = table.splitlines()[0].split()
-    assert header == ["run", "hit_rate_at_5", "recall_at_5", "context_precision_at_5", "ndcg_at_5", "mrr"]
+    assert header == ["run", "hit_rate_at_5", "recall_at_5", "context_precision_at_5", "ndcg_at_5", "mrr",
+                      "index", "MB", "peak", "RSS", "MB"]  # the cost every run measures (docs/cost.md)
     assert all(f"[{c.info.run_id[:8]}]" in table for c in children) and "*" in table
     best = max(results_view(c.data.metrics, c.data.params)["hit_rate_at_5"] for c in children)
     assert f"{best:.4f}*" in table.splitlines()[2]  # sorted: the best hit rate comes first

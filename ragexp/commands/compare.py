@@ -16,6 +16,13 @@ Beside the best ``*``, values indistinguishable from it are marked ``≈``
 hit-rate difference this eval set detects. ``--per-query`` with two runs lists the queries they
 split on (:mod:`ragexp.comparison.per_query_diff`) and logs the list to both runs as
 ``per_query_diff/<other run id>.html`` and ``.json``.
+
+Cost columns (:func:`ragexp.comparison.table.cost_metrics`): when runs measured their cost, the
+default table adds each p95 latency (``p95 ms``: served, one query at a time; ``endpoint p95 ms``:
+a black-box system's), index size, peak RSS, generation tokens per query and money per 1,000
+queries, lower is better (``*``), with a line saying how latency was measured. A run whose
+encoder runs at a precision other than fp32 is labelled with it (``· int8``) when its name does
+not say so (runs named before names carried it).
 """
 
 from __future__ import annotations
@@ -30,11 +37,12 @@ from pathlib import Path
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
 from ragexp.comparison import stats, vs_best
 from ragexp.comparison.per_query_diff import format_html, format_text, per_query_diff
-from ragexp.comparison.table import format_table, headline_metrics
+from ragexp.comparison.table import cost_metrics, format_table, headline_metrics
+from ragexp.cost import keys as cost_keys
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.metrics.measure import CHUNK, Measure, measure
-from ragexp.tracking import experiments, store
+from ragexp.tracking import experiments, run_names, store
 from ragexp.tracking.metric_names import results_view
 
 NOT_COMPARABLE_MARK = "†"
@@ -85,10 +93,15 @@ def _is_hit_rate_at_k(identity: Measure) -> bool:
 
 
 def run_label(run) -> str:
-    """``<name> [<id8>]``; a reproduction adds ``repro of <original id8>``."""
+    """``<name> [<id8>]``; a reproduction adds ``repro of <original id8>``; an encoder precision
+    other than fp32 that the name does not carry is added (``· int8``)."""
     reproduces = run.data.tags.get(store.TAG_REPRODUCES)
     suffix = f" repro of {reproduces[:8]}" if reproduces else ""
-    return f"{run.info.run_name} [{run.info.run_id[:8]}{suffix}]"
+    name = run.info.run_name or ""
+    precisions = {value for key, value in run.data.params.items() if key.endswith(".precision")}
+    if precisions - {"fp32"} and not any(p in name for p in precisions - {"fp32"}):
+        name += run_names.SEPARATOR + "+".join(sorted(precisions))
+    return f"{name} [{run.info.run_id[:8]}{suffix}]"
 
 
 def check_one_evalset(runs, force: bool) -> bool:
@@ -170,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         metrics = [_known(m.strip(), "--metrics", available) for m in args.metrics.split(",") if m.strip()]
     else:
         ks = sorted({m.k for row in rows.values() for m in map(measure, row) if _is_hit_rate_at_k(m)})
-        metrics = headline_metrics(ks or [5], {k: 0.0 for k in available})
+        metrics = headline_metrics(ks or [5], {k: 0.0 for k in available}) + cost_metrics(available)
     if args.sort:
         sort_key = _known(args.sort, "--sort", available)
         names.sort(key=lambda n: rows[n].get(sort_key, float("-inf")), reverse=True)
@@ -188,6 +201,11 @@ def run(args: argparse.Namespace) -> int:
               f"Bonferroni over the other {len(results) - 1} runs, family-wise alpha {vs_best.DEFAULT_ALPHA})")
     if noise:
         print(noise)
+    latency = cost_keys.latency_p95_key(metrics)
+    if latency is not None:
+        print(f"cost: lower is better; {cost_keys.MLFLOW_PREFIX}{latency[len(cost_keys.PREFIX):]} is served latency "
+              "(one query at a time on the warm index, each query's median over repeats; docs/cost.md), not batch "
+              "throughput; '-' not measured")
     sources = _groups("source", metrics[0], rows) if metrics else []
     if "draft" in sources and len(sources) > 1:
         print(f"note: the eval set mixes drafted and other questions ({', '.join(sources)}); these means average them: "

@@ -1,8 +1,10 @@
 """``ragexp gate``: fail CI when a candidate run is worse than its baseline beyond eval-set noise.
 
 ``--baseline`` / ``--candidate`` take a results JSON file (``ragexp_results.json``) or an MLflow
-run id whose results artifact is downloaded. Exit codes: 0 pass, 1 regression, 2 usage or data
-error (bad reference, different eval sets without ``--force``, too few paired queries).
+run id whose results artifact is downloaded. ``--budget 'cost/latency_p95_ms <= 250'`` (repeatable)
+adds a limit the candidate must keep. Exit codes: 0 pass, 1 regression (a metric, a cost, or a
+budget broken), 2 usage or data error (bad reference, different eval sets without ``--force``,
+too few paired queries, a budget on a metric the candidate did not measure).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 from dataclasses import asdict
 
 from ragexp.commands._runs import add_tracking_argument, load_results
+from ragexp.comparison.cost_gate import CostVerdict
 from ragexp.comparison.gate import (
     REGRESSION,
     GateReport,
@@ -21,6 +24,7 @@ from ragexp.comparison.gate import (
     QueryRegression,
     run_gate,
 )
+from ragexp.cost.budgets import OVER
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     parser.add_argument("--force", action="store_true", help="compare even if the eval set fingerprints differ")
     parser.add_argument("--metrics", metavar="M1,M2", help="gate only these metrics (comma-separated)")
+    parser.add_argument("--budget", action="append", default=[], metavar="'METRIC <= X'",
+                        help="a limit the candidate must keep, e.g. 'cost/latency_p95_ms <= 250' (repeatable; docs/cost.md)")
     add_tracking_argument(parser)
 
 
@@ -44,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         force=args.force,
         baseline_label=args.baseline,
         candidate_label=args.candidate,
+        budgets=args.budget,
     )
     render = {"text": render_text, "json": render_json, "markdown": render_markdown}[args.format]
     print(render(report))
@@ -107,8 +114,23 @@ def _query_cells(regression: QueryRegression, gold_ks: tuple[int, int]) -> list[
     ]
 
 
+COST_COLUMNS = ("cost", "baseline", "candidate", "worse by", "tolerance", "verdict")
+
+
+def _cost_cells(verdict: CostVerdict) -> list[str]:
+    return [f"{verdict.metric} ↓" if not verdict.metric.endswith("_qps") else f"{verdict.metric} ↑",
+            f"{verdict.baseline:.6g}", f"{verdict.candidate:.6g}", f"{verdict.worse:+.6g}",
+            f"{verdict.tolerance:.6g} ({verdict.tolerance_rule})", verdict.verdict.upper()]
+
+
+def _budget_lines(report: GateReport) -> list[str]:
+    return [f"budget {verdict.describe()}" for verdict in report.budgets]
+
+
 def _headline(report: GateReport) -> str:
     regressed = [m.metric for m in report.metrics if m.verdict == REGRESSION]
+    regressed += [c.metric for c in report.costs if c.verdict == REGRESSION]
+    regressed += [f"{b.budget.metric} over budget" for b in report.budgets if b.status == OVER]
     detail = f" ({', '.join(regressed)})" if regressed else ""
     return f"ragexp gate: {report.status.upper()}{detail}"
 
@@ -139,6 +161,10 @@ def render_text(report: GateReport) -> str:
         "",
         *_aligned(METRIC_COLUMNS, [_metric_cells(v) for v in report.metrics]),
     ]
+    if report.costs:
+        lines += ["", *_aligned(COST_COLUMNS, [_cost_cells(c) for c in report.costs])]
+    if report.budgets:
+        lines += ["", *_budget_lines(report)]
     if report.notes:
         lines += ["", "notes:", *(f"  - {note}" for note in report.notes)]
     shown = report.regressions[: report.show_top]
@@ -165,6 +191,10 @@ def render_markdown(report: GateReport) -> str:
         "",
         *_markdown_table(METRIC_COLUMNS, [_metric_cells(v) for v in report.metrics]),
     ]
+    if report.costs:
+        lines += ["", *_markdown_table(COST_COLUMNS, [_cost_cells(c) for c in report.costs])]
+    if report.budgets:
+        lines += ["", *(f"- {line}" for line in _budget_lines(report))]
     if report.notes:
         lines += ["", *(f"- {note}" for note in report.notes)]
     shown = report.regressions[: report.show_top]
@@ -181,6 +211,8 @@ def render_markdown(report: GateReport) -> str:
 def report_to_dict(report: GateReport) -> dict:
     """The whole report as JSON-ready data; ``regressions`` lists every query that got worse."""
     data = asdict(report)
+    for row, verdict in zip(data["budgets"], report.budgets):
+        row["near"] = verdict.near
     data["status"] = report.status
     data["exit_code"] = report.exit_code
     for row, regression in zip(data["regressions"], report.regressions):

@@ -18,6 +18,12 @@ For each metric of the :class:`GateSpec`, over the queries where both runs have 
 
 A metric absent from both runs is skipped with a note; present in only one run is an error.
 The per-query diff lists the queries that got worse, the list a developer reads first.
+
+Cost (:mod:`ragexp.comparison.cost_gate`): a ``cost.*`` metric in the spec (or ``cost/*``, its
+MLflow name) is one number per run, compared against the baseline with a relative or absolute
+tolerance widened to the latency repeats' spread; ``budgets`` (the spec's list, or ``--budget``)
+are limits the candidate alone must keep (:mod:`ragexp.cost.budgets`). Either failing makes the
+gate's status ``regression``; a budget on a metric the candidate lacks is an error.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ import numpy as np
 import yaml
 
 from ragexp.comparison import stats
+from ragexp.comparison.cost_gate import CostVerdict, compare_cost
+from ragexp.cost import budgets as cost_budgets
+from ragexp.cost.keys import is_cost, results_key
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.metrics import RELEVANCE_LEVEL
@@ -100,6 +109,7 @@ class GateSpec:
     show_top: int = 20
     n_resamples: int = stats.DEFAULT_RESAMPLES
     seed: int = 0
+    budgets: tuple[cost_budgets.Budget, ...] = ()
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> "GateSpec":
@@ -127,6 +137,7 @@ class GateSpec:
     def select(self, metrics: Sequence[str]) -> "GateSpec":
         """Only ``metrics``, in that order; a metric the spec does not name gets the spec defaults."""
         by_name = {rule.metric: rule for rule in self.rules}
+        metrics = [results_key(name) for name in metrics]
         chosen = tuple(by_name.get(name) or replace(self.defaults, metric=name, direction=default_direction(name, self.defaults))
                        for name in metrics)
         return replace(self, rules=chosen)
@@ -146,7 +157,7 @@ def _key_lines(node, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]
 class _SpecParser:
     """Validates a spec mapping, raising :class:`RagexpInputError` with file, line and field."""
 
-    TOP_KEYS = {"defaults", "metrics", "per_query", "resampling"}
+    TOP_KEYS = {"defaults", "metrics", "per_query", "resampling", "budgets"}
     RULE_KEYS = {"direction", "tolerance", "min_n", "require_significance", "alpha"}
 
     def __init__(self, source: str | Path, lines: dict[tuple[str, ...], int]) -> None:
@@ -181,7 +192,14 @@ class _SpecParser:
         metrics = self.mapping(data.get("metrics"), ("metrics",))
         if not metrics:
             raise self.error(("metrics",), "the spec names no metrics")
-        rules = tuple(self.rule(str(name), body, ("metrics", str(name)), defaults) for name, body in metrics.items())
+        rules = tuple(self.rule(results_key(str(name)), body, ("metrics", str(name)), defaults) for name, body in metrics.items())
+        budgets = data.get("budgets") or []
+        if not isinstance(budgets, list):
+            raise self.error(("budgets",), "expected a list of '<metric> <= <number>' strings")
+        try:
+            limits = tuple(cost_budgets.parse_budget(text, f"budgets[{i}]") for i, text in enumerate(budgets))
+        except RagexpInputError as err:
+            raise self.error(("budgets",), err.message) from None
         per_query = self.mapping(data.get("per_query"), ("per_query",), {"k", "top"})
         resampling = self.mapping(data.get("resampling"), ("resampling",), {"n_resamples", "seed"})
         return GateSpec(
@@ -194,6 +212,7 @@ class _SpecParser:
                             low=100, integer=True)
             ),
             seed=int(self.number(resampling.get("seed", GateSpec.seed), ("resampling", "seed"), low=0, integer=True)),
+            budgets=limits,
         )
 
     def gold_k(self, value) -> int | None:
@@ -319,11 +338,16 @@ class GateReport:
     metrics: list[MetricVerdict]
     regressions: list[QueryRegression]
     notes: list[str] = field(default_factory=list)
+    costs: list[CostVerdict] = field(default_factory=list)
+    budgets: list[cost_budgets.BudgetVerdict] = field(default_factory=list)
 
     @property
     def status(self) -> str:
-        """``regression`` if any metric regressed, else ``insufficient`` if any lacked pairs, else ``pass``."""
-        verdicts = {m.verdict for m in self.metrics}
+        """``regression`` if any metric or cost regressed or a budget is broken, else
+        ``insufficient`` if any metric lacked pairs, else ``pass``."""
+        verdicts = {m.verdict for m in self.metrics} | {c.verdict for c in self.costs}
+        if any(b.status == cost_budgets.OVER for b in self.budgets):
+            verdicts.add(REGRESSION)
         return next((status for status in (REGRESSION, INSUFFICIENT) if status in verdicts), PASS)
 
     @property
@@ -436,14 +460,18 @@ def run_gate(
     force: bool = False,
     baseline_label: str = "baseline",
     candidate_label: str = "candidate",
+    budgets: Sequence[str] = (),
 ) -> GateReport:
     """Gate ``candidate`` against ``baseline``; raises :class:`RagexpInputError` on unusable input.
 
-    ``metrics`` restricts the gate to those names (each must be present in both runs).
+    ``metrics`` restricts the gate to those names (each must be present in both runs); ``budgets``
+    adds limits (``"cost/latency_p95_ms <= 250"``) to the spec's.
     """
     spec = spec or GateSpec.load()
     if metrics:
         spec = spec.select(metrics)
+    if budgets:
+        spec = replace(spec, budgets=spec.budgets + tuple(cost_budgets.parse_budget(text, "--budget") for text in budgets))
     notes = check_fingerprints(baseline, candidate, force)
     base_rows = _rows_by_id(baseline, baseline_label)
     cand_rows = _rows_by_id(candidate, candidate_label)
@@ -453,7 +481,18 @@ def run_gate(
 
     in_base, in_cand = baseline.metric_names(), candidate.metric_names()
     compared_rules, verdicts = [], []
+    costs = _cost_verdicts([rule for rule in spec.rules if is_cost(rule.metric)], baseline, candidate,
+                           baseline_label, candidate_label, notes, strict=bool(metrics))
+    budgets = []
+    for budget in spec.budgets:
+        verdict = cost_budgets.check(budget, candidate.aggregates)
+        if verdict.status == cost_budgets.UNMEASURED:
+            raise RagexpInputError(f"budget {budget}: the {candidate_label} run has no {budget.metric} (measure it, e.g. "
+                                   "cost.latency_queries=20 for served latency; docs/cost.md)", field="budgets")
+        budgets.append(verdict)
     for rule in spec.rules:
+        if is_cost(rule.metric):
+            continue
         if rule.metric not in in_base and rule.metric not in in_cand:
             if metrics:
                 raise RagexpInputError(f"metric {rule.metric!r} is in neither run", field="metrics")
@@ -478,7 +517,7 @@ def run_gate(
             notes.append(f"{rule.metric}: only {verdict.n} paired queries, the spec asks for min_n={rule.min_n}")
         verdicts.append(verdict)
         compared_rules.append(rule)
-    if not verdicts:
+    if not verdicts and not costs and not budgets:
         raise RagexpInputError("none of the gated metrics is in either run", field="metrics")
     apply_holm(verdicts)
 
@@ -497,4 +536,28 @@ def run_gate(
         metrics=verdicts,
         regressions=query_regressions(base_rows, cand_rows, common, compared_rules, gold_ks),
         notes=notes,
+        costs=costs,
+        budgets=budgets,
     )
+
+
+def _cost_verdicts(rules: Sequence[MetricRule], baseline: RunResults, candidate: RunResults, baseline_label: str,
+                   candidate_label: str, notes: list[str], strict: bool) -> list[CostVerdict]:
+    """:func:`~ragexp.comparison.cost_gate.compare_cost` for each cost rule on the runs'
+    aggregates; absent from both runs: a note (an error when ``strict``: named by ``--metrics``);
+    from one run only: an error, as for any metric."""
+    out = []
+    for rule in rules:
+        in_base, in_cand = rule.metric in baseline.aggregates, rule.metric in candidate.aggregates
+        if not in_base and not in_cand:
+            if strict:
+                raise RagexpInputError(f"metric {rule.metric!r} is in neither run", field="metrics")
+            notes.append(f"{rule.metric}: in neither run, skipped")
+            continue
+        if not (in_base and in_cand):
+            missing = baseline_label if not in_base else candidate_label
+            raise RagexpInputError(f"cost metric {rule.metric!r} is missing from the {missing} run; measure it on both "
+                                   "runs or leave it out (docs/cost.md)", field="metrics")
+        out.append(compare_cost(rule.metric, rule.tolerance.kind, rule.tolerance.value, baseline.aggregates,
+                                candidate.aggregates))
+    return out

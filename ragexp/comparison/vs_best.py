@@ -12,7 +12,10 @@ verdict and a tie must not depend on how the other runs did.
 
 The noise line (:func:`noise_line`) states the smallest difference the eval set can detect, the
 gate's planning tolerance (:func:`ragexp.comparison.stats.recommended_tolerance`):
-``1.96 * sqrt(p (1 - p) / n)``, at least one query's worth ``1 / n``, for a rate near ``p``.
+``1.96 * sqrt(p (1 - p) / n)``, at least one query's worth ``1 / n``, for a rate near ``p``. At a
+ceiling or floor (``p`` = 1 or 0: every query hits, or none does) that arithmetic has nothing to
+say (no query varies, so ``1 / n`` would be a made-up floor): the line says so instead
+(:func:`at_ceiling`).
 """
 
 from __future__ import annotations
@@ -84,8 +87,19 @@ def minimum_detectable_difference(n: int, rate: float) -> float:
     return stats.recommended_tolerance(n, p=min(1.0, max(0.0, rate)))
 
 
+def at_ceiling(rate: float) -> bool:
+    """Whether a rate is at 1 or 0 (within rounding): every query scored the same."""
+    return rate >= 1.0 - 1e-12 or rate <= 1e-12
+
+
 def noise_line(n: int, rate: float, label: str = "hit-rate") -> str:
-    """``at n=131 a hit-rate difference below ~0.068 is noise (...)``: printed with every comparison."""
+    """``at n=131 a hit-rate difference below ~0.068 is noise (...)``: printed with every comparison;
+    at a ceiling or floor it says the noise arithmetic is uninformative there (module docstring)."""
+    if at_ceiling(rate):
+        where = "ceiling" if rate > 0.5 else "floor"
+        return (f"at n={n} the best {label} is {rate:.2f}, at its {where}: every query scores the same, so the noise "
+                f"arithmetic is uninformative here (no difference can show); compare on a harder measure "
+                f"(a smaller k, MRR, nDCG)")
     mdd = minimum_detectable_difference(n, rate)
     return (f"at n={n} a {label} difference below ~{mdd:.3f} is noise (1.96 standard errors of a rate near "
             f"{rate:.2f}, the gate's tolerance arithmetic)")

@@ -71,6 +71,23 @@ class EvalConfig:
 
 
 @dataclass
+class CostConfig:
+    """What a run measures of its cost (:mod:`ragexp.cost`, docs/cost.md). ``latency_queries``
+    eval queries (0: off) are served one at a time on the warm index, each ``latency_repeats``
+    times (its latency: the median); ``index_rebuild`` times a cold index build (re-embeds the
+    corpus); ``prices``: ``{model: {input_per_1m: X, output_per_1m: Y}}`` in ``currency``;
+    ``budgets``: a sweep's ``"<cost metric> <= X"`` limits, configs over one leave "best"."""
+
+    enabled: bool = True
+    latency_queries: int = 0
+    latency_repeats: int = 3
+    index_rebuild: bool = False
+    prices: dict[str, Any] = field(default_factory=dict)
+    currency: str = "USD"
+    budgets: list[str] = field(default_factory=list)
+
+
+@dataclass
 class TrackingConfig:
     uri: str = "sqlite:///mlflow.db"
     experiment: Optional[str] = None
@@ -89,6 +106,7 @@ class RagexpConfig:
     system: Any = None  # checked by ragexp.systems.build.check_system (closed keys per kind)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    cost: CostConfig = field(default_factory=CostConfig)
     cache_dir: str = ".ragexp_cache"
     progress: bool = True
     resume: bool = True

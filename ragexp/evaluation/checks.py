@@ -9,7 +9,8 @@ its class's schema (:mod:`ragexp.config.targets`), every ``device`` in them
 field for what it may name (:func:`check_path_fields`), model server URLs
 (:func:`check_base_urls`), a judge's threshold within its score range
 (:func:`check_judge_threshold`), a black-box ``system`` block (:func:`~ragexp.systems.build.check_system`),
-and, for a config not typed on this machine, its endpoints (a system's ``url`` too)
+the ``cost`` settings (:func:`ragexp.cost.settings.cost_settings`: prices, budgets), and, for a config
+not typed on this machine, its endpoints (a system's ``url`` too)
 (:mod:`ragexp.config.endpoints`).
 """
 
@@ -28,6 +29,7 @@ from ragexp.config.endpoints import check_endpoints
 from ragexp.config.schema import chunker_options, validate
 from ragexp.config.secrets import screen_overrides
 from ragexp.config.targets import check_component, component_class
+from ragexp.cost.settings import cost_settings
 from ragexp.data.dataset import dataset_loader
 from ragexp.errors import RagexpInputError
 from ragexp.judging.calibration.record import MAX_CALIBRATION_BYTES, check_number
@@ -62,6 +64,8 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
         check_judge_threshold(resolved.get("judge"))
     if "system" not in skip:
         check_system(resolved)
+    if "cost" not in skip:
+        cost_settings(resolved.get("cost"))  # prices, budgets, counts: refused here, before any work
     if untrusted:
         check_endpoints({key: value for key, value in resolved.items() if key not in skip}, allowed_endpoints)
 

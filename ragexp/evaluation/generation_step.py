@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -54,6 +54,7 @@ from ragexp.judging.faithfulness import (
 )
 from ragexp.judging.judges import warn_if_self_judging
 from ragexp.llm.answer_end import most_repeated_sentence
+from ragexp.llm.usage import TokenUsage, metered
 from ragexp.metrics.per_tag import per_source_means, per_tag_means
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.threads import configured_threads
@@ -68,16 +69,26 @@ ROUND = 32
 
 
 def _judge_records(
-    judge: Any, judge_key: dict | None, requests: Sequence[tuple[str, str, str]], encode, cache: StageCache
+    judge: Any, judge_key: dict | None, requests: Sequence[tuple[str, str, str]], encode, cache: StageCache,
+    usage: TokenUsage | None = None,
 ) -> list[dict]:
     """Faithfulness and relevance records for each ``(query, answer, context)``, the uncached
     ones judged in one batch; a record is cached only when none of its judge calls failed (a
-    failure is counted for this run and retried by the next, never stored as a verdict)."""
+    failure is counted for this run and retried by the next, never stored as a verdict). The
+    tokens of the judge calls go to ``usage``, which counts the records judged here as its queries."""
     keys = [{"judge": judge_key, "query": q, "answer": a, "context": c} for q, a, c in requests]
     records = [cache.get_json("judge", key) for key in keys]
     todo = [i for i, record in enumerate(records) if record is None]
     if not todo:
         return records
+    with metered(usage) as counted:
+        counted.queries += len(todo)
+        return _judge_todo(judge, records, todo, requests, keys, encode, cache)
+
+
+def _judge_todo(judge: Any, records: list, todo: list[int], requests: Sequence[tuple[str, str, str]], keys: list[dict],
+                encode, cache: StageCache) -> list[dict]:
+    """``records`` with the ``todo`` ones judged in one batch (:func:`_judge_records`)."""
     faiths = faithfulness_batch([(requests[i][1], requests[i][2]) for i in todo], judge)
     relevances = answer_relevance_batch([requests[i][0] for i in todo], [requests[i][1] for i in todo], judge, encode)
     for i, faith, relevance in zip(todo, faiths, relevances):
@@ -105,11 +116,15 @@ def _faithfulness_from(record: dict, context: str) -> FaithfulnessResult:
 
 
 def generation_step(
-    cfg: DictConfig, data: PreparedData, pipeline: Pipeline, per_query: Sequence[QueryResult], cache: StageCache
+    cfg: DictConfig, data: PreparedData, pipeline: Pipeline, per_query: Sequence[QueryResult], cache: StageCache,
+    usage: Mapping[str, TokenUsage] | None = None,
 ) -> tuple[dict[str, float], list[QueryResult]]:
     """Generate, judge and classify every item: the aggregates, and each retrieval-only
     per-query record completed with its answer, verdicts, scores and failure class.
-    Uses the pipeline's generator, its judge (or none) and its relevance encoder."""
+    Uses the pipeline's generator, its judge (or none) and its relevance encoder. ``usage``:
+    ``{"generation": ..., "judging": ...}`` meters (:mod:`ragexp.llm.usage`) the model calls'
+    tokens go to (:mod:`ragexp.cost.tokens` reads them)."""
+    usage = usage or {}
     from tqdm import tqdm
 
     generator, judge = pipeline.generator, pipeline.judge
@@ -129,7 +144,9 @@ def generation_step(
             round_items, round_rows = items[start : start + ROUND], per_query[start : start + ROUND]
             contexts = [[chunks_by_id[cid] for cid in row.top_ids(cfg.eval.context_k)] for row in round_rows]
             t0 = time.perf_counter()
-            round_generations = _generate_all(generator, [(item.query, ctx) for item, ctx in zip(round_items, contexts)])
+            with metered(usage.get("generation")) as counted:
+                counted.queries += len(round_items)
+                round_generations = _generate_all(generator, [(item.query, ctx) for item, ctx in zip(round_items, contexts)])
             generate_s += time.perf_counter() - t0
             generations.extend(round_generations)
             context_texts = [format_context(ctx) for ctx in contexts]
@@ -137,7 +154,7 @@ def generation_step(
             t0 = time.perf_counter()
             records = _judge_records(
                 judge, judge_key, [(round_items[i].query, round_generations[i].answer, context_texts[i]) for i in judged],
-                encode, cache,
+                encode, cache, usage.get("judging"),
             )  # fmt: skip
             judge_s += time.perf_counter() - t0
             record_of = dict(zip(judged, records))

@@ -29,6 +29,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from ragexp.config.schema import component_config
+from ragexp.cost.index import IndexBuild, timed_index
 from ragexp.data import EvalItem
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
@@ -48,6 +49,7 @@ class Retrieved:
     from_cache: bool
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # the retriever's, e.g. a BM25 index where no term scores
+    index_build: IndexBuild | None = None  # how the index was built, None when retrieval came from the cache
 
 
 def retrieval_depth(cfg: DictConfig, pipeline: Pipeline) -> int:
@@ -60,7 +62,7 @@ class _Search:
 
     def __init__(self, cfg: DictConfig, data: PreparedData, pipeline: Pipeline, cache: StageCache) -> None:
         self.cfg, self.data, self.pipeline, self.cache = cfg, data, pipeline, cache
-        self.indexed = False
+        self.index_build: IndexBuild | None = None
         self.computed = False
         self.warnings: list[str] = []  # the retriever's, about its index (cached with the rankings)
 
@@ -78,9 +80,8 @@ class _Search:
 
         def compute() -> dict[str, np.ndarray]:
             self.computed = True
-            if not self.indexed:
-                self.pipeline.retriever.index(self.data.chunks)
-                self.indexed = True
+            if self.index_build is None:
+                self.index_build = timed_index(self.pipeline.retriever, self.data.chunks, self.cache)
             found = self.pipeline.retriever.search(queries, depth)
             return _to_arrays(found, getattr(self.pipeline.retriever, "warnings", []))
 
@@ -154,4 +155,5 @@ def retrieval_step(cfg: DictConfig, data: PreparedData, pipeline: Pipeline, cach
         from_cache=from_cache,
         timings=timings,
         warnings=search.warnings,
+        index_build=search.index_build,
     )

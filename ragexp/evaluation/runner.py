@@ -5,7 +5,8 @@ Data flow (:mod:`~ragexp.evaluation.prepared` made the chunks and their relevanc
 (for a black-box system: its responses, placed in the corpus, :mod:`ragexp.systems.step`, which
 also replaces the chunks and their relevance by its units') -> optional reranking -> retrieval metrics at every
 k, chunk-level and document-level (``doc_``), overall, per tag and per item source -> optional generation and
-judging -> per-query records. Every expensive stage goes through the stage cache, keyed by
+judging -> per-query records -> the run's cost (``cost.*`` aggregates and ``meta.cost``:
+:mod:`ragexp.cost.run_cost`). Every expensive stage goes through the stage cache, keyed by
 exactly what determines it, so a sweep pays once per distinct piece of work.
 """
 
@@ -22,12 +23,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp import __version__
 from ragexp.comparison.stats import bootstrap_cis
+from ragexp.cost.run_cost import measure_run
 from ragexp.evaluation.generation_step import generation_step
 from ragexp.evaluation.pipeline import Pipeline, build_encoder
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.evaluation.retrieval_step import retrieval_step
 from ragexp.judging.calibration.record import judge_run_record
+from ragexp.llm.usage import TokenUsage
 from ragexp.metrics.evaluate import evaluate_run
 from ragexp.metrics.judged import judged_metrics
 from ragexp.metrics.per_tag import UNRECORDED_SOURCE, per_source_means, per_tag_means
@@ -40,7 +43,7 @@ from ragexp.systems.step import system_step
 log = logging.getLogger(__name__)
 
 #: Config keys that change how a run is tracked or displayed, not what it computes.
-NON_SEMANTIC_KEYS = ("tracking", "progress", "resume", "cache_dir")
+NON_SEMANTIC_KEYS = ("tracking", "progress", "resume", "cache_dir", "cost")
 #: Metrics that get a bootstrap 95% CI on every run.
 CI_METRICS = ("hit_rate_at_{k}", "recall_at_{k}", "context_precision_at_{k}", "ndcg_at_{k}", "mrr")
 
@@ -172,11 +175,17 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
             gold_pages=tuple(pages.of_evidence(item.evidence)) if paged else None,
         ))
 
+    usage = {"generation": TokenUsage(), "judging": TokenUsage()}
     if generator is not None:
         t0 = time.perf_counter()
-        generation_aggregates, per_query = generation_step(cfg, data, pipeline, per_query, cache)
+        generation_aggregates, per_query = generation_step(cfg, data, pipeline, per_query, cache, usage)
         aggregates.update(generation_aggregates)
         timings["generation_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    cost_aggregates, cost_record = measure_run(cfg, data, pipeline, cache, index_build=retrieved.index_build,
+                                               depth=depth, usage=usage if generator is not None else {}, timings=timings)
+    aggregates.update(cost_aggregates)
+    timings["cost_s"] = time.perf_counter() - t0  # measuring the cost, the served-latency probe included
 
     output_hash = config_hash(cfg, data)
     meta = {
@@ -199,6 +208,8 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
         meta["corpus_conversion"] = conversion.summary()
     if system_run is not None:
         meta["system"] = system_run.meta
+    if cost_record:
+        meta["cost"] = cost_record
     if generator is not None and pipeline.judge is not None:
         meta["judge"] = judge_run_record(pipeline.judge)
     timings["total_s"] = time.perf_counter() - started

@@ -13,7 +13,7 @@ named here, :mod:`ragexp.config.endpoints`) -> build the components (a bad param
 before the store or the cache is touched) -> connect to the store -> load and chunk the data (a
 black-box system: ask it every query, :mod:`ragexp.systems.fetch`) ->
 find (create if new) the eval set's experiment (:mod:`ragexp.tracking.experiments`) -> skip when
-a FINISHED run has the same config hash (sweeps with ``resume=true``) -> evaluate -> name the run
+a FINISHED run has the same config hash and cost settings (sweeps with ``resume=true``) -> evaluate -> name the run
 from its sweep axes (:mod:`ragexp.tracking.run_names`) -> save the results to the job's output
 folder -> log them to MLflow (:func:`log_run`, retried; when the store stays away the error says
 how to upload the saved folder later). The logged run starts when the job started, so its
@@ -31,6 +31,8 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
+from ragexp.cost import memory
+from ragexp.cost.settings import settings_key
 from ragexp.data import EvalSet
 from ragexp.errors import RagexpInputError, TrackingUnavailable
 from ragexp.evaluation.checks import validate_job
@@ -54,7 +56,7 @@ class LogTo:
     """Where a job's run goes in MLflow: ``experiment_id`` (default: the eval set's experiment,
     ``tracking.experiment`` when set), a sweep's ``parent_run_id`` and ``axes`` (the run is named
     by its values on them and tagged ``axis.<key>``), extra ``tags``, a ``run_name`` replacing the
-    derived one, and ``resume``: skip the job when a FINISHED run has its config hash."""
+    derived one, and ``resume``: skip the job when a FINISHED run has its config hash (and measured its cost the same way)."""
 
     experiment_id: str | None = None
     parent_run_id: str | None = None
@@ -84,6 +86,7 @@ def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: S
     touching MLflow. ``untrusted``: the config was not typed on this machine, so its endpoints must
     be named here or in ``allowed_endpoints``."""
     started_at = time.time()
+    memory.reset_peak()  # the run's peak RSS (cost.peak_rss_bytes) counts from here, not from the process start
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
     validate_job(cfg, overrides, untrusted=untrusted, allowed_endpoints=allowed_endpoints)
     progress.set_enabled(cfg.progress)
@@ -103,9 +106,10 @@ def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: S
                                           f"experiment {experiment_id}")
         else:
             experiment_id = experiments.ensure_for_evalset(client, cfg.tracking.experiment, data.evalset)
-        existing = store.find_finished_run(client, experiment_id, config_hash(cfg, data)) if log_to.resume else None
+        existing = (store.find_finished_run(client, experiment_id, config_hash(cfg, data), settings_key(cfg.get("cost")))
+                    if log_to.resume else None)
         if existing:
-            log.info("resume: skipping, run %s already FINISHED with this config hash", existing)
+            log.info("resume: skipping, run %s already FINISHED with this config hash and cost settings", existing)
             return JobResult(None, existing, data.evalset)
     values = run_names.axis_values(overrides, log_to.axes if log_to else ())
     output = execute(cfg, cache=cache, data=data, pipeline=pipeline, run_name=_run_name(cfg, data, values, log_to),

@@ -7,7 +7,9 @@ changes the output (max_tokens, temperature, stop, endpoint). Each entry is one 
 ``<root>/<key[:2]>/<key>.json`` holding the key parts and the :class:`LLMResponse`; it is
 written whole or not at all (:mod:`ragexp.runtime.atomic_file`), so readers see whole entries or
 none. An unreadable entry is a miss (and is overwritten by the fresh call), never trusted.
-Only JSON is read back, never pickle.
+Only JSON is read back, never pickle. Every response made or read back is reported to the token
+meter (:mod:`ragexp.llm.usage`); inside :func:`ragexp.runtime.uncached.uncached` (a call timed for
+its latency) the cache is neither read nor written.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import Any
 from ragexp.llm.base import LLMCallError, LLMResponse
 from ragexp.runtime.atomic_file import atomic_write
 from ragexp.runtime.fingerprint import canonical_json, stable_hash
+from ragexp.llm.usage import record
 from ragexp.runtime.stage_cache import writing_cache
+from ragexp.runtime.uncached import bypassing
 
 _RESPONSE_FIELDS = ("text", "prompt_tokens", "completion_tokens", "model", "latency_s")
 _OPTIONAL_FIELDS = ("finish_reason",)  # absent from entries written before it existed
@@ -86,14 +90,21 @@ def cached_call(
 ) -> LLMResponse:
     """Serve ``call()`` from ``cache`` when an identical call was made before; else make it and
     store the response. A failed call raises and stores nothing."""
-    if cache is None:
-        return call()
+    if cache is None or bypassing():
+        return _recorded(model_id, call())
     parts = cache.key_parts(model_id, messages, params)
     stored = cache.get(parts)
     if stored is not None:
-        return stored
+        return _recorded(model_id, stored)
     response = call()
     cache.put(parts, response)
+    return _recorded(model_id, response)
+
+
+def _recorded(model_id: str, response: LLMResponse | LLMCallError) -> LLMResponse | LLMCallError:
+    """``response``, its tokens reported to the meter (:mod:`ragexp.llm.usage`) when it is one."""
+    if isinstance(response, LLMResponse):
+        record(model_id, response.prompt_tokens, response.completion_tokens)
     return response
 
 
@@ -107,6 +118,8 @@ def cached_batch(
     """:func:`cached_call` for many conversations: the cached ones are served from ``cache``,
     the rest go to ``call_many`` in one call (in order); its successes are stored, its
     failures (returned as :class:`LLMCallError`) are passed on and stored nowhere."""
+    if bypassing():
+        cache = None
     results: list[LLMResponse | LLMCallError | None] = [None] * len(conversations)
     parts = [cache.key_parts(model_id, messages, params) for messages in conversations] if cache else []
     if cache is not None:
@@ -117,4 +130,4 @@ def cached_batch(
             results[i] = response
             if cache is not None and isinstance(response, LLMResponse):
                 cache.put(parts[i], response)
-    return results
+    return [_recorded(model_id, result) for result in results]

@@ -31,6 +31,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.llm.answer_end import repetition_start
 from ragexp.llm.base import LLMCallError, LLMResponse, Prompt, as_messages
 from ragexp.llm.call_cache import CallCache, cached_batch
+from ragexp.llm.usage import record
 from ragexp.llm.decoding import decode_batch
 from ragexp.llm.prefix_scoring import score_pairs
 from ragexp.models.device import resolve_device
@@ -366,6 +367,7 @@ class LocalHFModel:
         self.threads = recheck_threads(self.threads_setting)
         prefix_tokens: dict[str, list[int]] = {}
         encoded = [self._encode_pair(prefix, continuation, prefix_tokens) for prefix, continuation in pairs]
+        record(self.model_id, sum(len(whole) for whole, _ in encoded))  # scored, not generated: prompt tokens only
         with self.weights.lock:
             return score_pairs(self.weights.model, encoded, pad_id=self._pad_id, batch_size=self.batch_size, device=self.device)
 

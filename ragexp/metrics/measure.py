@@ -10,10 +10,11 @@ A results key is parsed once by :func:`measure` into a :class:`Measure`::
     recall_at_5_ci_low     name recall,   k 5,    level chunk, bound ci_low
     retrieval_failure_rate name retrieval_failure_rate, level generation, lower is better
     time.retrieval_s       level run (timings, counts, depths), lower is better
+    cost.latency_p95_ms    level cost (:mod:`ragexp.cost`), lower is better (``*_qps``: higher)
 
 ``level`` is ``chunk`` | ``doc`` (retrieval metrics over chunks, or over documents each scored by
-its best chunk), ``generation`` (what a generator and judge produce) or ``run`` (anything else:
-setup constants, timings). A key ragexp does not know is a ``run`` measure, higher is better.
+its best chunk), ``generation`` (what a generator and judge produce), ``cost`` (what the run
+costs: latency, size, memory, tokens, money) or ``run`` (anything else: setup constants, timings). A key ragexp does not know is a ``run`` measure, higher is better.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-CHUNK, DOC, GENERATION, RUN = "chunk", "doc", "generation", "run"
+CHUNK, DOC, GENERATION, COST, RUN = "chunk", "doc", "generation", "cost", "run"
 HIGHER, LOWER = "higher", "lower"
 
 #: A chunk-level retrieval key (with its ``doc_`` prefix removed: a document-level one).
@@ -60,6 +61,9 @@ class Measure:
 
 def measure(key: str) -> Measure:
     """The :class:`Measure` a results key names."""
+    if key.startswith("cost."):
+        return Measure(key=key, name=key[len("cost."):], k=None, level=COST,
+                       direction=HIGHER if key.endswith("_qps") else LOWER)
     group, rest = "", key
     if (grouped := _GROUP.fullmatch(key)) is not None:
         group, rest = grouped["group"], grouped["metric"]

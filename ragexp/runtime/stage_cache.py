@@ -12,6 +12,8 @@ writers of the same key cannot mix files. Only safe formats: ``.npy``/``.npz`` l
 missing sidecar or an undecodable payload is corrupted: it is reported with a
 :class:`CacheCorruptionWarning`, deleted, and recomputed, never trusted. A full disk or an
 unwritable cache folder fails the run with one line naming the folder (:func:`writing_cache`).
+Inside :func:`ragexp.runtime.uncached.uncached` (work timed for its cost) every value is computed
+and nothing is read or stored.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import numpy as np
 
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.fingerprint import canonical_json, stable_hash
+from ragexp.runtime.uncached import bypassing
 
 CACHE_DIR_ENV = "RAGEXP_CACHE_DIR"
 DEFAULT_CACHE_DIR = ".ragexp_cache"
@@ -116,10 +119,14 @@ class StageCache:
 
     def get_json(self, stage: str, parts: Any) -> Any | None:
         """The stored JSON value, or ``None`` when absent or corrupted (counted as a miss)."""
+        if bypassing():
+            return None
         found, value = self._get(stage, parts, _JSON)
         return value if found else None
 
     def put_json(self, stage: str, parts: Any, value: Any) -> None:
+        if bypassing():
+            return
         self._publish(stage, parts, self.entry_dir(stage, parts), f"payload.{_JSON.suffix}", _JSON.dump(value))
 
     def _get(self, stage: str, parts: Any, codec: _Codec) -> tuple[bool, Any]:
@@ -138,6 +145,8 @@ class StageCache:
         return False, None
 
     def _get_or_compute(self, stage: str, parts: Any, compute: Callable[[], Any], codec: _Codec) -> Any:
+        if bypassing():
+            return compute()
         found, value = self._get(stage, parts, codec)
         if found:
             return value

@@ -17,6 +17,8 @@ A store reads all its batches on the first lookup and new ones whenever a text i
 How many distinct texts were encoded and how many read back, per encoder, is counted in this
 process (:func:`encoding_counts`) and recorded with each run (``meta.encodings``, with the reason
 where a model runs on torch instead of ONNX, :data:`BACKEND_NOTES`).
+Inside :func:`ragexp.runtime.uncached.uncached` queries are encoded afresh and not stored (and
+passages too with ``index=True``), neither counted.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from ragexp.runtime.stage_cache import (
     publish_dir,
     writing_cache,
 )
+from ragexp.runtime.uncached import bypassing, bypassing_passages
 
 STAGE = "text-vectors"
 PAYLOAD = "payload.npz"
@@ -163,6 +166,8 @@ class CachedEncoder:
         return self._encode("passage", texts, self.encoder.encode_passages)
 
     def _encode(self, role: str, texts: Sequence[str], encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+        if bypassing_passages() or (role == "query" and bypassing()):
+            return encode(list(texts))
         store = store_for(self.cache, self.identity)
         keys = [text_key(role, text) for text in texts]
         if any(key not in store.vectors for key in keys):

@@ -65,6 +65,11 @@ class InvertedIndex:
         q = self.query_matrix(queries)
         return (q @ self.weights).toarray() + (q @ self.match_bonus)[:, None]
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the index as stored (:meth:`to_arrays`): term weights, vocabulary, bonuses."""
+        return sum(array.nbytes for array in self.to_arrays().values())
+
     def to_arrays(self) -> dict[str, np.ndarray]:
         terms = list(self.vocabulary)
         encoded = [term.encode("utf-8") for term in terms]

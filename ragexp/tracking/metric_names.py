@@ -21,11 +21,12 @@ MLflow key                  results key
 ``source/<s>/<m>``          ``source.<s>.<m>``: the metric over the items whose ``source`` is ``<s>``
                             (``log``, ``hand``, ``draft``, ``failure``, ``unrecorded``)
 ``ci/<m>_low``, ``_high``   ``<m>_ci_low``, ``<m>_ci_high``: bootstrap 95% CI of the mean
-``time/<stage>``            ``time.<stage>``: stage timings in seconds
+``time/<stage>``            ``time.<stage>``: stage timings in seconds (a batch: throughput, not latency)
 ``black_box/<m>``           ``black_box.<m>``: a black-box system's passages placed in the corpus
                             (``located_rate`` ...: :mod:`ragexp.systems.step`; not ``system/``,
                             which MLflow shows as its hardware "System metrics")
-``cost/<m>``                ``cost.<m>``: what a run cost (a system's endpoint latency)
+``cost/<m>``                ``cost.<m>``: what the run costs (served latency, index size, peak RSS,
+                            tokens, money: :mod:`ragexp.cost`; a system's endpoint latency)
 ==========================  =====================================================================
 
 Constants of a run (:data:`CONSTANTS`: query, chunk and unindexed-document counts, retrieval and
@@ -49,7 +50,8 @@ HEADLINE = (
 )
 #: Result keys logged as params: fixed by the setup, identical for every query of the run.
 CONSTANTS = ("n_queries", "n_queries_no_gold", "doc_n_queries", "doc_n_queries_no_gold", "n_chunks",
-             "n_docs_not_indexed", "n_files_skipped", "n_files_empty", "retrieval_depth", "context_k")
+             "n_docs_not_indexed", "n_files_skipped", "n_files_empty", "retrieval_depth", "context_k",
+             "cost.judge_queries_metered")
 
 HEADLINE_SECTION = "1_headline"
 RETRIEVAL_SECTION = "retrieval"
@@ -59,9 +61,9 @@ TAG_SECTION = "tag"
 SOURCE_SECTION = "source"
 CI_SECTION = "ci"
 TIME_SECTION = "time"
+COST_SECTION = "cost"
 OTHER_SECTION = "other"
 BLACK_BOX_SECTION = "black_box"
-COST_SECTION = "cost"
 
 _CI = re.compile(r"(?P<metric>.+)_ci_(?P<bound>low|high)")
 

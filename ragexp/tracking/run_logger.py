@@ -34,6 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.chunking import make_chunker
 from ragexp.config.schema import chunker_options
+from ragexp.cost.settings import settings_key
 from ragexp.data import EvalSet
 from ragexp.evaluation.checks import PIPELINE_GROUPS
 from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult
@@ -242,6 +243,7 @@ def run_tags(cfg: DictConfig, output: RunOutput, evalset: EvalSet) -> dict[str, 
         store.TAG_KIND: "job",
         store.RUN_TYPE_TAG: store.RUN_TYPE_EVALUATION,
         store.TAG_CONFIG_HASH: output.config_hash,
+        store.TAG_COST_SETTINGS: settings_key(cfg.get("cost")),
         store.TAG_CORPUS_FP: meta["corpus_fingerprint"],
         store.TAG_EVALSET_FP: meta["evalset_fingerprint"],
         store.TAG_EVALSET_NAME: evalset.name,

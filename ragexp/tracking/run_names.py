@@ -7,6 +7,9 @@
   (``markdown-1024 · hybrid_rrf · rerank=none``). A chunking axis shows the chunker's label (kind
   and size), a retrieval axis its option name; any other axis ``<last key part>=<value>``. Outside
   a sweep the name is the pipeline's identity: chunking · retrieval · reranker (· generator).
+  An encoder precision other than ``fp32`` (``embedding.precision=int8``) is named too
+  (``· int8``) unless an axis already names it: fp32 and int8 runs of one config differ in
+  their vectors, their scores and their cost, and must not share a name.
 - **Axis tags** ``axis.<key>`` = the job's value, one per axis, so MLflow's "Group by", columns
   and parallel coordinates can use them.
 - **Params**: the semantic config flattened to what the variant uses: unset options left out,
@@ -105,9 +108,29 @@ def run_name(cfg: Mapping[str, Any], chunking_label: str, axis_values: Mapping[s
         parts = [labels["chunking"], labels["retrieval"], f"rerank={labels['reranker']}"]
         if labels["generator"] != "none":
             parts.append(f"gen={labels['generator']}")
+    precision = precision_label(cfg)
+    if precision and not any(precision in part for part in parts):
+        parts.append(precision)
     if sample_size is not None:
         parts.append(f"sample={sample_size}")
     return SEPARATOR.join(parts)
+
+
+def _precisions(node: Any) -> set[str]:
+    if isinstance(node, Mapping):
+        found = {str(node["precision"])} if isinstance(node.get("precision"), str) else set()
+        return found.union(*(_precisions(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_precisions(value) for value in node))
+    return set()
+
+
+def precision_label(config: Mapping[str, Any]) -> str:
+    """``"int8"`` (or ``"fp32+int8"``...) when an encoder the run uses runs at a precision other
+    than fp32, else ``""``: the ``precision`` of every encoder block in the groups it uses."""
+    used = used_config(config)
+    found = _precisions({key: value for key, value in used.items() if key in ("retrieval", "reranker", "generator", "judge")})
+    return "+".join(sorted(found)) if found - {"fp32"} else ""
 
 
 def reproduction_name(original_name: str) -> str:

@@ -31,6 +31,8 @@ from ragexp.runtime import file_lock
 from ragexp.tracking import store_template
 
 TAG_CONFIG_HASH = "ragexp.config_hash"
+#: What the run measured of its cost (:func:`ragexp.cost.settings.settings_key`); resume matches it too.
+TAG_COST_SETTINGS = "ragexp.cost_settings"
 TAG_CORPUS_FP = "ragexp.corpus_fingerprint"
 TAG_EVALSET_FP = "ragexp.evalset_fingerprint"
 TAG_CODE_VERSION = "ragexp.code_version"
@@ -304,11 +306,13 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def find_finished_run(client: MlflowClient, experiment_id: str, config_hash: str) -> str | None:
-    """The id of a FINISHED run with this config hash (config + data fingerprints), if any."""
+def find_finished_run(client: MlflowClient, experiment_id: str, config_hash: str, cost_key: str | None = None) -> str | None:
+    """The id of a FINISHED run with this config hash (config + data fingerprints), if any; with
+    ``cost_key``, only one that measured its cost the same way (tag :data:`TAG_COST_SETTINGS`)."""
+    cost = f" and tags.`{TAG_COST_SETTINGS}` = '{cost_key}'" if cost_key else ""
     runs = client.search_runs(
         [experiment_id],
-        filter_string=f"tags.`{TAG_CONFIG_HASH}` = '{config_hash}' and attributes.status = 'FINISHED'",
+        filter_string=f"tags.`{TAG_CONFIG_HASH}` = '{config_hash}'{cost} and attributes.status = 'FINISHED'",
         max_results=1,
     )
     return runs[0].info.run_id if runs else None

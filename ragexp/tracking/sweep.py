@@ -56,7 +56,7 @@ class MlflowSweepCallback(Callback):
             experiment_id,
             run_name=f"sweep {sweep_dir.name}",
             tags={store.TAG_KIND: "sweep", store.TAG_VERSION: __version__, store.TAG_SWEEP_AXES: ",".join(axes),
-                  **launcher_tags(key)},
+                  **launcher_tags(key), **_budget_tags(config)},
         )
         store.log_batched(client, run.info.run_id, params={"sweep.overrides": " ".join(overrides) or "(none)"})
         # Launchers compose each job's config from hydra.overrides.hydra plus the job's overrides, so
@@ -71,6 +71,15 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         close_open_parent()
+
+
+BUDGET_SEPARATOR = " ; "
+
+
+def _budget_tags(config: DictConfig) -> dict[str, str]:
+    """The sweep's ``cost.budgets`` (checked by :func:`_validate_sweep`), for the summary to apply."""
+    budgets = list(config.get("cost", {}).get("budgets") or [])
+    return {sweep_summary.TAG_BUDGETS: BUDGET_SEPARATOR.join(budgets)} if budgets else {}
 
 
 def _validate_sweep(config: DictConfig) -> None:
@@ -128,9 +137,11 @@ def _close_parent(parent: _OpenParent, status: str | None = None) -> None:
 def _summarize(client: MlflowClient, parent: _OpenParent, children: list) -> None:
     """The parent's summary (:mod:`~ragexp.tracking.sweep_summary`); a failure to draw it is
     reported and does not keep the sweep from closing."""
-    axes = [a for a in client.get_run(parent.run_id).data.tags.get(store.TAG_SWEEP_AXES, "").split(",") if a]
+    tags = client.get_run(parent.run_id).data.tags
+    axes = [a for a in tags.get(store.TAG_SWEEP_AXES, "").split(",") if a]
+    budgets = [b for b in tags.get(sweep_summary.TAG_BUDGETS, "").split(BUDGET_SEPARATOR) if b]
     try:
-        sweep_summary.log_sweep_summary(client, parent.run_id, parent.experiment_id, children, axes)
+        sweep_summary.log_sweep_summary(client, parent.run_id, parent.experiment_id, children, axes, budgets)
     except Exception as err:  # noqa: BLE001 - the sweep's runs are logged; only the summary is missing
         log.warning("could not write the sweep summary to parent run %s: %s", parent.run_id, err)
 

@@ -24,7 +24,14 @@ Written when the sweep ends, from its FINISHED child runs:
   at n=131: ..."), the noise line per metric (:func:`ragexp.comparison.vs_best.noise_line`), the
   hit rate@5 heatmap, the compare table;
 - the experiment's ragexp view (:mod:`~ragexp.tracking.experiments`) gets the sweep's axes as
-  columns and parallel-coordinates axes.
+  columns and parallel-coordinates axes;
+- quality against cost (:mod:`~ragexp.tracking.cost_summary`): the plot of quality against p95
+  latency with the Pareto front, ``summary/cost.md``, the cheapest config tied with the best.
+
+Budgets (``cost.budgets``, recorded on the parent as ``ragexp.sweep_budgets``): a config over any
+budget (:mod:`ragexp.cost.budgets`) is left out of "best" (best tags, tie tests, the tie set; its
+``ragexp.vs_best.<metric>`` tag says ``over_budget``), as AutoRAG's ``speed_threshold`` does; it
+stays in the tables and heatmaps.
 """
 
 from __future__ import annotations
@@ -44,9 +51,11 @@ from mlflow.tracking import MlflowClient
 
 from ragexp.comparison import vs_best
 from ragexp.comparison.per_query_diff import format_html, per_query_diff
+from ragexp.cost import budgets as cost_budgets
+from ragexp.cost.keys import is_cost
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.metrics.measure import measure
-from ragexp.tracking import experiments, store
+from ragexp.tracking import cost_summary, experiments, store
 from ragexp.tracking.heatmap import Panel, anchored_scale, draw_heatmap
 from ragexp.tracking.run_names import AXIS_TAG_PREFIX
 from ragexp.tracking.metric_names import HEADLINE, results_view
@@ -59,6 +68,8 @@ VS_BEST_TAG_PREFIX = experiments.VS_BEST_TAG_PREFIX
 VS_BEST_DIR = "vs_best"
 DIFF_K = 5
 SORT_METRIC = "hit_rate_at_5"
+TAG_BUDGETS = "ragexp.sweep_budgets"
+OVER_BUDGET = "over_budget"
 NOT_COMPARABLE_NOTE = ("Gold is whole documents and the runs chunk differently, so these chunk-level metrics do not "
                        "rank them (each chunking has its own number of relevant chunks); compare doc/ metrics")
 
@@ -71,6 +82,7 @@ class ChildRun:
     metrics: dict[str, float]  # headline results keys present on the run
     params: dict[str, str]
     half_widths: dict[str, float] = field(default_factory=dict)  # CI half-width per metric
+    costs: dict[str, float] = field(default_factory=dict)  # every cost.* value of the run
 
 
 @dataclass(frozen=True)
@@ -107,6 +119,7 @@ def _child(run: Run, axes: Sequence[str]) -> ChildRun:
         params=dict(run.data.params),
         half_widths={key: (values[f"{key}_ci_high"] - values[f"{key}_ci_low"]) / 2 for key in HEADLINE
                      if f"{key}_ci_low" in values and f"{key}_ci_high" in values},
+        costs={key: value for key, value in values.items() if is_cost(key) and not math.isnan(value)},
     )
 
 
@@ -229,7 +242,7 @@ def artifact_url(run_id: str, path: str) -> str:
 
 def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str], best: Mapping[str, ChildRun],
              parent_run_id: str, experiment_id: str, image: str | None, not_comparable: set[str] = frozenset(),
-             ties: Ties | None = None) -> str:
+             ties: Ties | None = None, cost: cost_summary.CostSummary | None = None) -> str:
     ties = ties or Ties({}, {})
     sweep = " × ".join(axes) or "no swept axis"
     names = {child.run_id: child.name for child in children}
@@ -243,8 +256,9 @@ def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequenc
             line = (f"- {metric} **{winner.metrics[metric]:.4f}**" + (f" ± {half:.3f}" if half is not None else "")
                     + f": [{winner.name}]({experiments.run_link(experiment_id, winner.run_id)})")
             if metric in ties.standings:
-                line += (f". {vs_best.describe_ties(metric, ties.standings[metric], names)}"
-                         f" (noise ±{ties.noise[metric]:.3f})")
+                noise = ("at its ceiling: noise uninformative" if vs_best.at_ceiling(winner.metrics[metric])
+                         else f"noise ±{ties.noise[metric]:.3f}")
+                line += f". {vs_best.describe_ties(metric, ties.standings[metric], names)} ({noise})"
             lines.append(line)
     if ties.standings:
         metric = SORT_METRIC if SORT_METRIC in ties.standings else next(iter(ties.standings))
@@ -255,9 +269,14 @@ def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequenc
                       f"`{VS_BEST_TAG_PREFIX}<metric>` on each run. Noise: "
                       f"{vs_best.noise_line(top.n, top.mean, metric)}. Each run's `{VS_BEST_DIR}/per_query.html` "
                       "lists the queries it wins and loses against the best on hit rate@5."]
+    if cost is not None and cost.lines:
+        lines += ["", *cost.lines]
+        if cost.image:
+            lines += ["", f"![quality against p95 latency, Pareto front]({artifact_url(parent_run_id, cost.image)})"]
     if image:
         lines += ["", f"![{SORT_METRIC} by {sweep}]({artifact_url(parent_run_id, image)})"]
-    footer = f"Artifacts: `{SUMMARY_DIR}/` (heatmap per headline metric, compare.md, compare.html)."
+    footer = (f"Artifacts: `{SUMMARY_DIR}/` (heatmap per headline metric, compare.md, compare.html"
+              + (", quality_vs_latency.png, cost.md" if cost is not None and cost.image else "") + ").")
     head = "\n".join([*lines, ""]) + "\n"
     table = compare_markdown(children, axes, metrics, experiment_id, ties,
                              max_chars=store.DESCRIPTION_LIMIT - len(head) - len(footer) - 1)
@@ -325,25 +344,38 @@ def _axis_params(children: Sequence[ChildRun], axes: Sequence[str]) -> list[str]
 
 
 def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: str, runs: Sequence[Run],
-                      axes: Sequence[str]) -> None:
-    """Write the summary of the FINISHED job runs ``runs`` to the parent run (module docstring)."""
+                      axes: Sequence[str], budgets: Sequence[str] = ()) -> None:
+    """Write the summary of the FINISHED job runs ``runs`` to the parent run (module docstring);
+    ``budgets``: the sweep's ``cost.budgets`` strings."""
     children = [_child(run, axes) for run in runs
                 if run.info.status == "FINISHED" and run.data.tags.get(store.TAG_KIND) == "job"]
     if not children:
         return
     metrics = [m for m in HEADLINE if any(m in child.metrics for child in children)]
-    best = best_by_metric(children, metrics)
+    limits = [cost_budgets.parse_budget(text) for text in budgets]
+    verdicts = {child.run_id: [cost_budgets.check(b, {**child.metrics, **child.costs}) for b in limits] for child in children}
+    over = {run for run, found in verdicts.items() if any(v.status == cost_budgets.OVER for v in found)}
+    eligible = [child for child in children if child.run_id not in over]
+    best = best_by_metric(eligible, metrics)
     finished = [run for run in runs if run.info.run_id in {child.run_id for child in children}]
     not_comparable = experiments.not_comparable_across_chunkings(finished, metrics)
     image = None
     with tempfile.TemporaryDirectory() as tmp:
-        loaded = {child.run_id: _load_results(client, child.run_id, Path(tmp) / child.run_id) for child in children}
+        loaded = {child.run_id: _load_results(client, child.run_id, Path(tmp) / child.run_id) for child in eligible}
         results = {run_id: r for run_id, r in loaded.items() if r is not None}
-        ties = compute_ties(children, [m for m in metrics if m not in not_comparable], results)
-        log_vs_best(client, children, ties, results)
+        ties = compute_ties(eligible, [m for m in metrics if m not in not_comparable], results)
+        log_vs_best(client, eligible, ties, results)
+        for run_id in over:
+            store.log_batched(client, run_id, tags={f"{VS_BEST_TAG_PREFIX}{m}": OVER_BUDGET for m in metrics})
         del results, loaded
         folder = Path(tmp) / SUMMARY_DIR
         folder.mkdir()
+        quality = SORT_METRIC if SORT_METRIC in metrics else (metrics[0] if metrics else SORT_METRIC)
+        cost = cost_summary.summarize_cost(
+            [cost_summary.Config(c.run_id, c.name, {**c.metrics, **c.costs}, c.half_widths.get(quality)) for c in children],
+            quality, ties.standings.get(quality, {}), verdicts, limits, experiment_id, folder, SUMMARY_DIR)
+        for run_id, tags in cost.child_tags.items():
+            store.log_batched(client, run_id, tags=tags)
         if axes:
             for metric in metrics:
                 heatmap_png(children, axes, metric, folder / f"heatmap_{metric}.png", ties)
@@ -357,8 +389,9 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
         tags[f"{BEST_TAG_PREFIX}{metric}"] = (f"{run.name} = {run.metrics[metric]:.4f} (run {run.run_id[:8]})"
                                                + (f", tied: {tied} more" if tied > 0 else "")
                                                + (" (not comparable across chunkings)" if metric in not_comparable else ""))
+    tags.update(cost.parent_tags)
     tags[store.DESCRIPTION_TAG] = describe(children, axes, metrics, best, parent_run_id, experiment_id, image,
-                                           not_comparable, ties)
+                                           not_comparable, ties, cost)
     store.log_batched(client, parent_run_id, tags=tags)
     view_metrics = [m for m in (*experiments.RETRIEVAL_HEADLINE, *experiments.GENERATION_HEADLINE) if m in metrics]
     experiments.set_view(client, experiment_id, experiments.view_state(

@@ -2,8 +2,9 @@
 
 It listens on 127.0.0.1 on an ephemeral port and answers each request with the next scripted
 :class:`Reply`; when the script is empty it answers ``200`` with ``"echo: <last message>"``.
-Every request is counted and recorded (path, headers, JSON body), so tests can assert exactly
-how many calls reached the endpoint. Sleeping replies wake up at shutdown, so a test never
+Every request is counted and recorded (path, headers, JSON body, its size in bytes), so tests can
+assert exactly how many calls reached the endpoint and recompute the usage it reported
+(:func:`reported_usage`). Sleeping replies wake up at shutdown, so a test never
 waits on a stuck handler.
 """
 
@@ -67,6 +68,13 @@ def completion_body(text: str, model: str, prompt_tokens: int, completion_tokens
     }
 
 
+def reported_usage(request: dict, reply_text: str = "") -> tuple[int, int]:
+    """``(prompt_tokens, completion_tokens)`` the server reported for a recorded ``ok`` request:
+    a quarter of the request's bytes, and the words of the answer (the echo when unscripted)."""
+    text = reply_text or "echo: " + str(request["body"].get("messages", [{}])[-1].get("content", ""))
+    return request["raw_bytes"] // 4, len(text.split())
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
@@ -77,7 +85,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         body = json.loads(raw) if raw else {}
-        reply = self.server.fake.record(self.path, dict(self.headers), body)
+        reply = self.server.fake.record(self.path, dict(self.headers), body, len(raw))
         if reply.delay_s and self.server.fake.stopping.wait(reply.delay_s):
             return
         if reply.kind == "drop":
@@ -90,7 +98,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, b'{"error": {"message": "scripted"}}', reply.headers)
         else:
             text = reply.text or "echo: " + str(body.get("messages", [{}])[-1].get("content", ""))
-            payload = completion_body(text, body.get("model", "fake"), prompt_tokens=len(raw) // 4, completion_tokens=len(text.split()))
+            prompt_tokens, completion_tokens = reported_usage({"raw_bytes": len(raw), "body": body}, text)
+            payload = completion_body(text, body.get("model", "fake"), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
             self._send(200, json.dumps(payload).encode(), {"Content-Type": "application/json"})
 
     def _send(self, code: int, payload: bytes, headers: dict[str, str]) -> None:
@@ -129,10 +138,10 @@ class FakeOpenAIServer:
         with self._lock:
             self._script.extend(replies)
 
-    def record(self, path: str, headers: dict[str, str], body: dict) -> Reply:
+    def record(self, path: str, headers: dict[str, str], body: dict, raw_bytes: int = 0) -> Reply:
         with self._lock:
             self.hits += 1
-            self.requests.append({"path": path, "headers": headers, "body": body})
+            self.requests.append({"path": path, "headers": headers, "body": body, "raw_bytes": raw_bytes})
             return self._script.popleft() if self._script else Reply("ok")
 
     def __enter__(self) -> FakeOpenAIServer:

@@ -43,6 +43,7 @@ LOCAL_ONLY = {
                                      "corpus files in the loader)",
     "ragexp/runtime/atomic_file.py": "fsyncs the partial file it has just written",
     "ragexp/runtime/threads.py": "the kernel's /proc/stat CPU counters of this machine (load-aware threads: auto)",
+    "ragexp/cost/memory.py": "the kernel's /proc/self/status of this process (its peak RSS)",
 }
 #: Raw reads still to move behind the gate: allowed until then, never added to.
 PENDING_RESULTS_READER: dict[str, str] = {}
