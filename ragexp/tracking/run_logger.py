@@ -38,6 +38,7 @@ from ragexp.data import EvalSet
 from ragexp.evaluation.checks import PIPELINE_GROUPS
 from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult
 from ragexp.evaluation.runner import RunOutput, semantic_config
+from ragexp.judging.calibration.record import judge_key
 from ragexp.models.device import devices_tag
 from ragexp.runtime import interrupt
 from ragexp.tracking import store
@@ -49,6 +50,8 @@ from ragexp.tracking.recall_plot import recall_curve_svg
 TAG_WARNINGS = "ragexp.warnings"  # what the run warned about (also in ragexp_results.json, meta.warnings)
 TAG_LIMIT = 5000
 TAG_JUDGE_WARNING = "ragexp.judge_warning"
+#: The run's :func:`~ragexp.judging.calibration.record.judge_key`: which human reviews speak for its judge.
+TAG_JUDGE_KEY = "ragexp.judge_key"
 #: The backend the embedding model actually encoded with (``meta.embedding_backend``): ``torch`` where
 #: ``embedding.backend=onnx`` fell back because ONNX could not export the model.
 TAG_EMBEDDING_BACKEND = "ragexp.embedding_backend"
@@ -64,7 +67,8 @@ def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float],
                 judge.calibration.{set, file, sha256, n, estimate}
         metrics judge.calibration.cv_accuracy, judge.calibration.cv_kappa (in MLflow under
                 generation/, :func:`~ragexp.tracking.metric_names.to_mlflow`)
-        tags    ragexp.judge_warning (the plain sentence, when uncalibrated or kappa < 0.4)
+        tags    ragexp.judge_warning (the plain sentence, when uncalibrated or kappa < 0.4),
+                ragexp.judge_key (model + prompt + threshold: the reviews that speak for this judge)
     """
     if record is None:
         return {}, {}, {}
@@ -81,6 +85,7 @@ def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float],
         if calibration["kappa"] is not None:
             metrics["judge.calibration.cv_kappa"] = calibration["kappa"]
     tags = {TAG_JUDGE_WARNING: record["warning"]} if record["warning"] else {}
+    tags[TAG_JUDGE_KEY] = judge_key(record)
     return params, metrics, tags
 
 

@@ -1,0 +1,54 @@
+"""``ragexp judge ppi RUN_ID --labels FILE [--no-log]``: a run's faithfulness corrected by human labels.
+
+Reads the run's results (an MLflow run id, or a results JSON file) and a labels CSV through the
+labels reader (:func:`ragexp.judging.calibration.labels.read_labels`: bounded, strict UTF-8,
+closed columns), keeps the rows that label this run's own claims
+(:func:`ragexp.judging.corrected.labels_for`), prints the judge's value, the PPI estimate and its
+interval per metric beside each other, and logs the ``ppi.*`` metrics and the ``ragexp.ppi`` tag
+to the run (a run id only; ``--no-log`` prints only). A run none of whose claims is labelled is
+"judge only, uncorrected", said in one line with exit code 2. The labels must be a random sample
+of the run's claims, drawn within each judge verdict (``ragexp judge sample`` and ``ragexp judge
+review`` draw so; docs/ppi.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ragexp.commands._runs import RUN_ID, client_for, load_results
+from ragexp.errors import RagexpInputError
+from ragexp.judging import corrected
+from ragexp.judging.calibration.labels import read_labels
+
+
+def ppi(args: argparse.Namespace) -> int:
+    if not 0.5 <= args.confidence < 1:
+        raise RagexpInputError(f"must be in [0.5, 1), got {args.confidence}", field="--confidence")
+    rows = read_labels(args.labels)
+    results = load_results(args.run, args.tracking_uri)
+    run_id = args.run if RUN_ID.fullmatch(args.run) else results.meta.get("run_id")
+    found = corrected.labels_for(results, rows, run_id)
+    estimates = corrected.corrected(results, found.labels, args.confidence)
+    if not estimates:
+        raise RagexpInputError(f"no row labels a claim of this run ({found.describe()}); its faithfulness stays "
+                               f"{corrected.UNCORRECTED}", file=args.labels, field="id")
+    print(found.describe())
+    print(f"{'metric':<20}{'judge alone':>12}{'PPI estimate':>14}  {args.confidence:.0%} interval ({next(iter(estimates.values())).interval})")
+    for metric, estimate in estimates.items():
+        print(f"{metric:<20}{estimate.judge_mean:>12.4f}{estimate.estimate:>14.4f}  [{estimate.low:.4f}, {estimate.high:.4f}]")
+        for stratum in estimate.strata:
+            print(f"  {stratum.name:<18} {stratum.units} units ({stratum.weight:.1%} of the metric), {stratum.labels} "
+                  f"labelled: judge {stratum.judge_mean:.3f}, human {stratum.estimate:.3f}")
+    if estimates["claim_faithfulness"].uncorrected_strata:
+        print("note: no labels among " + ", ".join(estimates["claim_faithfulness"].uncorrected_strata)
+              + ": the judge's verdicts there stand uncorrected and the interval takes 0 to 1 for them")
+    if args.no_log or not RUN_ID.fullmatch(args.run):
+        return 0
+    from ragexp.tracking import store
+    from ragexp.tracking.metric_names import to_mlflow
+
+    client, _ = client_for(args)
+    store.log_batched(client, args.run, metrics={to_mlflow(k): v for k, v in corrected.aggregates(estimates).items()},
+                      tags={corrected.TAG: corrected.tag_text(estimates, args.labels.name)})
+    print(f"logged to run {args.run}: ppi.* metrics, tag {corrected.TAG}")
+    return 0
