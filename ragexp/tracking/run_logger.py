@@ -39,6 +39,7 @@ from ragexp.evaluation.checks import PIPELINE_GROUPS
 from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult
 from ragexp.evaluation.runner import RunOutput, semantic_config
 from ragexp.judging.calibration.record import judge_key
+from ragexp.judging.review.status import TAG_JUDGE_KEY
 from ragexp.models.device import devices_tag
 from ragexp.runtime import interrupt
 from ragexp.tracking import store
@@ -50,8 +51,6 @@ from ragexp.tracking.recall_plot import recall_curve_svg
 TAG_WARNINGS = "ragexp.warnings"  # what the run warned about (also in ragexp_results.json, meta.warnings)
 TAG_LIMIT = 5000
 TAG_JUDGE_WARNING = "ragexp.judge_warning"
-#: The run's :func:`~ragexp.judging.calibration.record.judge_key`: which human reviews speak for its judge.
-TAG_JUDGE_KEY = "ragexp.judge_key"
 #: The backend the embedding model actually encoded with (``meta.embedding_backend``): ``torch`` where
 #: ``embedding.backend=onnx`` fell back because ONNX could not export the model.
 TAG_EMBEDDING_BACKEND = "ragexp.embedding_backend"

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from ragexp.judging.corrected import JUDGE_METRICS, PREFIX
 from ragexp.metrics.measure import measure
 
+#: On every run with a judge (``ragexp run``): its judge key.
+TAG_JUDGE_KEY = "ragexp.judge_key"
+#: On a reviewed run: the key of the judge its review checked, and when.
 TAG_KEY = "ragexp.judge_review.judge_key"
 TAG_AT = "ragexp.judge_review.at"
 #: What a gate or a summary does about an unverified judge metric.

@@ -1,0 +1,114 @@
+"""Where a run's human-corrected judge metrics are read: the run adapter (:mod:`ragexp.judging.corrected`),
+``compare``'s table, the sweep summary's first lines and the gate's comparison of PPI estimates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragexp.commands.compare import use_corrected
+from ragexp.comparison.gate import FROM_PPI, GateSpec, run_gate
+from ragexp.evaluation.results import QueryResult, RunResults
+from ragexp.judging import corrected
+from ragexp.judging.calibration.labels import LabelledClaim
+from ragexp.judging.faithfulness import Verdict
+from ragexp.judging.ppi import ppi_estimate
+from ragexp.judging.review.status import ReviewStatus, is_judge_metric
+from ragexp.tracking.sweep_summary import ChildRun, judge_lines
+
+CONTEXT = "Deliveries are retried for 24 hours."
+
+
+def results(verdicts: list[list[bool]], run_id: str = "RUN", empty: tuple[int, ...] = ()) -> RunResults:
+    rows = []
+    for q, claims in enumerate(verdicts):
+        judged = tuple(Verdict(f"claim {q}.{i}", supported, 1.0 if supported else 0.0, "") for i, supported in enumerate(claims))
+        decided = [v for v in claims]
+        rows.append(QueryResult(query_id=f"q{q}", claims=judged, judge_context="" if q in empty else CONTEXT,
+                                metrics={"faithfulness": sum(decided) / len(decided)} if decided else {}))
+    return RunResults(meta={"run_id": run_id, "evalset_fingerprint": "e"}, aggregates={}, per_query=rows)
+
+
+def test_units_weigh_claims_so_the_judge_mean_is_the_query_mean_and_the_claim_share() -> None:
+    run = results([[True, True, False], [False], [True, True]])
+    units = corrected.units_of(run.per_query)
+    macro = ppi_estimate(units["faithfulness"], {})
+    micro = ppi_estimate(units["claim_faithfulness"], {})
+    assert macro.judge_mean == pytest.approx(np.mean([2 / 3, 0, 1]))
+    assert micro.judge_mean == pytest.approx(4 / 6)
+
+
+def test_labels_are_matched_by_id_claim_and_context_and_every_label_counted() -> None:
+    run = results([[True, False], [True]])
+    rows = [LabelledClaim("RUN/q0#claim_0", CONTEXT, "claim 0.0", "not_supported"),
+            LabelledClaim("q0#claim_1", CONTEXT, "claim 0.1", "not_supported"),
+            LabelledClaim("RUN/q1#claim_0", CONTEXT, "another claim", "supported"),  # same id, other claim
+            LabelledClaim("OTHER/q1#claim_0", CONTEXT, "claim 1.0", "supported"),
+            LabelledClaim("RUN/q1#claim_0", "other context", "claim 1.0", "supported")]
+    found = corrected.labels_for(run, rows)
+    assert found.labels == {"q0#claim_0": 0.0, "q0#claim_1": 0.0}
+    assert (found.mismatched, found.other_runs) == (2, 1)
+    estimates = corrected.corrected(run, found.labels)
+    # claims: q0 (judge S, human N), (judge N, human N); q1 judge S unlabelled -> supported stratum share 0/1 labelled
+    assert estimates["claim_faithfulness"].estimate == pytest.approx(2 / 3 * 0.0 + 1 / 3 * 0.0)
+    assert estimates["claim_faithfulness"].n_labels == 2
+
+
+def test_claims_against_an_empty_context_are_unsupported_by_construction() -> None:
+    run = results([[True, True], [True]], empty=(1,))
+    estimates = corrected.corrected(run, {"q0#claim_0": 1.0, "q0#claim_1": 1.0})
+    assert estimates["claim_faithfulness"].estimate == pytest.approx(2 / 3)
+    assert estimates["claim_faithfulness"].n_labels == 2
+    assert corrected.corrected(run, {}) == {}
+
+
+def test_judge_metrics_are_named_by_what_they_measure() -> None:
+    assert all(map(is_judge_metric, ["faithfulness", "tag.x.faithfulness", "ppi.faithfulness_ci_low",
+                                     "generation_failure_rate", "answer_relevance"]))
+    assert not any(map(is_judge_metric, ["hit_rate_at_5", "f1", "mrr", "retrieval_failure_rate"]))
+
+
+def test_compare_shows_the_ppi_estimate_and_says_which_runs_are_uncorrected() -> None:
+    rows = {"a": {"faithfulness": 0.8, "ppi.faithfulness": 0.6, "ppi.faithfulness_ci_low": 0.5,
+                  "ppi.faithfulness_ci_high": 0.7, "ppi.n_labels": 20.0, "answer_relevance": 0.5, "mrr": 0.4},
+            "b": {"faithfulness": 0.7, "answer_relevance": 0.4, "mrr": 0.5}}
+    lines = use_corrected(["a", "b"], rows, ["mrr", "faithfulness", "answer_relevance"])
+    assert rows["a"]["faithfulness"] == 0.6 and rows["b"]["faithfulness"] == 0.7
+    assert lines[0] == ("faithfulness: PPI estimate (human-corrected) for a 0.6000 [0.5000, 0.7000] from 20 labels "
+                        "(judge alone 0.8000); judge only, uncorrected for b")
+    assert lines[1].startswith("judge only, uncorrected in every run: answer_relevance")
+
+
+def test_the_sweep_summary_names_unverified_judge_metrics_first() -> None:
+    children = [ChildRun("r1", "bm25", {}, {"faithfulness": 0.6, "mrr": 0.3}, {}, corrected=("faithfulness",),
+                         judge_key="aa"),
+                ChildRun("r2", "dense", {}, {"faithfulness": 0.7, "mrr": 0.4}, {}, judge_key="aa")]
+    never = {"aa": ReviewStatus("aa")}
+    lines, unverified = judge_lines(children, ["mrr", "faithfulness"], never, 0.4)
+    assert unverified == ["faithfulness"] and lines[0].startswith("**Judge metrics unverified: faithfulness.**")
+    assert lines[1] == "faithfulness: PPI estimate (human-corrected) for bm25; judge only, uncorrected for the other 1 runs."
+    good = {"aa": ReviewStatus("aa", "f" * 32, 0.7, 0.4, 0.95, 20)}
+    lines, unverified = judge_lines(children, ["mrr", "faithfulness"], good, 0.4)
+    assert unverified == [] and lines[0].startswith("Judge metrics verified (faithfulness): verified: kappa 0.70")
+    assert judge_lines(children, ["mrr"], never, 0.4) == ([], [])
+
+
+def test_the_gate_compares_ppi_estimates_with_label_and_eval_set_noise() -> None:
+    """Both runs' judges say 100 % supported; the humans' labels say 80 % and 40 %: the judge's
+    values tie, the PPI estimates show the drop, and its interval is wider than the judge's own."""
+    rng = np.random.default_rng(0)
+    base, cand = results([[True, True]] * 30), results([[True, True]] * 30)
+    labels_b = {f"q{q}#claim_{i}": float(rng.random() < 0.8) for q in range(10) for i in range(2)}
+    labels_c = {f"q{q}#claim_{i}": float(v) for q in range(10) for i, v in enumerate([q % 5 < 2, q % 5 < 2])}
+    spec = GateSpec.from_mapping({"defaults": {"min_n": 5}, "metrics": {"faithfulness": None}})
+    plain = run_gate(base, cand, spec)
+    assert plain.metrics[0].delta == 0 and plain.metrics[0].source == "judge"
+    fixed = run_gate(base, cand, spec, corrected=(corrected.corrected(base, labels_b), corrected.corrected(cand, labels_c)),
+                     reviews={"faithfulness": "UNVERIFIED: never reviewed"})
+    verdict = fixed.metrics[0]
+    assert verdict.source == FROM_PPI and verdict.unverified and fixed.unverified == ["faithfulness"]
+    assert verdict.baseline == pytest.approx(np.mean(list(labels_b.values())))
+    assert verdict.candidate == pytest.approx(0.4)
+    assert verdict.ci_low < verdict.delta < verdict.ci_high < 0 and verdict.verdict == "regression"
+    one_side = run_gate(base, cand, spec, corrected=(corrected.corrected(base, labels_b), {}))
+    assert one_side.metrics[0].source == "judge" and any("only" in note for note in one_side.notes)
