@@ -96,7 +96,7 @@ def test_gate_marks_judge_metrics_unverified_until_a_review_clears_the_floor(tmp
     assert after.returncode == 0, after.stdout + after.stderr
     assert "UNVERIFIED" not in after.stdout
     lines = after.stdout.splitlines()
-    assert lines[1].startswith("judge metrics verified: faithfulness: verified: kappa 1.00")
+    assert lines[1].startswith("judge metrics verified: faithfulness: kappa 1.00")
     assert "PPI (human-corrected)" in next(line for line in lines if line.startswith("faithfulness"))
     refused = cli(tmp_path, *gate, "--min-kappa", "1.5")
     assert refused.returncode == 2 and "--min-kappa" in refused.stderr

@@ -182,3 +182,21 @@ def test_labels_needed_reaches_the_width_it_promises() -> None:
     assert 20 < needed < 1000
     assert width(needed) <= 0.1 < width(needed - 1)
     assert labels_needed(result, 2.0) == 0 or width(labels_needed(result, 2.0)) <= 2.0
+
+
+def test_a_transfer_uses_the_targets_verdict_shares_and_the_sources_rates() -> None:
+    """Source: judge-supported claims 6 of 8 labelled supported, judge-unsupported 1 of 4; target:
+    30 % of its claims judged supported -> 0.3 * 6/8 + 0.7 * 1/4, each rate with its Wilson interval."""
+    from ragexp.judging.ppi import transferred_estimate
+
+    source = [Unit(f"s{i}", 1.0, 1.0, "supported") for i in range(8)] + [Unit(f"n{i}", 0.0, 1.0, "not") for i in range(4)]
+    labels = {**{f"s{i}": float(i < 6) for i in range(8)}, **{f"n{i}": float(i < 1) for i in range(4)}}
+    target = [Unit(f"t{i}", float(i < 30), 1.0, "supported" if i < 30 else "not") for i in range(100)]
+    result = transferred_estimate(target, source, labels)
+    assert result.estimate == pytest.approx(0.3 * 0.75 + 0.7 * 0.25, abs=EXACT)
+    assert result.judge_mean == pytest.approx(0.3)
+    (ls, hs), (ln, hn) = wilson(0.75, 8, z_of(0.95)), wilson(0.25, 4, z_of(0.95))
+    assert result.low == pytest.approx(result.estimate - math.hypot(0.3 * (0.75 - ls), 0.7 * (0.25 - ln)), abs=EXACT)
+    assert result.high == pytest.approx(result.estimate + math.hypot(0.3 * (hs - 0.75), 0.7 * (hn - 0.25)), abs=EXACT)
+    with pytest.raises(ValueError, match="verdict strata"):
+        transferred_estimate([Unit("x", 0.3), Unit("y", 0.6)], source, labels)

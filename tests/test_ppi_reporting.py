@@ -112,3 +112,26 @@ def test_the_gate_compares_ppi_estimates_with_label_and_eval_set_noise() -> None
     assert verdict.ci_low < verdict.delta < verdict.ci_high < 0 and verdict.verdict == "regression"
     one_side = run_gate(base, cand, spec, corrected=(corrected.corrected(base, labels_b), {}))
     assert one_side.metrics[0].source == "judge" and any("only" in note for note in one_side.notes)
+
+
+def test_labels_transfer_only_between_runs_of_the_same_judge(tmp_path, capsys) -> None:
+    from ragexp.cli import main
+    from ragexp.judging.calibration.labels import write_labels
+
+    judge = {"identity": {"kind": "lexical", "model_id": "lexical"}, "prompt_sha256": "none", "threshold": 0.8}
+    source = results([[True, False]] * 5, run_id="a" * 32)
+    target = results([[True, True, False]] * 4, run_id="b" * 32)
+    source.meta["judge"], target.meta["judge"] = judge, dict(judge)
+    labels = write_labels(tmp_path / "labels.csv", [
+        LabelledClaim(f"{'a' * 32}/q{q}#claim_{i}", CONTEXT, f"claim {q}.{i}", "supported" if (q + i) % 3 else "not_supported")
+        for q in range(5) for i in range(2)])
+    paths = [source.save(tmp_path / "a.json"), target.save(tmp_path / "b.json")]
+    assert main(["judge", "ppi", str(paths[1]), "--labels", str(labels), "--labels-from", str(paths[0])]) == 0
+    out = capsys.readouterr().out
+    assert "ASSUMPTION" in out and "faithfulness" in out
+    target.meta["judge"] = {**judge, "threshold": 0.5}
+    target.save(paths[1])
+    assert main(["judge", "ppi", str(paths[1]), "--labels", str(labels), "--labels-from", str(paths[0])]) == 2
+    assert "same judge" in capsys.readouterr().err
+    assert main(["judge", "ppi", str(paths[1]), "--labels", str(labels)]) == 2  # none of its own claims labelled
+    assert "judge only, uncorrected" in capsys.readouterr().err

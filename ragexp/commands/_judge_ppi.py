@@ -9,6 +9,11 @@ to the run (a run id only; ``--no-log`` prints only). A run none of whose claims
 "judge only, uncorrected", said in one line with exit code 2. The labels must be a random sample
 of the run's claims, drawn within each judge verdict (``ragexp judge sample`` and ``ragexp judge
 review`` draw so; docs/ppi.md).
+
+``--labels-from OTHER`` (a run id or results file) uses the labels of OTHER's claims instead
+(:func:`ragexp.judging.corrected.transferred`): refused unless both runs have the same judge key
+(model + prompt + threshold), and valid only where a person's support rate given the judge's
+verdict is the same in both runs (docs/ppi.md); the printout and the tag say so.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from ragexp.commands._runs import RUN_ID, client_for, load_results
 from ragexp.errors import RagexpInputError
 from ragexp.judging import corrected
 from ragexp.judging.calibration.labels import read_labels
+from ragexp.judging.calibration.record import judge_key
 
 
 def ppi(args: argparse.Namespace) -> int:
@@ -27,12 +33,28 @@ def ppi(args: argparse.Namespace) -> int:
     rows = read_labels(args.labels)
     results = load_results(args.run, args.tracking_uri)
     run_id = args.run if RUN_ID.fullmatch(args.run) else results.meta.get("run_id")
-    found = corrected.labels_for(results, rows, run_id)
-    estimates = corrected.corrected(results, found.labels, args.confidence)
+    source = f"{args.labels.name}"
+    if args.labels_from:
+        other = load_results(args.labels_from, args.tracking_uri)
+        keys = [judge_key(r.meta["judge"]) if isinstance(r.meta.get("judge"), dict) else None for r in (results, other)]
+        if keys[0] is None or keys[0] != keys[1]:
+            raise RagexpInputError(f"labels transfer only between runs of the same judge (model + prompt + threshold): "
+                                   f"this run's judge is {keys[0] or 'none'}, that run's {keys[1] or 'none'}",
+                                   field="--labels-from")
+        other_id = args.labels_from if RUN_ID.fullmatch(args.labels_from) else other.meta.get("run_id")
+        found = corrected.labels_for(other, rows, other_id)
+        estimates = corrected.transferred(results, other, found.labels, args.confidence)
+        source = (f"{args.labels.name}, labels of run {other_id or args.labels_from} transferred (same judge {keys[0]}; "
+                  "assumes a person's support rate given the judge's verdict is the same in both runs)")
+        print(f"labels of {args.labels_from}: {found.describe().replace('this run', 'that run')}")
+        print(f"ASSUMPTION: a person's support rate given the judge's verdict is the same in both runs (docs/ppi.md)")
+    else:
+        found = corrected.labels_for(results, rows, run_id)
+        estimates = corrected.corrected(results, found.labels, args.confidence)
+        print(found.describe())
     if not estimates:
-        raise RagexpInputError(f"no row labels a claim of this run ({found.describe()}); its faithfulness stays "
-                               f"{corrected.UNCORRECTED}", file=args.labels, field="id")
-    print(found.describe())
+        raise RagexpInputError(f"no row labels a claim of {'that' if args.labels_from else 'this'} run ({found.describe()}); "
+                               f"its faithfulness stays {corrected.UNCORRECTED}", file=args.labels, field="id")
     print(f"{'metric':<20}{'judge alone':>12}{'PPI estimate':>14}  {args.confidence:.0%} interval ({next(iter(estimates.values())).interval})")
     for metric, estimate in estimates.items():
         print(f"{metric:<20}{estimate.judge_mean:>12.4f}{estimate.estimate:>14.4f}  [{estimate.low:.4f}, {estimate.high:.4f}]")
@@ -49,6 +71,6 @@ def ppi(args: argparse.Namespace) -> int:
 
     client, _ = client_for(args)
     store.log_batched(client, args.run, metrics={to_mlflow(k): v for k, v in corrected.aggregates(estimates).items()},
-                      tags={corrected.TAG: corrected.tag_text(estimates, args.labels.name)})
+                      tags={corrected.TAG: corrected.tag_text(estimates, source)})
     print(f"logged to run {args.run}: ppi.* metrics, tag {corrected.TAG}")
     return 0

@@ -199,11 +199,11 @@ def _judge_line(report: GateReport) -> str | None:
     if not judged:
         return None
     rule = report.judge_review
+    found = judged[0].review.split(": ", 1)[-1]
     if report.unverified:
-        action = "fails the gate" if rule.unverified == "fail" else "a warning (--unverified fail makes it fail)"
-        return (f"judge metrics UNVERIFIED ({action}): {', '.join(report.unverified)}: {judged[0].review}; "
-                f"floor kappa {rule.min_kappa:g}")
-    return f"judge metrics verified: {', '.join(m.metric for m in judged)}: {judged[0].review}"
+        action = "the gate fails" if rule.unverified == "fail" else "a warning; --unverified fail fails the gate"
+        return f"judge metrics UNVERIFIED ({action}): {', '.join(report.unverified)}: {found}; floor kappa {rule.min_kappa:g}"
+    return f"judge metrics verified: {', '.join(m.metric for m in judged)}: {found}; floor kappa {rule.min_kappa:g}"
 
 
 def _pairing(report: GateReport) -> str:

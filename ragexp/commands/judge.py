@@ -91,6 +91,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ppi = sub.add_parser("ppi", help="a run's faithfulness corrected by human labels (PPI), with its interval")
     ppi.add_argument("run", metavar="RUN_ID", help="MLflow run id (or a ragexp results JSON file)")
     ppi.add_argument("--labels", type=Path, required=True, help="labels CSV (ragexp judge review / sample format)")
+    ppi.add_argument("--labels-from", metavar="OTHER_RUN",
+                     help="use the labels of this other run of the same judge (an assumption: docs/ppi.md)")
     ppi.add_argument("--confidence", type=float, default=0.95, help="interval confidence (default 0.95)")
     ppi.add_argument("--no-log", action="store_true", help="print only; do not log to the run")
     add_tracking_argument(ppi)

@@ -16,6 +16,11 @@ shows them). A human label is the labels CSV's ``human_label`` of the claim's ro
 (``ragexp judge sample``), used only when the row's claim and context are the run's own (a row
 of another run with the same ids is not a label of this one, and is counted).
 
+Labels of another run (``transferred``) are used only on request (``ragexp judge ppi RUN_ID
+--labels-from OTHER_RUN``), only between runs of the same judge key, and only under the
+assumption :func:`ragexp.judging.ppi.transferred_estimate` states (docs/ppi.md says when it holds);
+the tag names the run the labels came from and the assumption.
+
 What is logged beside the judge's value (results keys; MLflow ``generation/ppi.<m>`` and
 ``ci/ppi.<m>_low|high``): ``ppi.<m>``, ``ppi.<m>_ci_low``, ``ppi.<m>_ci_high``, ``ppi.<m>_judge``
 (the judge's value over the same units), ``ppi.n_labels``; the tag ``ragexp.ppi`` says in words
@@ -30,7 +35,7 @@ from dataclasses import dataclass, replace
 
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.judging.calibration.labels import NOT_SUPPORTED, SUPPORTED, LabelledClaim, label_of
-from ragexp.judging.ppi import PPIEstimate, Unit, ppi_estimate
+from ragexp.judging.ppi import PPIEstimate, Unit, ppi_estimate, transferred_estimate
 
 METRICS = ("faithfulness", "claim_faithfulness")
 PREFIX = "ppi."
@@ -126,6 +131,24 @@ def corrected(results: RunResults, labels: Mapping[str, float], confidence: floa
     human = sum(1 for claim in labels if claim in known and claim not in constructed)
     return {metric: replace(ppi_estimate(units, {**labels, **constructed}, confidence), n_labels=human)
             for metric, units in by_metric.items()}
+
+
+def transferred(target: RunResults, source: RunResults, labels: Mapping[str, float],
+                confidence: float = 0.95) -> dict[str, PPIEstimate]:
+    """``target``'s metrics from the labels of ``source``'s claims (module docstring); ``{}``
+    when no claim of ``source`` carries a label."""
+    targets, sources = units_of(target.per_query), units_of(source.per_query)
+    known = {unit.id for unit in sources["claim_faithfulness"]}
+    if not targets["claim_faithfulness"] or not any(claim in known for claim in labels):
+        return {}
+    constructed = {f"target:{u.id}": 0.0 for u in targets["claim_faithfulness"] if u.stratum == EMPTY_CONTEXT}
+    human = sum(1 for claim in labels if claim in known)
+    out = {}
+    for metric, units in targets.items():
+        empty = [Unit(f"target:{u.id}", u.prediction, u.weight, u.stratum) for u in units if u.stratum == EMPTY_CONTEXT]
+        out[metric] = replace(transferred_estimate(units, [*sources[metric], *empty], {**labels, **constructed}, confidence),
+                              n_labels=human)
+    return out
 
 
 def aggregates(estimates: Mapping[str, PPIEstimate]) -> dict[str, float]:

@@ -50,6 +50,13 @@ Intervals (``z = Phi^-1(1 - (1 - confidence)/2)``)
   The Wilson interval never collapses on a sample without errors, which keeps 95 % coverage at
   20 labels where the CLT interval does not.
 
+Transfer (:func:`transferred_estimate`): the labels of one run (the *source*) can stand for
+another run of the same judge (the *target*) only under an assumption the data cannot check by
+itself: a person's support rate given the judge's verdict, ``P(Y = 1 | f = v)``, is the same in
+both runs. Then ``theta^_target = sum_v W_v(target) * p^_v(source)``, each ``p^_v`` with its
+Wilson interval at the source's effective size (no finite-population correction: the source's
+claims are not the target's), combined by MOVER as above.
+
 Planning: :func:`labels_needed` is the smallest total ``n`` whose CLT half-width under the
 review's allocation (:func:`allocate`) is at most the target, from the same variance formula
 with the finite-population factor ``(1 - n_h / N_h)`` and each share shrunk towards 1/2 as
@@ -224,6 +231,51 @@ def ppi_estimate(units: Sequence[Unit], labels: Mapping[str, float], confidence:
     n_labels = sum(s.labels for s in summaries)
     return PPIEstimate(judge_mean, estimate, low, high, kind, se, clt[0], clt[1], n_labels, len(units), confidence,
                        tuple(summaries))
+
+
+def transferred_estimate(target: Sequence[Unit], source: Sequence[Unit], labels: Mapping[str, float],
+                         confidence: float = 0.95) -> PPIEstimate:
+    """The target's metric from the source's labels per verdict stratum (module docstring,
+    "Transfer"); both runs' strata must be verdicts (a constant prediction each) and the labels 0/1,
+    else ``ValueError``. A target stratum the source has no label for keeps the judge's value
+    and the bounds 0 and 1."""
+    z = z_of(confidence)
+    total = sum(unit.weight for unit in target)
+    if not target or not total > 0:
+        raise ValueError("no target units")
+    by_target: dict[str, list[Unit]] = defaultdict(list)
+    for unit in target:
+        by_target[unit.stratum].append(unit)
+    labelled: dict[str, list[Unit]] = defaultdict(list)
+    for unit in source:
+        if unit.id in labels:
+            labelled[unit.stratum].append(unit)
+    for members in (*by_target.values(), *labelled.values()):
+        if len({u.prediction for u in members}) != 1:
+            raise ValueError("labels transfer between runs only within verdict strata (a constant prediction each)")
+    if any(labels[u.id] not in (0.0, 1.0) for members in labelled.values() for u in members):
+        raise ValueError("labels transfer between runs only as 0/1 labels")
+    estimate = judge_mean = below = above = 0.0
+    summaries = []
+    for name in sorted(by_target):
+        members = by_target[name]
+        share = sum(u.weight for u in members) / total
+        fbar = sum(u.weight * u.prediction for u in members) / sum(u.weight for u in members)
+        judge_mean += share * fbar
+        found = labelled.get(name, [])
+        if found:
+            w = np.array([u.weight for u in found])
+            part = float((w * np.array([labels[u.id] for u in found])).sum() / w.sum())
+            low, high = wilson(part, w.sum() ** 2 / (w * w).sum(), z)
+        else:
+            part, low, high = fbar, 0.0, 1.0
+        estimate += share * part
+        below += (share * (part - low)) ** 2
+        above += (share * (high - part)) ** 2
+        summaries.append(StratumSummary(name, len(members), share, len(found), fbar, part))
+    return PPIEstimate(judge_mean, estimate, max(0.0, estimate - math.sqrt(below)), min(1.0, estimate + math.sqrt(above)),
+                       "wilson-mover (transferred)", None, None, None, sum(s.labels for s in summaries), len(target),
+                       confidence, tuple(summaries))
 
 
 def allocate(n: int, sizes: Mapping[Hashable, int]) -> dict[Hashable, int]:
