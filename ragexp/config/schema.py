@@ -9,7 +9,6 @@ mappings: their parameters are checked by the component's constructor at start-u
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
@@ -71,20 +70,13 @@ class EvalConfig:
     failure: FailureConfig = field(default_factory=FailureConfig)
 
 
-class UnverifiedJudge(str, Enum):
-    """What a sweep summary does about a judge metric whose judge no human review cleared."""
-
-    warn = "warn"
-    fail = "fail"
-
-
 @dataclass
 class JudgeReviewConfig:
     """When a judge metric counts as verified in a sweep's summary (kappa of the judge's last human
     review >= ``min_kappa``), and whether an unverified one only warns or also fails the sweep."""
 
     min_kappa: float = 0.4
-    unverified: UnverifiedJudge = UnverifiedJudge.warn
+    unverified: str = "warn"  # warn | fail (checked when the sweep starts)
 
 
 @dataclass

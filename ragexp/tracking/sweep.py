@@ -68,7 +68,7 @@ class MlflowSweepCallback(Callback):
         global _open_parent
         review = config.tracking.judge_review
         _open_parent = _OpenParent(config.tracking.uri, config.tracking.connect_timeout_s, run.info.run_id, experiment_id,
-                                   float(review.min_kappa), str(getattr(review.unverified, "value", review.unverified)))
+                                   float(review.min_kappa), str(review.unverified))
         log.info("MLflow parent run %s in experiment %s", run.info.run_id, experiment_id)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -84,6 +84,11 @@ def _validate_sweep(config: DictConfig) -> None:
     from ragexp.config.untrusted import hand_given_config
     from ragexp.evaluation.checks import validate_job
 
+    review = config.tracking.judge_review
+    if review.unverified not in ("warn", "fail") or not -1 <= review.min_kappa <= 1:
+        raise SweepRefused(RagexpInputError(f"expected unverified: warn | fail and min_kappa in [-1, 1], got "
+                                            f"{review.unverified!r} and {review.min_kappa!r}",
+                                            field="tracking.judge_review"))
     task = OmegaConf.masked_copy(config, [key for key in config.keys() if key != "hydra"])
     overrides = list(config.hydra.overrides.task)
     axes = run_names.sweep_axes(overrides, config.hydra.sweeper.get("params"))
