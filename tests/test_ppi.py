@@ -200,3 +200,26 @@ def test_a_transfer_uses_the_targets_verdict_shares_and_the_sources_rates() -> N
     assert result.high == pytest.approx(result.estimate + math.hypot(0.3 * (hs - 0.75), 0.7 * (hn - 0.25)), abs=EXACT)
     with pytest.raises(ValueError, match="verdict strata"):
         transferred_estimate([Unit("x", 0.3), Unit("y", 0.6)], source, labels)
+
+
+def test_allocation_equals_dealing_one_draw_per_stratum_in_turn() -> None:
+    """The closed form against its definition: deal draws round by round, one to each stratum with
+    units left, in name order, until n are dealt."""
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        sizes = {f"s{i}": int(rng.integers(0, 30)) for i in range(int(rng.integers(1, 5)))}
+        n = int(rng.integers(0, 100))
+        dealt = dict.fromkeys(sizes, 0)
+        left = min(n, sum(sizes.values()))
+        while left:
+            for name in sorted(sizes):
+                if left and dealt[name] < sizes[name]:
+                    dealt[name] += 1
+                    left -= 1
+        assert allocate(n, sizes) == dealt, (n, sizes)
+
+
+def test_labels_needed_is_quick_on_a_large_run() -> None:
+    units = [Unit(str(i), float(i % 4 != 0), 1.0, str(i % 4 != 0)) for i in range(40_000)]
+    result = ppi_estimate(units, {str(i): float(i % 8 != 0) for i in range(40)})
+    assert 0 < labels_needed(result, 0.02) < 40_000

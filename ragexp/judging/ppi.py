@@ -281,14 +281,23 @@ def transferred_estimate(target: Sequence[Unit], source: Sequence[Unit], labels:
 def allocate(n: int, sizes: Mapping[Hashable, int]) -> dict[Hashable, int]:
     """How many of ``n`` draws each stratum gets when the sample is drawn across strata: the same
     number from each, a stratum with fewer units giving all of them and its share to the others
-    (water-filling). Monotone in ``n``, so a larger sample contains the smaller one's allocation."""
-    counts = {stratum: 0 for stratum in sizes}
-    left = min(n, sum(sizes.values()))
-    while left > 0:
-        open_ = [s for s in sorted(sizes, key=str) if counts[s] < sizes[s]]
-        for stratum in open_[:left]:
+    (water-filling: every stratum gets ``min(N_h, L)`` for the largest level ``L`` that fits, the
+    rest one more each in the strata's name order). Monotone in ``n``, so a larger sample contains
+    the smaller one's allocation."""
+    n = min(n, sum(sizes.values()))
+    low, high = 0, max(sizes.values(), default=0)
+    while low < high:  # the largest L with sum(min(N_h, L)) <= n
+        mid = (low + high + 1) // 2
+        if sum(min(size, mid) for size in sizes.values()) <= n:
+            low = mid
+        else:
+            high = mid - 1
+    counts = {stratum: min(size, low) for stratum, size in sizes.items()}
+    left = n - sum(counts.values())
+    for stratum in sorted(sizes, key=str):
+        if left and counts[stratum] < sizes[stratum]:
             counts[stratum] += 1
-        left -= min(left, len(open_))
+            left -= 1
     return counts
 
 
@@ -308,24 +317,34 @@ def draw_across(items: Sequence, n: int, seed: int, stratum_of, key=lambda item:
     return sorted(chosen, key=key)
 
 
-def labels_needed(result: PPIEstimate, width: float) -> int:
+def labels_needed(result: PPIEstimate, width_target: float) -> int:
     """The smallest total number of labels, drawn across strata as :func:`allocate` does, whose
-    CLT interval would be at most ``width`` wide (module docstring, "Planning"; each stratum's
+    CLT interval would be at most ``width_target`` wide (module docstring, "Planning"; each stratum's
     current share is the plug-in, as if its units weighed the same). Labelling every unit is
     exact, so the answer is at most the number of units."""
-    if width <= 0:
+    if width_target <= 0:
         raise ValueError("width must be positive")
     z = z_of(result.confidence)
     sizes = {s.name: s.units for s in result.strata}
-    for total in range(0, sum(sizes.values()) + 1):
+
+    def width(total: int) -> float:
         counts = allocate(total, sizes)
         variance = 0.0
         for s in result.strata:
             n_h = counts[s.name]
             if n_h >= s.units:
                 continue
+            if n_h == 0:
+                return math.inf
             shrunk = (s.estimate * s.labels + z * z / 2) / (s.labels + z * z)
-            variance += s.weight ** 2 * shrunk * (1 - shrunk) * (1 - n_h / s.units) / max(n_h, 1e-12)
-        if 2 * z * math.sqrt(variance) <= width:
-            return total
-    return sum(sizes.values())
+            variance += s.weight ** 2 * shrunk * (1 - shrunk) * (1 - n_h / s.units) / n_h
+        return 2 * z * math.sqrt(variance)
+
+    low, high = 0, sum(sizes.values())  # width(high) == 0: every unit labelled
+    while low < high:  # the planned width only shrinks as n grows
+        mid = (low + high) // 2
+        if width(mid) <= width_target:
+            high = mid
+        else:
+            low = mid + 1
+    return low
