@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -135,3 +137,52 @@ def test_labels_transfer_only_between_runs_of_the_same_judge(tmp_path, capsys) -
     assert "same judge" in capsys.readouterr().err
     assert main(["judge", "ppi", str(paths[1]), "--labels", str(labels)]) == 2  # none of its own claims labelled
     assert "judge only, uncorrected" in capsys.readouterr().err
+
+
+def answer_run(classes: list[str], run_id: str = "c" * 32) -> RunResults:
+    rows = [QueryResult(query_id=f"q{i}", answer=f"answer {i}", failure_class=cls, answerable=cls != "hallucinated")
+            for i, cls in enumerate(classes)]
+    return RunResults(meta={"run_id": run_id, "evalset_fingerprint": "e"}, aggregates={}, per_query=rows)
+
+
+def test_a_persons_answer_classes_correct_the_generation_failure_rate(tmp_path, capsys) -> None:
+    """20 answered items: the judge's classes 10 ok, 6 generation failures, 4 retrieval failures; a
+    person read 4 of its 'ok' answers (2 are generation failures), 3 failures (all right) and 2
+    retrieval failures (right): PPI = 10/20 * 2/4 + 6/20 * 3/3 + 4/20 * 0/2."""
+    from ragexp.cli import main
+    from ragexp.judging.answer_labels import AnswerLabel, read_answer_labels, write_answer_labels
+
+    classes = ["ok"] * 10 + ["generation_failure"] * 6 + ["retrieval_failure"] * 4 + ["hallucinated"]
+    run = answer_run(classes)
+    path = run.save(tmp_path / "run.json")
+    assert main(["judge", "sample", str(path), "--answers", "-n", "9", "--out", str(tmp_path / "a.csv")]) == 0
+    drawn = read_answer_labels(tmp_path / "a.csv")
+    assert sorted(Counter(row.judge_class for row in drawn).values()) == [3, 3, 3]  # across classes
+    human = {"q0": "generation_failure", "q1": "generation_failure", "q2": "ok", "q3": "ok", "q10": "generation_failure",
+             "q11": "generation_failure", "q12": "generation_failure", "q16": "retrieval_failure", "q17": "retrieval_failure"}
+    labels = [AnswerLabel(q, f"answer {q[1:]}", human_class=cls) for q, cls in human.items()]
+    labels.append(AnswerLabel("q4", "another answer", human_class="ok"))  # not the run's answer: no label
+    write_answer_labels(tmp_path / "answers.csv", labels)
+    answers = corrected.answer_labels_for(run, read_answer_labels(tmp_path / "answers.csv"))
+    assert answers == human
+    estimates = corrected.corrected(run, {}, answers=answers)
+    assert estimates["generation_failure_rate"].judge_mean == pytest.approx(6 / 20)
+    assert estimates["generation_failure_rate"].estimate == pytest.approx(10 / 20 * 2 / 4 + 6 / 20 * 1 + 4 / 20 * 0)
+    assert estimates["ok_rate"].estimate == pytest.approx(10 / 20 * 2 / 4)
+    assert main(["judge", "ppi", str(path), "--answer-labels", str(tmp_path / "answers.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "generation_failure_rate" in out and "0.5500" in out
+
+
+def test_the_answer_labels_reader_refuses_a_class_it_does_not_know(tmp_path) -> None:
+    from ragexp.errors import RagexpInputError
+    from ragexp.judging.answer_labels import read_answer_labels
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,answer,human_class\nq1,yes,ok\nq2,no,fine\n", encoding="utf-8")
+    with pytest.raises(RagexpInputError) as err:
+        read_answer_labels(bad)
+    assert (err.value.line, err.value.field) == (3, "human_class")
+    (tmp_path / "missing.csv").write_text("id,answer\nq1,x\n", encoding="utf-8")
+    with pytest.raises(RagexpInputError, match="missing column"):
+        read_answer_labels(tmp_path / "missing.csv")

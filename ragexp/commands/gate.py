@@ -36,6 +36,7 @@ from ragexp.comparison.gate import (
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import RunResults
 from ragexp.judging import corrected
+from ragexp.judging.answer_labels import read_answer_labels
 from ragexp.judging.calibration.labels import read_labels
 from ragexp.judging.calibration.record import judge_key
 from ragexp.judging.review.status import FAIL, WARN, ReviewStatus, is_judge_metric, last_review
@@ -52,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--labels", type=Path, metavar="FILE",
                         help="human labels CSV (ragexp judge review/sample format): judge metrics of a run it labels are "
                              "compared on their PPI estimates")
+    parser.add_argument("--answer-labels", type=Path, metavar="FILE",
+                        help="a person's failure class of whole answers (ragexp judge sample --answers): "
+                             "generation_failure_rate and ok_rate of a run it labels are compared on their PPI estimates")
     parser.add_argument("--min-kappa", type=float, metavar="K",
                         help="a judge metric is verified when its judge's last review has kappa >= K (default: the spec's, 0.4)")
     parser.add_argument("--unverified", choices=(WARN, FAIL),
@@ -68,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         args.unverified or spec.judge_review.unverified))
     metrics = [name.strip() for name in args.metrics.split(",") if name.strip()] if args.metrics else None
     rows = read_labels(args.labels) if args.labels else []
+    answer_rows = read_answer_labels(args.answer_labels) if args.answer_labels else []
     baseline = load_results(args.baseline, args.tracking_uri)
     candidate = load_results(args.candidate, args.tracking_uri)
     judged = [name for name in (metrics or [rule.metric for rule in spec.rules]) if is_judge_metric(name)]
@@ -86,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
         force=args.force,
         baseline_label=args.baseline,
         candidate_label=args.candidate,
-        corrected=(_corrected(args.baseline, baseline, rows, args), _corrected(args.candidate, candidate, rows, args)),
+        corrected=(_corrected(args.baseline, baseline, rows, answer_rows, args),
+                   _corrected(args.candidate, candidate, rows, answer_rows, args)),
         reviews=reviews,
     )
     render = {"text": render_text, "json": render_json, "markdown": render_markdown}[args.format]
@@ -111,8 +117,9 @@ def _review_of(results: RunResults, args: argparse.Namespace) -> ReviewStatus | 
     return last_review(client, key)
 
 
-def _corrected(ref: str, results: RunResults, rows: list, args: argparse.Namespace) -> dict:
-    """The run's PPI estimates from ``--labels`` and, for a run id, its ``judge_review/labels.csv``."""
+def _corrected(ref: str, results: RunResults, rows: list, answer_rows: list, args: argparse.Namespace) -> dict:
+    """The run's PPI estimates from ``--labels``, ``--answer-labels`` and, for a run id, its
+    ``judge_review/labels.csv``."""
     rows = list(rows)
     if RUN_ID.fullmatch(ref) and not Path(ref).exists():
         with tempfile.TemporaryDirectory(prefix="ragexp-") as scratch:
@@ -123,10 +130,11 @@ def _corrected(ref: str, results: RunResults, rows: list, args: argparse.Namespa
                 path = None
             if path is not None:
                 rows += read_labels(path)
-    if not rows:
+    if not rows and not answer_rows:
         return {}
     run_id = ref if RUN_ID.fullmatch(ref) else results.meta.get("run_id")
-    return corrected.corrected(results, corrected.labels_for(results, rows, run_id).labels)
+    return corrected.corrected(results, corrected.labels_for(results, rows, run_id).labels,
+                               answers=corrected.answer_labels_for(results, answer_rows, run_id))
 
 
 def _number(value: float | None, digits: int = 4) -> str:

@@ -77,6 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sample.add_argument("-n", type=int, default=20, help="claims to draw (default 20)")
     sample.add_argument("--out", required=True, type=Path, help="CSV to write")
     sample.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    sample.add_argument("--answers", action="store_true",
+                        help="draw whole answers (their failure class) instead of claims: the answer-labels CSV")
     add_tracking_argument(sample)
 
     review = sub.add_parser("review", help="label a run's sampled claims in the browser; agreement logged to the run")
@@ -90,7 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     ppi = sub.add_parser("ppi", help="a run's faithfulness corrected by human labels (PPI), with its interval")
     ppi.add_argument("run", metavar="RUN_ID", help="MLflow run id (or a ragexp results JSON file)")
-    ppi.add_argument("--labels", type=Path, required=True, help="labels CSV (ragexp judge review / sample format)")
+    ppi.add_argument("--labels", type=Path, help="claim labels CSV (ragexp judge review / sample format)")
+    ppi.add_argument("--answer-labels", type=Path, metavar="FILE",
+                     help="answer labels CSV (ragexp judge sample --answers): corrects generation_failure_rate and ok_rate")
     ppi.add_argument("--labels-from", metavar="OTHER_RUN",
                      help="use the labels of this other run of the same judge (an assumption: docs/ppi.md)")
     ppi.add_argument("--confidence", type=float, default=0.95, help="interval confidence (default 0.95)")
@@ -152,6 +156,8 @@ def _sample(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise RagexpInputError("must be at least 1", field="-n")
     results = load_results(args.run, args.tracking_uri)
+    if args.answers:
+        return _sample_answers(args, results)
     claims = judged_claims(results.per_query)
     if not claims:
         raise RagexpInputError(f"run {args.run!r} has no judged claims (was it run with a generator and a judge?)", field="RUN_ID")
@@ -159,6 +165,22 @@ def _sample(args: argparse.Namespace) -> int:
     write_labels(args.out, chosen)
     print(f"wrote {len(chosen)} of {len(claims)} judged claims to {args.out}")
     print(f"fill in human_label (supported | not_supported), then: ragexp judge agreement {args.out}")
+    return 0
+
+
+def _sample_answers(args: argparse.Namespace, results) -> int:
+    """``judge sample --answers``: answerable items with an answer, drawn across their failure class."""
+    from ragexp.judging.answer_labels import CLASSES, AnswerLabel, write_answer_labels
+
+    answers = [AnswerLabel(id=row.query_id, answer=row.answer or "", query=row.query, judge_class=row.failure_class)
+               for row in results.per_query if row.answerable and row.failure_class in CLASSES]
+    if not answers:
+        raise RagexpInputError(f"run {args.run!r} has no answered answerable items (was it run with a generator?)",
+                               field="RUN_ID")
+    chosen = draw_across(answers, args.n, args.seed, lambda answer: answer.judge_class)
+    write_answer_labels(args.out, chosen)
+    print(f"wrote {len(chosen)} of {len(answers)} answers to {args.out}")
+    print(f"fill in human_class ({' | '.join(CLASSES)}), then: ragexp judge ppi {args.run} --answer-labels {args.out}")
     return 0
 
 

@@ -8,6 +8,11 @@ Units and metrics (claims the judge failed on are in neither):
   a claim of query ``q`` weighs ``1 / (Q * m_q)`` (``Q`` queries with faithfulness defined, ``m_q``
   decided claims in ``q``), so the weighted share of all claims is exactly the query mean.
 
+- ``generation_failure_rate`` and ``ok_rate``: the share of answerable items with an answer whose
+  class is ``generation_failure`` (``ok``); the units are those items, each weighing the same,
+  the strata their class, and the labels a person's class for the whole answer
+  (:mod:`ragexp.judging.answer_labels`; rows matched by query id and the answer's text).
+
 Strata are the judge's verdicts (``supported``, ``not_supported``); claims judged against an
 empty context (nothing was retrieved) are their own stratum ``empty_context``, labelled
 ``not_supported`` by construction (a claim cannot be supported by nothing; the review never
@@ -23,7 +28,8 @@ the tag names the run the labels came from and the assumption.
 
 What is logged beside the judge's value (results keys; MLflow ``generation/ppi.<m>`` and
 ``ci/ppi.<m>_low|high``): ``ppi.<m>``, ``ppi.<m>_ci_low``, ``ppi.<m>_ci_high``, ``ppi.<m>_judge``
-(the judge's value over the same units), ``ppi.n_labels``; the tag ``ragexp.ppi`` says in words
+(the judge's value over the same units), ``ppi.n_labels`` (claims), ``ppi.n_answer_labels``
+(answers); the tag ``ragexp.ppi`` says in words
 which metrics are corrected and from how many labels. A run without labels has none of these:
 its judge metrics are "judge only, uncorrected" (:data:`UNCORRECTED`).
 """
@@ -34,10 +40,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ragexp.evaluation.results import QueryResult, RunResults
+from ragexp.judging.answer_labels import CLASSES, AnswerLabel
 from ragexp.judging.calibration.labels import NOT_SUPPORTED, SUPPORTED, LabelledClaim, label_of
 from ragexp.judging.ppi import PPIEstimate, Unit, ppi_estimate, transferred_estimate
 
 METRICS = ("faithfulness", "claim_faithfulness")
+#: Metrics corrected by a person's class of whole answers, and the class each is the share of.
+ANSWER_METRICS = {"generation_failure_rate": "generation_failure", "ok_rate": "ok"}
 PREFIX = "ppi."
 EMPTY_CONTEXT = "empty_context"
 UNCORRECTED = "judge only, uncorrected"
@@ -68,6 +77,27 @@ def units_of(per_query: Sequence[QueryResult]) -> dict[str, list[Unit]]:
             claims.append(unit)
             queries_mean.append(Unit(unit.id, unit.prediction, 1.0 / (queries * len(verdicts)), stratum))
     return {"faithfulness": queries_mean, "claim_faithfulness": claims}
+
+
+def answer_units(per_query: Sequence[QueryResult]) -> dict[str, list[Unit]]:
+    """``{metric: units}`` for :data:`ANSWER_METRICS`: the answerable items with an answer, by class."""
+    items = [row for row in per_query if row.answerable and row.failure_class in CLASSES]
+    return {metric: [Unit(row.query_id, float(row.failure_class == cls), 1.0, row.failure_class) for row in items]
+            for metric, cls in ANSWER_METRICS.items()} if items else {}
+
+
+def answer_labels_for(results: RunResults, rows: Iterable[AnswerLabel], run_id: str | None = None) -> dict[str, str]:
+    """``{query id: the person's class}`` from the rows that label ``results``' own answers (id, and
+    the answer's text equal to the run's)."""
+    run_id = run_id or results.meta.get("run_id") or ""
+    answers = {row.query_id: row.answer or "" for row in results.per_query if row.answerable and row.failure_class in CLASSES}
+    found = {}
+    for row in rows:
+        prefix, _, local = row.id.rpartition("/")
+        if (prefix and prefix != run_id) or local not in answers or answers[local] != row.answer or not row.human_class:
+            continue
+        found[local] = row.human_class
+    return found
 
 
 @dataclass(frozen=True)
@@ -118,9 +148,22 @@ def labels_for(results: RunResults, rows: Iterable[LabelledClaim], run_id: str |
     return RunLabels(labels, mismatched, other, unlabelled)
 
 
-def corrected(results: RunResults, labels: Mapping[str, float], confidence: float = 0.95) -> dict[str, PPIEstimate]:
+def corrected(results: RunResults, labels: Mapping[str, float], confidence: float = 0.95,
+              answers: Mapping[str, str] | None = None) -> dict[str, PPIEstimate]:
     """The PPI estimate of each of :data:`METRICS` the run has units for, from ``labels`` (claim
-    id -> human label); ``{}`` when no claim of the run carries a label."""
+    id -> human label), and of :data:`ANSWER_METRICS` from ``answers`` (query id -> the person's
+    class, :func:`answer_labels_for`); a metric none of whose units is labelled is left out."""
+    out = {}
+    if answers:
+        for metric, units in answer_units(results.per_query).items():
+            wanted = ANSWER_METRICS[metric]
+            mine = {unit.id: float(answers[unit.id] == wanted) for unit in units if unit.id in answers}
+            if mine:
+                out[metric] = ppi_estimate(units, mine, confidence)
+    return {**_claims_corrected(results, labels, confidence), **out}
+
+
+def _claims_corrected(results: RunResults, labels: Mapping[str, float], confidence: float) -> dict[str, PPIEstimate]:
     by_metric = units_of(results.per_query)
     if not by_metric["claim_faithfulness"]:
         return {}
@@ -157,8 +200,12 @@ def aggregates(estimates: Mapping[str, PPIEstimate]) -> dict[str, float]:
     for metric, estimate in estimates.items():
         out.update({f"{PREFIX}{metric}": estimate.estimate, f"{PREFIX}{metric}_ci_low": estimate.low,
                     f"{PREFIX}{metric}_ci_high": estimate.high, f"{PREFIX}{metric}_judge": estimate.judge_mean})
-    if estimates:
-        out[f"{PREFIX}n_labels"] = float(max(e.n_labels for e in estimates.values()))
+    claims = [e.n_labels for metric, e in estimates.items() if metric in METRICS]
+    if claims:
+        out[f"{PREFIX}n_labels"] = float(max(claims))
+    answers = [e.n_labels for metric, e in estimates.items() if metric in ANSWER_METRICS]
+    if answers:
+        out[f"{PREFIX}n_answer_labels"] = float(max(answers))
     return out
 
 
@@ -174,4 +221,5 @@ def from_aggregates(values: Mapping[str, float], metric: str) -> tuple[float, fl
     keys = [f"{PREFIX}{metric}", f"{PREFIX}{metric}_ci_low", f"{PREFIX}{metric}_ci_high"]
     if not all(key in values for key in keys):
         return None
-    return values[keys[0]], values[keys[1]], values[keys[2]], int(values.get(f"{PREFIX}n_labels", 0))
+    count = f"{PREFIX}n_answer_labels" if metric in ANSWER_METRICS else f"{PREFIX}n_labels"
+    return values[keys[0]], values[keys[1]], values[keys[2]], int(values.get(count, 0))
