@@ -83,6 +83,7 @@ class ReviewAgreement:
     interval: KappaInterval
     sampled: int
     skipped: int
+    weighted: bool = False  # kappa weighted back to the run's verdicts (module docstring)
 
     def metrics(self) -> dict[str, float]:
         """What is logged to the run (undefined values left out)."""
@@ -99,8 +100,9 @@ class ReviewAgreement:
         ci = self.interval
         kappa = ("undefined" if ci.kappa is None else f"{ci.kappa:.3f} (no interval: one side used a single label)"
                  if ci.low is None else f"{ci.kappa:.3f} (95% CI {ci.low:.3f} to {ci.high:.3f})")
+        which = "weighted to the run's verdict counts, " if self.weighted else ""
         return (f"sampled {self.sampled}, skipped {self.skipped}\n{self.report.render()}\n"
-                f"Cohen's kappa with its interval: {kappa}")
+                f"Cohen's kappa, {which}with its interval: {kappa}")
 
     def to_json(self) -> dict:
         return {"n": self.report.n, "accuracy": self.report.accuracy, "kappa": self.interval.kappa,
@@ -120,7 +122,7 @@ def review_agreement(rows: list[LabelledClaim], verdict_counts: dict[str, int] |
     interval = kappa_interval([row.human_label for row in compared], [row.judge_label for row in compared],
                               weights=weights)
     skipped = sum(1 for row in rows if not row.human_label and row.note == SKIPPED_NOTE)
-    return ReviewAgreement(report, interval, len(rows), skipped)
+    return ReviewAgreement(report, interval, len(rows), skipped, weights is not None)
 
 
 def read_existing(path: Path) -> list[LabelledClaim]:

@@ -88,7 +88,7 @@
     const ci = a.kappa === null ? "" : a.kappa_ci_low === null ? " (one side used a single label: 0 by construction)"
       : ` [${fmt(a.kappa_ci_low, 2)}, ${fmt(a.kappa_ci_high, 2)}] 95% CI`;
     const rows = [["labelled", a.n], ["skipped", a.skipped], ["accuracy", fmt(a.accuracy)],
-      ["Cohen's kappa", fmt(a.kappa) + ci]];
+      ["Cohen's kappa (weighted to the run's verdicts)", fmt(a.kappa) + ci]];
     const table = $("agreement");
     table.textContent = "";
     for (const [name, value] of rows) {
