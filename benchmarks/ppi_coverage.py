@@ -8,7 +8,8 @@ and a new human-labelled sample of n claims, for n in ``--labels`` (default 20, 
 whether each 95 % interval holds the truth:
 
 - ``judge raw``: the judge's mean over all claims with its normal interval ``mean -/+ 1.96 sd/sqrt(N)``
-  (what a run logs as ``faithfulness_ci_*``, a bootstrap of the same mean, behaves alike);
+  (a bootstrap of the judge's values, as the gate and compare resample them, behaves alike: both
+  measure the judge's noise and take its verdicts as the truth);
 - ``PPI, CLT, uniform sample``: the paper's interval on a uniform sample (``ppi_py.ppi_mean_ci(...,
   lam=1)``, :func:`ragexp.judging.ppi.ppi_mean`);
 - ``PPI, CLT, drawn across verdicts``: the stratified CLT interval on the review's balanced draw;

@@ -16,7 +16,7 @@ from ragexp.judging.calibration.labels import LabelledClaim
 from ragexp.judging.faithfulness import Verdict
 from ragexp.judging.ppi import ppi_estimate
 from ragexp.judging.review.status import ReviewStatus, is_judge_metric
-from ragexp.tracking.sweep_summary import ChildRun, judge_lines
+from ragexp.tracking.sweep_summary import ChildRun, best_by_metric, describe, judge_lines
 
 CONTEXT = "Deliveries are retried for 24 hours."
 
@@ -93,6 +93,10 @@ def test_the_sweep_summary_names_unverified_judge_metrics_first() -> None:
     lines, unverified = judge_lines(children, ["mrr", "faithfulness"], good, 0.4)
     assert unverified == [] and lines[0].startswith("Judge metrics verified (faithfulness): verified: kappa 0.70")
     assert judge_lines(children, ["mrr"], never, 0.4) == ([], [])
+    lines, _ = judge_lines(children, ["mrr", "faithfulness"], never, 0.4)
+    text = describe(children, [], ["mrr", "faithfulness"], best_by_metric(children, ["mrr", "faithfulness"]), "p" * 32,
+                    "1", None, judge=lines)
+    assert text.splitlines()[0] == lines[0]  # the description's first line
 
 
 def test_the_gate_compares_ppi_estimates_with_label_and_eval_set_noise() -> None:
