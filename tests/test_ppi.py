@@ -162,13 +162,12 @@ def test_allocation_is_balanced_capped_and_nested() -> None:
 
 
 def test_labels_needed_reaches_the_width_it_promises() -> None:
-    """The planned n, plugged into the CLT variance formula with the current shares (Agresti-Coull
-    shrunk), gives an interval no wider than asked; one label less does not."""
+    """The planned labels, plugged into the CLT variance formula with the current shares (Agresti-
+    Coull shrunk), give an interval no wider than asked; one label less does not."""
     rng = np.random.default_rng(9)
     units, truth = verdict_units(rng, 1000, 0.6, 0.3)
     sample = draw_across(units, 20, 0, lambda u: u.stratum)
     result = ppi_estimate(units, {u.id: float(truth[int(u.id)]) for u in sample})
-    needed = labels_needed(result, 0.1)
     z = z_of(0.95)
 
     def width(total: int) -> float:
@@ -179,9 +178,19 @@ def test_labels_needed_reaches_the_width_it_promises() -> None:
             var += s.weight**2 * p * (1 - p) * (1 - counts[s.name] / s.units) / counts[s.name]
         return 2 * z * math.sqrt(var)
 
-    assert 20 < needed < 1000
-    assert width(needed) <= 0.1 < width(needed - 1)
-    assert labels_needed(result, 2.0) == 0 or width(labels_needed(result, 2.0)) <= 2.0
+    more = labels_needed(result, 0.1)
+    assert 0 < more < 980
+    assert width(20 + more) <= 0.1 < width(20 + more - 1)
+    assert labels_needed(result, 2.0) == 0
+
+
+def test_labels_needed_leaves_out_a_stratum_known_by_construction() -> None:
+    """Claims against an empty context are labelled without a person: they need no more labels."""
+    units = [Unit(f"e{i}", 0.0, 1.0, "empty_context") for i in range(50)]
+    units += [Unit(f"s{i}", 1.0, 1.0, "supported") for i in range(10)]
+    labels = {**{f"e{i}": 0.0 for i in range(50)}, **{f"s{i}": float(i % 2) for i in range(4)}}
+    result = ppi_estimate(units, labels)
+    assert labels_needed(result, 1e-6) == 6  # the rest of the supported stratum, nothing of the empty one
 
 
 def test_a_transfer_uses_the_targets_verdict_shares_and_the_sources_rates() -> None:

@@ -190,3 +190,46 @@ def test_the_answer_labels_reader_refuses_a_class_it_does_not_know(tmp_path) -> 
     (tmp_path / "missing.csv").write_text("id,answer\nq1,x\n", encoding="utf-8")
     with pytest.raises(RagexpInputError, match="missing column"):
         read_answer_labels(tmp_path / "missing.csv")
+
+
+def test_judge_ppi_logs_the_runs_own_labels_and_the_gate_recomputes_from_them(tmp_path, monkeypatch, capsys) -> None:
+    """``judge ppi RUN_ID`` logs ppi.* metrics and the rows that labelled the run; ``gate`` on two run
+    ids then compares faithfulness on PPI estimates recomputed from those artifacts."""
+    from mlflow.tracking import MlflowClient
+
+    from ragexp.cli import main
+    from ragexp.evaluation.results import ARTIFACT_NAME
+    from ragexp.judging.calibration.labels import write_labels
+    from ragexp.tracking import store
+    from ragexp.tracking.metric_names import results_view
+
+    monkeypatch.chdir(tmp_path)  # a bare sqlite store puts artifacts in ./mlruns
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = store.ensure_experiment(client, "ppi")
+    ids = []
+    for name in ("base", "cand"):
+        run_id = client.create_run(experiment, run_name=name).info.run_id
+        run = results([[True, True]] * 25, run_id=run_id)
+        client.log_artifact(run_id, str(run.save(tmp_path / name / ARTIFACT_NAME)))
+        human = 0.8 if name == "base" else 0.4
+        rows = [LabelledClaim(f"{run_id}/q{q}#claim_0", CONTEXT, f"claim {q}.0",
+                              "supported" if q < human * 10 else "not_supported") for q in range(10)]
+        rows.append(LabelledClaim("OTHER/q1#claim_0", CONTEXT, "claim 1.0", "supported"))  # not this run's
+        labels = write_labels(tmp_path / f"{name}.csv", rows)
+        assert main(["judge", "ppi", run_id, "--labels", str(labels), "--tracking-uri", uri]) == 0
+        ids.append(run_id)
+    logged = client.get_run(ids[1])
+    view = results_view(logged.data.metrics, logged.data.params)
+    assert view["ppi.claim_faithfulness"] == pytest.approx(0.4) and view["ppi.n_labels"] == 10
+    assert logged.data.tags["ragexp.ppi"].startswith("faithfulness 0.400")
+    kept = client.download_artifacts(ids[1], corrected.LABELS_ARTIFACT, str(tmp_path / "kept"))
+    assert "OTHER/" not in open(kept, encoding="utf-8").read()
+    capsys.readouterr()
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("defaults:\n  min_n: 5\nmetrics:\n  faithfulness:\n")
+    code = main(["gate", "--baseline", ids[0], "--candidate", ids[1], "--spec", str(spec), "--tracking-uri", uri])
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("faithfulness"))
+    assert "PPI (human-corrected)" in row and "0.8000" in row and "0.4000" in row
+    assert code == 1 and "REGRESSION" in row  # 0.8 -> 0.4 by the people's labels; the judge saw no change

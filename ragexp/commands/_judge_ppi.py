@@ -5,7 +5,9 @@ labels reader (:func:`ragexp.judging.calibration.labels.read_labels`: bounded, s
 closed columns), keeps the rows that label this run's own claims
 (:func:`ragexp.judging.corrected.labels_for`), prints the judge's value, the PPI estimate and its
 interval per metric beside each other, and logs the ``ppi.*`` metrics and the ``ragexp.ppi`` tag
-to the run (a run id only; ``--no-log`` prints only). ``--answer-labels`` (a person's failure class of
+to the run, with the rows that labelled it as the artifacts :data:`ragexp.judging.corrected.LABELS_ARTIFACT`
+and ``ANSWER_LABELS_ARTIFACT`` (which ``ragexp gate`` recomputes the estimates from) (a run id
+only; ``--no-log`` prints only). ``--answer-labels`` (a person's failure class of
 whole answers, :mod:`ragexp.judging.answer_labels`) corrects ``generation_failure_rate`` and ``ok_rate``. A run none of whose claims is labelled is
 "judge only, uncorrected", said in one line with exit code 2. The labels must be a random sample
 of the run's claims, drawn within each judge verdict (``ragexp judge sample`` and ``ragexp judge
@@ -24,8 +26,8 @@ import argparse
 from ragexp.commands._runs import RUN_ID, client_for, load_results
 from ragexp.errors import RagexpInputError
 from ragexp.judging import corrected
-from ragexp.judging.answer_labels import read_answer_labels
-from ragexp.judging.calibration.labels import read_labels
+from ragexp.judging.answer_labels import answer_labels_csv, read_answer_labels
+from ragexp.judging.calibration.labels import labels_csv, read_labels
 from ragexp.judging.calibration.record import judge_key
 
 
@@ -87,5 +89,16 @@ def ppi(args: argparse.Namespace) -> int:
     client, _ = client_for(args)
     store.log_batched(client, args.run, metrics={to_mlflow(k): v for k, v in corrected.aggregates(estimates).items()},
                       tags={corrected.TAG: corrected.tag_text(estimates, source)})
-    print(f"logged to run {args.run}: ppi.* metrics, tag {corrected.TAG}")
+    logged = "ppi.* metrics, tag " + corrected.TAG
+    if not args.labels_from:  # the run's own labels, for ragexp gate to recompute from (transferred ones are not its own)
+        own = [row for row in rows if row.id.rpartition("/")[2] in found.labels and row.id.rpartition("/")[0] in ("", args.run)]
+        if own:
+            store.log_artifact_text(client, args.run, corrected.LABELS_ARTIFACT, labels_csv(own))
+            logged += ", artifact " + corrected.LABELS_ARTIFACT
+        if answer_rows:
+            mine = corrected.answer_labels_for(results, answer_rows, run_id)
+            kept = [row for row in answer_rows if row.id.rpartition("/")[2] in mine]
+            store.log_artifact_text(client, args.run, corrected.ANSWER_LABELS_ARTIFACT, answer_labels_csv(kept))
+            logged += ", artifact " + corrected.ANSWER_LABELS_ARTIFACT
+    print(f"logged to run {args.run}: {logged}")
     return 0

@@ -230,8 +230,8 @@ def use_corrected(names: list[str], rows: dict[str, dict[str, float]], metrics: 
         else:
             uncorrected.append(metric)
     if uncorrected:
-        lines.append(f"{corrected.UNCORRECTED} in every run: {', '.join(uncorrected)} (human labels correct faithfulness: "
-                     "ragexp judge review RUN_ID)")
+        lines.append(f"{corrected.UNCORRECTED} in every run: {', '.join(uncorrected)} (a person's labels correct them: "
+                     "ragexp judge review RUN_ID, ragexp judge ppi; docs/ppi.md)")
     return lines
 
 

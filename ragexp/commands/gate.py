@@ -118,18 +118,20 @@ def _review_of(results: RunResults, args: argparse.Namespace) -> ReviewStatus | 
 
 
 def _corrected(ref: str, results: RunResults, rows: list, answer_rows: list, args: argparse.Namespace) -> dict:
-    """The run's PPI estimates from ``--labels``, ``--answer-labels`` and, for a run id, its
-    ``judge_review/labels.csv``."""
-    rows = list(rows)
+    """The run's PPI estimates from ``--labels``, ``--answer-labels`` and, for a run id, the labels
+    logged to it (its review's and ``ragexp judge ppi``'s artifacts)."""
+    rows, answer_rows = list(rows), list(answer_rows)
     if RUN_ID.fullmatch(ref) and not Path(ref).exists():
         with tempfile.TemporaryDirectory(prefix="ragexp-") as scratch:
-            try:
-                path = store.download_artifact(ref, "judge_review/labels.csv", args.tracking_uri or store.default_tracking_uri(),
-                                               dst_dir=Path(scratch))
-            except Exception:  # noqa: BLE001 - a run without a review has no such artifact
-                path = None
-            if path is not None:
-                rows += read_labels(path)
+            for artifact, reader, into in ((corrected.REVIEW_ARTIFACT, read_labels, rows),
+                                           (corrected.LABELS_ARTIFACT, read_labels, rows),
+                                           (corrected.ANSWER_LABELS_ARTIFACT, read_answer_labels, answer_rows)):
+                try:
+                    path = store.download_artifact(ref, artifact, args.tracking_uri or store.default_tracking_uri(),
+                                                   dst_dir=Path(scratch) / artifact.replace("/", "_"))
+                except Exception:  # noqa: BLE001 - a run without labels has no such artifact
+                    continue
+                into += reader(path)
     if not rows and not answer_rows:
         return {}
     run_id = ref if RUN_ID.fullmatch(ref) else results.meta.get("run_id")

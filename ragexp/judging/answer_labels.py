@@ -78,13 +78,18 @@ def read_answer_labels(path: str | Path) -> list[AnswerLabel]:
     return rows
 
 
-def write_answer_labels(path: str | Path, rows: Iterable[AnswerLabel]) -> Path:
-    """Write ``rows`` in :data:`COLUMNS` order, whole or not at all."""
+def answer_labels_csv(rows: Iterable[AnswerLabel]) -> str:
+    """The CSV text of ``rows`` in :data:`COLUMNS` order (what :func:`read_answer_labels` reads)."""
     out = io.StringIO(newline="")
     writer = csv.DictWriter(out, fieldnames=COLUMNS)
     writer.writeheader()
     writer.writerows({column: asdict(row)[column] for column in COLUMNS} for row in rows)
+    return out.getvalue()
+
+
+def write_answer_labels(path: str | Path, rows: Iterable[AnswerLabel]) -> Path:
+    """Write ``rows`` in :data:`COLUMNS` order, whole or not at all."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, out.getvalue())
+    atomic_write(path, answer_labels_csv(rows))
     return path

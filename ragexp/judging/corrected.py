@@ -50,6 +50,10 @@ ANSWER_METRICS = {"generation_failure_rate": "generation_failure", "ok_rate": "o
 PREFIX = "ppi."
 EMPTY_CONTEXT = "empty_context"
 UNCORRECTED = "judge only, uncorrected"
+#: A run's own labels as ``ragexp judge review`` and ``ragexp judge ppi`` log them (what ``ragexp gate`` reads).
+REVIEW_ARTIFACT = "judge_review/labels.csv"
+LABELS_ARTIFACT = "ppi/labels.csv"
+ANSWER_LABELS_ARTIFACT = "ppi/answer_labels.csv"
 TAG = "ragexp.ppi"
 #: Metrics whose value comes from the judge (directly or through faithfulness), with their PPI key where one exists.
 JUDGE_METRICS = ("faithfulness", "claim_faithfulness", "answer_relevance", "generation_failure_rate", "ok_rate")

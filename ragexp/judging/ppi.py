@@ -318,19 +318,27 @@ def draw_across(items: Sequence, n: int, seed: int, stratum_of, key=lambda item:
 
 
 def labels_needed(result: PPIEstimate, width_target: float) -> int:
-    """The smallest total number of labels, drawn across strata as :func:`allocate` does, whose
-    CLT interval would be at most ``width_target`` wide (module docstring, "Planning"; each stratum's
-    current share is the plug-in, as if its units weighed the same). Labelling every unit is
-    exact, so the answer is at most the number of units."""
+    """How many more labels, drawn across the strata not yet fully labelled as :func:`allocate`
+    draws (a stratum keeping at least the labels it has), would make the CLT interval at most
+    ``width_target`` wide (module docstring, "Planning"; each stratum's current share is the
+    plug-in, as if its units weighed the same). A fully labelled stratum (claims against an empty
+    context, labelled by construction) is known and takes none. Labelling every unit is exact, so
+    the answer is at most the number of unlabelled units."""
     if width_target <= 0:
         raise ValueError("width must be positive")
     z = z_of(result.confidence)
-    sizes = {s.name: s.units for s in result.strata}
+    open_strata = [s for s in result.strata if s.labels < s.units]
+    sizes = {s.name: s.units for s in open_strata}
+    have = sum(s.labels for s in open_strata)
+
+    def planned(total: int) -> dict:
+        counts = allocate(total, sizes)
+        return {s.name: max(counts[s.name], s.labels) for s in open_strata}
 
     def width(total: int) -> float:
-        counts = allocate(total, sizes)
+        counts = planned(total)
         variance = 0.0
-        for s in result.strata:
+        for s in open_strata:
             n_h = counts[s.name]
             if n_h >= s.units:
                 continue
@@ -340,11 +348,11 @@ def labels_needed(result: PPIEstimate, width_target: float) -> int:
             variance += s.weight ** 2 * shrunk * (1 - shrunk) * (1 - n_h / s.units) / n_h
         return 2 * z * math.sqrt(variance)
 
-    low, high = 0, sum(sizes.values())  # width(high) == 0: every unit labelled
-    while low < high:  # the planned width only shrinks as n grows
+    low, high = have, sum(sizes.values())  # width(high) == 0: every unit labelled
+    while low < high:  # the planned width only shrinks as the total grows
         mid = (low + high) // 2
         if width(mid) <= width_target:
             high = mid
         else:
             low = mid + 1
-    return low
+    return sum(planned(low).values()) - have

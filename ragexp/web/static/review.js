@@ -119,9 +119,7 @@
     }
     const width = $("ppi-width").value;
     $("ppi-needed").textContent = metrics.map(([metric, e]) => {
-      const total = e.labels_needed[String(Number(width))];
-      const more = Math.max(0, total - e.n_labels);
-      return `${names[metric] || metric}: ${more} more (${total} of ${e.n_units} claims)`;
+      return `${names[metric] || metric}: ${e.labels_needed[String(Number(width))]} more`;
     }).join("; ");
   }
 
