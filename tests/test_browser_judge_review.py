@@ -19,14 +19,17 @@ supported) and copies the screenshot to ``docs/images/judge-review.png`` (docs/j
 from __future__ import annotations
 
 import os
+import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 from sklearn.metrics import cohen_kappa_score
 
-from ragexp.judging.calibration.labels import read_labels
+from ragexp.evaluation.results import RunResults
+from ragexp.judging.calibration.labels import label_of, read_labels
 from tests.helpers.cli import ragexp
 from tests.helpers.page_server import BROWSER_MARKS, start_page, stop_page
 from tests.helpers.tiny_dataset import write_tiny_dataset
@@ -82,6 +85,10 @@ def test_a_person_labels_claims_with_the_keyboard_and_agreement_reaches_mlflow(t
                     typed[claim["id"]] = KEYS[key]
                 sync_api.expect(page.locator("#logged")).to_contain_text("Logged to run")
                 sync_api.expect(page.locator("#save-status")).to_have_text("saved")
+                # the PPI panel: the corrected faithfulness, and the labels a chosen width needs
+                sync_api.expect(page.locator("#ppi")).to_contain_text("judge alone")
+                page.locator("#ppi-width").select_option("0.05")
+                sync_api.expect(page.locator("#ppi-needed")).to_contain_text(re.compile(r": \d+ more"))
                 shot = REPO / "test-artifacts" / "judge-review.png"
                 shot.parent.mkdir(exist_ok=True)
                 page.keyboard.press("k")  # back one: its verdict and the judge's are both shown
@@ -137,7 +144,13 @@ def test_a_person_labels_claims_with_the_keyboard_and_agreement_reaches_mlflow(t
     assert metrics["judge_review/n"] == len(compared)
     assert metrics["judge_review/skipped"] == len(claims) - len(compared)
     assert metrics["judge_review/accuracy"] == pytest.approx(sum(h == j for h, j in zip(human, judge)) / len(compared))
-    assert metrics["judge_review/kappa"] == pytest.approx(cohen_kappa_score(human, judge), abs=1e-12)
+    # kappa weighs each labelled claim by its verdict's count in the run over that verdict's labels
+    results = RunResults.load(client.download_artifacts(run_id, "ragexp_results.json", str(tmp_path)))
+    counts = Counter(label_of(v.supported) for row in results.per_query if (row.judge_context or "").strip()
+                     for v in row.claims or () if v.supported is not None)
+    labelled = Counter(judge)
+    weights = [counts[j] / labelled[j] for j in judge]
+    assert metrics["judge_review/kappa"] == pytest.approx(cohen_kappa_score(human, judge, sample_weight=weights), abs=1e-12)
     if len(set(judge)) > 1:  # the extractive generator copies context: the lexical judge may call all supported
         assert metrics["judge_review/kappa_ci_low"] <= metrics["judge_review/kappa"] <= metrics["judge_review/kappa_ci_high"]
     else:

@@ -30,7 +30,6 @@ from ragexp.judging.judges import LexicalJudge
 from ragexp.judging.review.sample import (
     EVIDENCE_BY_JUDGE,
     EVIDENCE_BY_OVERLAP,
-    draw,
     review_claims,
 )
 from ragexp.judging.review.session import SKIP, ReviewSession
@@ -153,11 +152,15 @@ def test_review_claims_carry_the_judges_span_or_the_closest_sentence() -> None:
     assert claims[0].query == "question q1" and claims[0].answer.startswith("Deliveries")
 
 
-def test_draw_is_seeded_and_sorted() -> None:
-    claims = list(range(50))
-    first = draw(claims, 10, seed=3, key=lambda c: c)
-    assert first == draw(claims, 10, seed=3, key=lambda c: c) == sorted(random.Random(3).sample(claims, 10))
-    assert draw(claims, 80, seed=3, key=lambda c: c) == claims
+def test_weighted_kappa_equals_sklearn_with_sample_weights() -> None:
+    """A sample drawn across verdicts weighs each claim by its verdict's count over its labelled count."""
+    human, judge = table_ratings(7, 3, 2, 8)
+    weights = [4.0 if j == S else 0.5 for j in judge]
+    result = kappa_interval(human, judge, weights=weights)
+    assert result.kappa == pytest.approx(cohen_kappa_score(human, judge, sample_weight=weights), abs=1e-12)
+    assert result.kappa != pytest.approx(cohen_kappa_score(human, judge), abs=1e-3)
+    unweighted = kappa_interval(human, judge)
+    assert kappa_interval(human, judge, weights=[3.0] * 20).se == pytest.approx(unweighted.se, abs=1e-12)
 
 
 class Recorder:

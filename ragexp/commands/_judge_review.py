@@ -3,13 +3,17 @@
 Order of checks, each bad input one line and exit 2 before anything is written: ``-n``, the run
 id's form, the port (bound at once, as ``ragexp ui``), an existing labels file that the labels
 reader refuses, the store and the run, and whether the run has judged claims. Only claims with a
-judge verdict are drawn (a judge failure has nothing to agree with); the sample is seeded
-(``--seed``, :func:`ragexp.judging.review.sample.draw`) so the same command shows the same claims.
+judge verdict are drawn (a judge failure has nothing to agree with), across verdicts: the same
+number of claims the judge called supported and not supported where the run has them
+(:func:`ragexp.judging.ppi.draw_across`), so a lenient judge's "supported" calls and its rare
+"not supported" ones are both checked; the sample is seeded (``--seed``) so the same command shows
+the same claims, and a larger ``-n`` with the same seed adds claims to the smaller sample.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 
 from ragexp.commands._runs import RUN_ID, client_for, get_run, load_results
 from ragexp.errors import RagexpInputError
@@ -30,7 +34,9 @@ def review(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace, sock) -> int:
     from ragexp.judging.review.router import review_router
-    from ragexp.judging.review.sample import draw, review_claims
+    from ragexp.judging.calibration.record import judge_key
+    from ragexp.judging.ppi import draw_across
+    from ragexp.judging.review.sample import review_claims
     from ragexp.judging.review.session import (
         ReviewSession,
         mlflow_logger,
@@ -46,11 +52,16 @@ def _serve(args: argparse.Namespace, sock) -> int:
     if not judged:
         raise RagexpInputError("the run has no judged claims (was it run with a generator and a judge, "
                                "e.g. generator=extractive judge=lexical?)", field="RUN_ID")
-    chosen = draw(judged, args.n, args.seed, key=lambda claim: claim.row.id)
+    chosen = draw_across(judged, args.n, args.seed, lambda claim: claim.row.judge_label, key=lambda claim: claim.row.id)
+    verdicts = Counter(claim.row.judge_label for claim in judged)
+    record = results.meta.get("judge")
     session = ReviewSession(run_id=args.run, run_name=run.info.run_name or args.run, claims=chosen,
                             labels_path=args.labels, seed=args.seed, total_claims=len(judged),
-                            log=mlflow_logger(client, args.run))
+                            log=mlflow_logger(client, args.run), verdict_counts=dict(verdicts), results=results,
+                            judge_key=judge_key(record) if isinstance(record, dict) else None)
     app = create_app([review_router(session)], "review.html", title="ragexp judge review")
-    print(f"reviewing {len(chosen)} of {len(judged)} judged claims of run {session.run_name} (seed {args.seed}); "
+    drawn = Counter(claim.row.judge_label for claim in chosen)
+    across = ", ".join(f"{drawn[v]} of {verdicts[v]} the judge called {v.replace('_', ' ')}" for v in sorted(verdicts))
+    print(f"reviewing {len(chosen)} of {len(judged)} judged claims of run {session.run_name} ({across}; seed {args.seed}); "
           f"verdicts go to {args.labels}", flush=True)
     return serve(app, sock, what="judge review")

@@ -23,6 +23,12 @@ a black-box system's), index size, peak RSS, generation tokens per query and mon
 queries, lower is better (``*``), with a line saying how latency was measured. A run whose
 encoder runs at a precision other than fp32 is labelled with it (``· int8``) when its name does
 not say so (runs named before names carried it).
+
+A judge metric with a human-corrected estimate (``ppi.<metric>``, logged by ``ragexp judge
+review`` or ``ragexp judge ppi``: :mod:`ragexp.judging.corrected`) shows that estimate in place of
+the judge's value for that run, and a line under the table says, per judge metric, which runs
+show the PPI estimate (with its interval and label count) and which the judge's value alone
+("judge only, uncorrected"); tie marks of such a column still come from the judge's per-query values.
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ from ragexp.comparison.table import cost_metrics, format_table, headline_metrics
 from ragexp.cost import keys as cost_keys
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+from ragexp.judging import corrected
+from ragexp.judging.review.status import is_judge_metric
 from ragexp.metrics.measure import CHUNK, Measure, measure
 from ragexp.tracking import experiments, run_names, store
 from ragexp.tracking.metric_names import results_view
@@ -192,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
     by_label = dict(zip([run_label(r) for r in runs], runs))
     results = {name: r for name in names if comparable and (r := _results(client, by_label[name])) is not None}
     tied, noise = tie_marks(names, results, metrics, unranked)
+    corrections = use_corrected(names, rows, metrics)
     print(format_table(names, rows, metrics, unranked=unranked, flag=NOT_COMPARABLE_MARK if across_chunkings else "",
                        tied=tied))
     if across_chunkings:
@@ -206,11 +215,42 @@ def run(args: argparse.Namespace) -> int:
         print(f"cost: lower is better; {cost_keys.MLFLOW_PREFIX}{latency[len(cost_keys.PREFIX):]} is served latency "
               "(one query at a time on the warm index, each query's median over repeats; docs/cost.md), not batch "
               "throughput; '-' not measured")
+    for line in corrections:
+        print(line)
     sources = _groups("source", metrics[0], rows) if metrics else []
     if "draft" in sources and len(sources) > 1:
         print(f"note: the eval set mixes drafted and other questions ({', '.join(sources)}); these means average them: "
               f"ragexp compare --by-source {metrics[0]}")
     return 0
+
+
+def use_corrected(names: list[str], rows: dict[str, dict[str, float]], metrics: list[str]) -> list[str]:
+    """Put each run's PPI estimate in place of the judge's value of ``metrics`` (in ``rows``);
+    return the lines that say, per judge metric shown, which runs' values are which."""
+    lines, uncorrected = [], []
+    for metric in metrics:
+        if not is_judge_metric(metric):
+            continue
+        fixed, plain = [], []
+        for name in names:
+            found = corrected.from_aggregates(rows[name], metric)
+            if found is None:
+                plain.append(name)
+                continue
+            estimate, low, high, labels = found
+            judge = rows[name].get(metric)
+            rows[name][metric] = estimate
+            fixed.append(f"{name} {estimate:.4f} [{low:.4f}, {high:.4f}] from {labels} labels"
+                         + ("" if judge is None else f" (judge alone {judge:.4f})"))
+        if fixed:
+            lines.append(f"{metric}: PPI estimate (human-corrected) for " + "; ".join(fixed)
+                         + (f"; {corrected.UNCORRECTED} for {', '.join(plain)}" if plain else ""))
+        else:
+            uncorrected.append(metric)
+    if uncorrected:
+        lines.append(f"{corrected.UNCORRECTED} in every run: {', '.join(uncorrected)} (a person's labels correct them: "
+                     "ragexp judge review RUN_ID, ragexp judge ppi; docs/ppi.md)")
+    return lines
 
 
 def _groups(prefix: str, metric: str, rows: dict[str, dict[str, float]]) -> list[str]:

@@ -1,7 +1,8 @@
 """``ragexp judge``: check the judge against a human.
 
 ``ragexp judge sample RUN_ID -n 20 --out verdicts.csv`` draws judged claims from a run (its
-``ragexp_results.json``; a results file path works too) into a labels CSV with the judge's
+``ragexp_results.json``; a results file path works too), across the judge's verdicts as ``judge
+review`` does (:func:`ragexp.judging.ppi.draw_across`), into a labels CSV with the judge's
 verdict filled in and ``human_label`` empty. A reviewer fills ``human_label``; then
 ``ragexp judge agreement verdicts.csv`` prints accuracy, Cohen's kappa and the confusion matrix.
 With ``--judge local|lexical|openai`` the agreement command first runs that judge on every
@@ -13,6 +14,9 @@ applies a threshold fitted elsewhere (e.g. fit on the demo set, measure on your 
 labels the sampled claims with the keyboard, the verdicts go to the labels CSV, and the agreement
 (accuracy, kappa with its 95 % interval) is logged to the run (:mod:`ragexp.commands._judge_review`,
 :mod:`ragexp.judging.review`).
+
+``ragexp judge ppi RUN_ID --labels LABELS.csv`` corrects the run's faithfulness by those labels
+(prediction-powered inference, :mod:`ragexp.commands._judge_ppi`, :mod:`ragexp.judging.corrected`).
 
 ``ragexp judge calibrate LABELS.csv --judge lexical|local [--method M] --out CALIB.json`` scores
 every row once with the judge's continuous score (cached in the stage cache), fits the verdict
@@ -57,7 +61,8 @@ from ragexp.judging.judges import (
     LLMJudge,
     LocalLikelihoodJudge,
 )
-from ragexp.judging.review.sample import draw, judged_claims
+from ragexp.judging.ppi import draw_across
+from ragexp.judging.review.sample import judged_claims
 from ragexp.llm.base import LLMCallError
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.tracking import store
@@ -72,6 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sample.add_argument("-n", type=int, default=20, help="claims to draw (default 20)")
     sample.add_argument("--out", required=True, type=Path, help="CSV to write")
     sample.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    sample.add_argument("--answers", action="store_true",
+                        help="draw whole answers (their failure class) instead of claims: the answer-labels CSV")
     add_tracking_argument(sample)
 
     review = sub.add_parser("review", help="label a run's sampled claims in the browser; agreement logged to the run")
@@ -82,6 +89,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     review.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     review.add_argument("--port", type=int, default=5002, help="port on 127.0.0.1 (default 5002); a taken port fails at once")
     add_tracking_argument(review)
+
+    ppi = sub.add_parser("ppi", help="a run's faithfulness corrected by human labels (PPI), with its interval")
+    ppi.add_argument("run", metavar="RUN_ID", help="MLflow run id (or a ragexp results JSON file)")
+    ppi.add_argument("--labels", type=Path, help="claim labels CSV (ragexp judge review / sample format)")
+    ppi.add_argument("--answer-labels", type=Path, metavar="FILE",
+                     help="answer labels CSV (ragexp judge sample --answers): corrects generation_failure_rate and ok_rate")
+    ppi.add_argument("--labels-from", metavar="OTHER_RUN",
+                     help="use the labels of this other run of the same judge (an assumption: docs/ppi.md)")
+    ppi.add_argument("--confidence", type=float, default=0.95, help="interval confidence (default 0.95)")
+    ppi.add_argument("--no-log", action="store_true", help="print only; do not log to the run")
+    add_tracking_argument(ppi)
 
     agree = sub.add_parser("agreement", help="accuracy, Cohen's kappa and confusion of judge vs human labels")
     agree.add_argument("labels", type=Path, metavar="LABELS.csv")
@@ -127,6 +145,10 @@ def run(args: argparse.Namespace) -> int:
         return review(args)
     if args.judge_command == "calibrate":
         return _calibrate(args)
+    if args.judge_command == "ppi":
+        from ragexp.commands._judge_ppi import ppi
+
+        return ppi(args)
     return _agreement(args)
 
 
@@ -134,13 +156,31 @@ def _sample(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise RagexpInputError("must be at least 1", field="-n")
     results = load_results(args.run, args.tracking_uri)
+    if args.answers:
+        return _sample_answers(args, results)
     claims = judged_claims(results.per_query)
     if not claims:
         raise RagexpInputError(f"run {args.run!r} has no judged claims (was it run with a generator and a judge?)", field="RUN_ID")
-    chosen = draw(claims, args.n, args.seed)
+    chosen = draw_across(claims, args.n, args.seed, lambda claim: claim.judge_label)
     write_labels(args.out, chosen)
     print(f"wrote {len(chosen)} of {len(claims)} judged claims to {args.out}")
     print(f"fill in human_label (supported | not_supported), then: ragexp judge agreement {args.out}")
+    return 0
+
+
+def _sample_answers(args: argparse.Namespace, results) -> int:
+    """``judge sample --answers``: answerable items with an answer, drawn across their failure class."""
+    from ragexp.judging.answer_labels import CLASSES, AnswerLabel, write_answer_labels
+
+    answers = [AnswerLabel(id=row.query_id, answer=row.answer or "", query=row.query, judge_class=row.failure_class)
+               for row in results.per_query if row.answerable and row.failure_class in CLASSES]
+    if not answers:
+        raise RagexpInputError(f"run {args.run!r} has no answered answerable items (was it run with a generator?)",
+                               field="RUN_ID")
+    chosen = draw_across(answers, args.n, args.seed, lambda answer: answer.judge_class)
+    write_answer_labels(args.out, chosen)
+    print(f"wrote {len(chosen)} of {len(answers)} answers to {args.out}")
+    print(f"fill in human_class ({' | '.join(CLASSES)}), then: ragexp judge ppi {args.run} --answer-labels {args.out}")
     return 0
 
 

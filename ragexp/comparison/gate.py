@@ -24,13 +24,33 @@ MLflow name) is one number per run, compared against the baseline with a relativ
 tolerance widened to the latency repeats' spread; ``budgets`` (the spec's list, or ``--budget``)
 are limits the candidate alone must keep (:mod:`ragexp.cost.budgets`). Either failing makes the
 gate's status ``regression``; a budget on a metric the candidate lacks is an error.
+
+Judge metrics (:func:`ragexp.judging.review.status.is_judge_metric`):
+
+- **corrected by human labels** where both runs have a PPI estimate of the metric
+  (:mod:`ragexp.judging.corrected`): baseline and candidate are the PPI estimates, ``delta`` their
+  difference; its CI adds the eval-set noise (the paired bootstrap CI of the judge's own per-query
+  delta, as above) and each run's label noise (its PPI interval) by MOVER::
+
+      low  = delta - sqrt((d_judge - ci_low)^2  + (ppi_c - low_c)^2  + (high_b - ppi_b)^2)
+      high = delta + sqrt((ci_high - d_judge)^2 + (high_c - ppi_c)^2 + (ppi_b - low_b)^2)
+
+  and the p-value is the two-sided normal one of ``delta`` with the standard error
+  ``(high - low) / (2 z)``; the tolerance is resolved as for the judge's values. ``source`` says
+  ``PPI``; with labels for one run only both are compared on the judge's values, with a note.
+- **unverified** (:attr:`GateReport.unverified`): the review status of each judge metric (given
+  by the caller: the last human review of each run's judge) below ``judge_review.min_kappa`` or
+  absent. The rule ``judge_review.unverified: warn`` (default) reports it; ``fail`` makes the
+  gate's status ``unverified`` (exit code 1) unless a metric regressed.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import yaml
@@ -41,6 +61,9 @@ from ragexp.cost import budgets as cost_budgets
 from ragexp.cost.keys import is_cost, results_key
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import QueryResult, RunResults
+from ragexp.judging.calibration.record import MIN_KAPPA
+from ragexp.judging.ppi import PPIEstimate, z_of
+from ragexp.judging.review.status import FAIL, WARN, is_judge_metric
 from ragexp.metrics import RELEVANCE_LEVEL
 from ragexp.metrics.measure import LOWER, measure
 from ragexp.metrics.ranking import trec_order
@@ -52,8 +75,10 @@ MAX_SPEC_BYTES = 1024 * 1024
 _SLACK = 1e-12
 """Rounding slack: a drop exactly equal to the tolerance is not a regression."""
 
-PASS, REGRESSION, INSUFFICIENT = "pass", "regression", "insufficient"
-EXIT_CODES = {PASS: 0, REGRESSION: 1, INSUFFICIENT: 2}
+PASS, REGRESSION, INSUFFICIENT, UNVERIFIED = "pass", "regression", "insufficient", "unverified"
+EXIT_CODES = {PASS: 0, REGRESSION: 1, INSUFFICIENT: 2, UNVERIFIED: 1}
+#: ``MetricVerdict.source``: what baseline and candidate are for a judge metric.
+FROM_JUDGE, FROM_PPI = "judge", "PPI"
 
 
 @dataclass(frozen=True)
@@ -100,6 +125,15 @@ DEFAULT_GOLD_K = 5
 
 
 @dataclass(frozen=True)
+class JudgeReviewRule:
+    """When a judge metric counts as verified (kappa of the judge's last human review at least
+    ``min_kappa``), and what an unverified one does: ``warn`` or ``fail``."""
+
+    min_kappa: float = MIN_KAPPA
+    unverified: str = WARN
+
+
+@dataclass(frozen=True)
 class GateSpec:
     """The gate's rules, usually read from YAML (see ``ragexp/resources/gate_default.yaml`` and docs/gate.md)."""
 
@@ -110,6 +144,7 @@ class GateSpec:
     n_resamples: int = stats.DEFAULT_RESAMPLES
     seed: int = 0
     budgets: tuple[cost_budgets.Budget, ...] = ()
+    judge_review: JudgeReviewRule = JudgeReviewRule()
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> "GateSpec":
@@ -157,7 +192,7 @@ def _key_lines(node, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]
 class _SpecParser:
     """Validates a spec mapping, raising :class:`RagexpInputError` with file, line and field."""
 
-    TOP_KEYS = {"defaults", "metrics", "per_query", "resampling", "budgets"}
+    TOP_KEYS = {"defaults", "metrics", "per_query", "resampling", "budgets", "judge_review"}
     RULE_KEYS = {"direction", "tolerance", "min_n", "require_significance", "alpha"}
 
     def __init__(self, source: str | Path, lines: dict[tuple[str, ...], int]) -> None:
@@ -202,6 +237,10 @@ class _SpecParser:
             raise self.error(("budgets",), err.message) from None
         per_query = self.mapping(data.get("per_query"), ("per_query",), {"k", "top"})
         resampling = self.mapping(data.get("resampling"), ("resampling",), {"n_resamples", "seed"})
+        review = self.mapping(data.get("judge_review"), ("judge_review",), {"min_kappa", "unverified"})
+        on_unverified = review.get("unverified", WARN)
+        if on_unverified not in (WARN, FAIL):
+            raise self.error(("judge_review", "unverified"), f"expected '{WARN}' or '{FAIL}', got {on_unverified!r}")
         return GateSpec(
             rules=rules,
             defaults=defaults,
@@ -213,6 +252,9 @@ class _SpecParser:
             ),
             seed=int(self.number(resampling.get("seed", GateSpec.seed), ("resampling", "seed"), low=0, integer=True)),
             budgets=limits,
+            judge_review=JudgeReviewRule(
+                float(self.number(review.get("min_kappa", MIN_KAPPA), ("judge_review", "min_kappa"), low=-1, high=1)),
+                on_unverified),
         )
 
     def gold_k(self, value) -> int | None:
@@ -279,6 +321,12 @@ class MetricVerdict:
     verdict: str
     p_holm: float | None = None  # Holm-adjusted over the gated metrics (:func:`holm`)
     dropped: bool = False  # worse by more than the tolerance
+    source: str = ""  # judge metrics: FROM_JUDGE or FROM_PPI (module docstring)
+    review: str = ""  # judge metrics: the review status sentence (``verified: ...`` / ``UNVERIFIED: ...``)
+
+    @property
+    def unverified(self) -> bool:
+        return self.review.startswith("UNVERIFIED")
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -340,15 +388,24 @@ class GateReport:
     notes: list[str] = field(default_factory=list)
     costs: list[CostVerdict] = field(default_factory=list)
     budgets: list[cost_budgets.BudgetVerdict] = field(default_factory=list)
+    judge_review: JudgeReviewRule = JudgeReviewRule()
+
+    @property
+    def unverified(self) -> list[str]:
+        """The gated judge metrics whose judge was never reviewed or agreed below the floor."""
+        return [m.metric for m in self.metrics if m.unverified]
 
     @property
     def status(self) -> str:
-        """``regression`` if any metric or cost regressed or a budget is broken, else
-        ``insufficient`` if any metric lacked pairs, else ``pass``."""
+        """``regression`` if any metric or cost regressed or a budget is broken, else ``unverified``
+        if a judge metric is unverified and the rule says ``fail``, else ``insufficient`` if any
+        metric lacked pairs, else ``pass``."""
         verdicts = {m.verdict for m in self.metrics} | {c.verdict for c in self.costs}
         if any(b.status == cost_budgets.OVER for b in self.budgets):
             verdicts.add(REGRESSION)
-        return next((status for status in (REGRESSION, INSUFFICIENT) if status in verdicts), PASS)
+        if self.unverified and self.judge_review.unverified == FAIL:
+            verdicts.add(UNVERIFIED)
+        return next((status for status in (REGRESSION, UNVERIFIED, INSUFFICIENT) if status in verdicts), PASS)
 
     @property
     def exit_code(self) -> int:
@@ -424,6 +481,31 @@ def compare_metric(rule: MetricRule, base: np.ndarray, cand: np.ndarray, spec: G
     return verdict
 
 
+def compare_corrected(rule: MetricRule, base: np.ndarray, cand: np.ndarray, spec: GateSpec,
+                      corrected: tuple[PPIEstimate, PPIEstimate]) -> MetricVerdict:
+    """:func:`compare_metric` on the PPI estimates of a judge metric (module docstring); ``base``
+    and ``cand`` are the judge's paired per-query values (the eval-set noise)."""
+    verdict = compare_metric(rule, base, cand, spec)
+    verdict.source = FROM_PPI
+    if verdict.verdict == INSUFFICIENT:
+        return verdict
+    ppi_b, ppi_c = corrected
+    d_judge = verdict.delta
+    verdict.baseline, verdict.candidate = ppi_b.estimate, ppi_c.estimate
+    verdict.delta = ppi_c.estimate - ppi_b.estimate
+    verdict.tolerance = rule.tolerance.resolve(ppi_b.estimate, cand - base)
+    below = math.sqrt((d_judge - verdict.ci_low) ** 2 + (ppi_c.estimate - ppi_c.low) ** 2 + (ppi_b.high - ppi_b.estimate) ** 2)
+    above = math.sqrt((verdict.ci_high - d_judge) ** 2 + (ppi_c.high - ppi_c.estimate) ** 2 + (ppi_b.estimate - ppi_b.low) ** 2)
+    verdict.ci_low, verdict.ci_high = verdict.delta - below, verdict.delta + above
+    z = z_of(1 - rule.alpha)
+    se = (below + above) / (2 * z)
+    verdict.p_value = 1.0 if se == 0 and verdict.delta == 0 else (
+        0.0 if se == 0 else 2 * (1 - NormalDist().cdf(abs(verdict.delta) / se)))
+    sign = 1.0 if rule.direction == "higher" else -1.0
+    verdict.dropped = -sign * verdict.delta > verdict.tolerance + _SLACK
+    return verdict
+
+
 def query_regressions(
     base_rows: Mapping[str, QueryResult], cand_rows: Mapping[str, QueryResult], common: Sequence[str],
     rules: Sequence[MetricRule], gold_ks: tuple[int, int],
@@ -461,11 +543,15 @@ def run_gate(
     baseline_label: str = "baseline",
     candidate_label: str = "candidate",
     budgets: Sequence[str] = (),
+    corrected: tuple[Mapping[str, PPIEstimate], Mapping[str, PPIEstimate]] = ({}, {}),
+    reviews: Mapping[str, str] | None = None,
 ) -> GateReport:
     """Gate ``candidate`` against ``baseline``; raises :class:`RagexpInputError` on unusable input.
 
     ``metrics`` restricts the gate to those names (each must be present in both runs); ``budgets``
-    adds limits (``"cost/latency_p95_ms <= 250"``) to the spec's.
+    adds limits (``"cost/latency_p95_ms <= 250"``) to the spec's. ``corrected`` holds each run's
+    PPI estimates by metric, ``reviews`` the review status sentence of each judge metric
+    (``None``: not looked up; module docstring).
     """
     spec = spec or GateSpec.load()
     if metrics:
@@ -512,7 +598,18 @@ def run_gate(
         values = np.asarray(pairs, dtype=np.float64).reshape(-1, 2)
         if not np.all(np.isfinite(values)):
             raise RagexpInputError(f"metric {rule.metric!r} has NaN or infinite per-query values", field="metrics")
-        verdict = compare_metric(rule, values[:, 0], values[:, 1], spec)
+        both = [side.get(rule.metric) for side in corrected]
+        if all(both):
+            verdict = compare_corrected(rule, values[:, 0], values[:, 1], spec, (both[0], both[1]))
+        else:
+            verdict = compare_metric(rule, values[:, 0], values[:, 1], spec)
+            if is_judge_metric(rule.metric):
+                verdict.source = FROM_JUDGE
+            if any(both):
+                notes.append(f"{rule.metric}: human labels for the {baseline_label if both[0] else candidate_label} run only; "
+                             "both runs compared on the judge's values (label the other run to compare PPI estimates)")
+        if reviews is not None and is_judge_metric(rule.metric):
+            verdict.review = reviews.get(rule.metric, "UNVERIFIED: no review status")
         if verdict.verdict == INSUFFICIENT:
             notes.append(f"{rule.metric}: only {verdict.n} paired queries, the spec asks for min_n={rule.min_n}")
         verdicts.append(verdict)
@@ -538,6 +635,7 @@ def run_gate(
         notes=notes,
         costs=costs,
         budgets=budgets,
+        judge_review=spec.judge_review,
     )
 
 

@@ -88,10 +88,20 @@ class CostConfig:
 
 
 @dataclass
+class JudgeReviewConfig:
+    """When a judge metric counts as verified in a sweep's summary (kappa of the judge's last human
+    review >= ``min_kappa``), and whether an unverified one only warns or also fails the sweep."""
+
+    min_kappa: float = 0.4
+    unverified: str = "warn"  # warn | fail (checked when the sweep starts)
+
+
+@dataclass
 class TrackingConfig:
     uri: str = "sqlite:///mlflow.db"
     experiment: Optional[str] = None
     connect_timeout_s: float = 10.0
+    judge_review: JudgeReviewConfig = field(default_factory=JudgeReviewConfig)
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ragexp.comparison.table import format_table, headline_metrics
+from ragexp.judging.corrected import UNCORRECTED
 
 
 def print_run_summary(output, run_id: str, tracking_uri: str) -> None:
@@ -17,6 +18,8 @@ def print_run_summary(output, run_id: str, tracking_uri: str) -> None:
     judge = output.results.meta.get("judge")
     if judge is not None:
         print(judge_line(judge))
+        print(f"judge metrics: {UNCORRECTED} (no person has checked this run's verdicts); "
+              f"ragexp judge review {run_id} checks 20 and corrects faithfulness (docs/ppi.md)")
     for warning in [*index_warnings(output.results), *call_failure_warnings(output.results), *run_warnings(output.results)]:
         print(warning)
     print(f"logged to {tracking_uri}; open it with: ragexp ui")

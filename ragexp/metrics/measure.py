@@ -9,6 +9,7 @@ A results key is parsed once by :func:`measure` into a :class:`Measure`::
     tag.synonym.mrr        name mrr,      k None, level chunk, group tag.synonym
     recall_at_5_ci_low     name recall,   k 5,    level chunk, bound ci_low
     retrieval_failure_rate name retrieval_failure_rate, level generation, lower is better
+    ppi.faithfulness       name ppi.faithfulness, level generation (a judge metric corrected by human labels)
     time.retrieval_s       level run (timings, counts, depths), lower is better
     cost.latency_p95_ms    level cost (:mod:`ragexp.cost`), lower is better (``*_qps``: higher)
 
@@ -28,7 +29,7 @@ HIGHER, LOWER = "higher", "lower"
 #: A chunk-level retrieval key (with its ``doc_`` prefix removed: a document-level one).
 RETRIEVAL_KEY = re.compile(r"(hit_rate|recall|mrr|context_precision|ndcg)(_at_\d+)?|context_(hit_rate|recall)|judged_at_\d+")
 GENERATION_KEY = re.compile(r"faithfulness|answer_relevance|exact_match|f1|key_fact_recall|refused|refusal_accuracy"
-                            r"|judge_failures|generation_errors|.+_rate|n_.+|.+_judge_failures|gen\..+|judge\..+")
+                            r"|judge_failures|generation_errors|.+_rate|n_.+|.+_judge_failures|gen\..+|judge\..+|ppi\..+")
 _CUTOFF = re.compile(r"(?P<name>.+)_at_(?P<k>\d+)")
 _GROUP = re.compile(r"(?P<group>(?:tag|source)\..+)\.(?P<metric>[^.]+)")
 _CI = re.compile(r"(?P<metric>.+)_(?P<bound>ci_low|ci_high)")

@@ -39,6 +39,8 @@ from ragexp.data import EvalSet
 from ragexp.evaluation.checks import PIPELINE_GROUPS
 from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult
 from ragexp.evaluation.runner import RunOutput, semantic_config
+from ragexp.judging.calibration.record import judge_key
+from ragexp.judging.review.status import TAG_JUDGE_KEY
 from ragexp.models.device import devices_tag
 from ragexp.runtime import interrupt
 from ragexp.tracking import store
@@ -65,7 +67,8 @@ def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float],
                 judge.calibration.{set, file, sha256, n, estimate}
         metrics judge.calibration.cv_accuracy, judge.calibration.cv_kappa (in MLflow under
                 generation/, :func:`~ragexp.tracking.metric_names.to_mlflow`)
-        tags    ragexp.judge_warning (the plain sentence, when uncalibrated or kappa < 0.4)
+        tags    ragexp.judge_warning (the plain sentence, when uncalibrated or kappa < 0.4),
+                ragexp.judge_key (model + prompt + threshold: the reviews that speak for this judge)
     """
     if record is None:
         return {}, {}, {}
@@ -82,6 +85,7 @@ def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float],
         if calibration["kappa"] is not None:
             metrics["judge.calibration.cv_kappa"] = calibration["kappa"]
     tags = {TAG_JUDGE_WARNING: record["warning"]} if record["warning"] else {}
+    tags[TAG_JUDGE_KEY] = judge_key(record)
     return params, metrics, tags
 
 

@@ -66,7 +66,9 @@ class MlflowSweepCallback(Callback):
             config.hydra.overrides.hydra.append(f"++hydra.job.env_set.{PARENT_ENV}='{run.info.run_id}'")
             config.hydra.overrides.hydra.append(f"++hydra.job.env_set.{AXES_ENV}='{','.join(axes)}'")
         global _open_parent
-        _open_parent = _OpenParent(config.tracking.uri, config.tracking.connect_timeout_s, run.info.run_id, experiment_id)
+        review = config.tracking.judge_review
+        _open_parent = _OpenParent(config.tracking.uri, config.tracking.connect_timeout_s, run.info.run_id, experiment_id,
+                                   float(review.min_kappa), str(review.unverified))
         log.info("MLflow parent run %s in experiment %s", run.info.run_id, experiment_id)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -91,6 +93,11 @@ def _validate_sweep(config: DictConfig) -> None:
     from ragexp.config.untrusted import hand_given_config
     from ragexp.evaluation.checks import validate_job
 
+    review = config.tracking.judge_review
+    if review.unverified not in ("warn", "fail") or not -1 <= review.min_kappa <= 1:
+        raise SweepRefused(RagexpInputError(f"expected unverified: warn | fail and min_kappa in [-1, 1], got "
+                                            f"{review.unverified!r} and {review.min_kappa!r}",
+                                            field="tracking.judge_review"))
     task = OmegaConf.masked_copy(config, [key for key in config.keys() if key != "hydra"])
     overrides = list(config.hydra.overrides.task)
     axes = run_names.sweep_axes(overrides, config.hydra.sweeper.get("params"))
@@ -112,6 +119,8 @@ class _OpenParent:
     timeout_s: float
     run_id: str
     experiment_id: str
+    min_kappa: float = 0.4  # tracking.judge_review: when a judge metric counts as verified ...
+    on_unverified: str = "warn"  # ... and whether an unverified one fails the sweep
 
 
 _open_parent: _OpenParent | None = None  # the parent this process opened and has not closed yet
@@ -119,14 +128,18 @@ _open_parent: _OpenParent | None = None  # the parent this process opened and ha
 
 def _close_parent(parent: _OpenParent, status: str | None = None) -> None:
     """Log the child counts and close the parent: ``status``, else FINISHED when every child
-    finished, else FAILED."""
+    finished (and, under ``tracking.judge_review.unverified=fail``, no judge metric is unverified),
+    else FAILED."""
     client = store.connect(parent.uri, parent.timeout_s)
     children = sweep_summary.children_of(client, parent.run_id)
-    if status is None:
-        _summarize(client, parent, children)
+    unverified = _summarize(client, parent, children) if status is None else []
     finished = sum(run.info.status == "FINISHED" for run in children)
     if status is None:
         status = "FINISHED" if children and finished == len(children) else "FAILED"
+        if unverified and parent.on_unverified == "fail":
+            log.error("sweep marked FAILED: judge metrics unverified (%s); tracking.judge_review.unverified=fail",
+                      ", ".join(unverified))
+            status = "FAILED"
     with interrupt.deferred():  # a write cut short can leave the sqlite store locked and the run RUNNING
         store.log_batched(
             client, parent.run_id, metrics={"sweep.children": len(children), "sweep.children_finished": finished}
@@ -134,16 +147,18 @@ def _close_parent(parent: _OpenParent, status: str | None = None) -> None:
         client.set_terminated(parent.run_id, status=status)
 
 
-def _summarize(client: MlflowClient, parent: _OpenParent, children: list) -> None:
-    """The parent's summary (:mod:`~ragexp.tracking.sweep_summary`); a failure to draw it is
-    reported and does not keep the sweep from closing."""
+def _summarize(client: MlflowClient, parent: _OpenParent, children: list) -> list[str]:
+    """The parent's summary (:mod:`~ragexp.tracking.sweep_summary`), returning its unverified judge
+    metrics; a failure to draw it is reported and does not keep the sweep from closing."""
     tags = client.get_run(parent.run_id).data.tags
     axes = [a for a in tags.get(store.TAG_SWEEP_AXES, "").split(",") if a]
     budgets = [b for b in tags.get(sweep_summary.TAG_BUDGETS, "").split(BUDGET_SEPARATOR) if b]
     try:
-        sweep_summary.log_sweep_summary(client, parent.run_id, parent.experiment_id, children, axes, budgets)
+        return sweep_summary.log_sweep_summary(client, parent.run_id, parent.experiment_id, children, axes, budgets,
+                                               min_kappa=parent.min_kappa)
     except Exception as err:  # noqa: BLE001 - the sweep's runs are logged; only the summary is missing
         log.warning("could not write the sweep summary to parent run %s: %s", parent.run_id, err)
+        return []
 
 
 def close_open_parent(status: str | None = None) -> str | None:

@@ -32,6 +32,16 @@ Budgets (``cost.budgets``, recorded on the parent as ``ragexp.sweep_budgets``): 
 budget (:mod:`ragexp.cost.budgets`) is left out of "best" (best tags, tie tests, the tie set; its
 ``ragexp.vs_best.<metric>`` tag says ``over_budget``), as AutoRAG's ``speed_threshold`` does; it
 stays in the tables and heatmaps.
+
+Judge metrics (:func:`ragexp.judging.review.status.is_judge_metric`): a child with a
+human-corrected estimate (``ppi.<metric>``, :mod:`ragexp.judging.corrected`) is summarised by that
+estimate and its interval instead of the judge's value; the description's first lines say which
+children's values are PPI estimates and which are "judge only, uncorrected", and name the judge
+metrics that are *unverified*: the last human review of the child's judge (its ``ragexp.judge_key``
+tag, :func:`ragexp.judging.review.status.last_review`) is missing or its kappa is below
+``min_kappa`` (``tracking.judge_review.min_kappa``); the tag ``ragexp.judge_review.status`` says the
+same. :func:`log_sweep_summary` returns the unverified metrics (the sweep fails on them under
+``tracking.judge_review.unverified=fail``).
 """
 
 from __future__ import annotations
@@ -54,6 +64,9 @@ from ragexp.comparison.per_query_diff import format_html, per_query_diff
 from ragexp.cost import budgets as cost_budgets
 from ragexp.cost.keys import is_cost
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+from ragexp.judging import corrected
+from ragexp.judging.calibration.record import MIN_KAPPA
+from ragexp.judging.review.status import TAG_JUDGE_KEY, ReviewStatus, is_judge_metric, last_review
 from ragexp.metrics.measure import measure
 from ragexp.tracking import cost_summary, experiments, store
 from ragexp.tracking.heatmap import Panel, anchored_scale, draw_heatmap
@@ -70,6 +83,8 @@ DIFF_K = 5
 SORT_METRIC = "hit_rate_at_5"
 TAG_BUDGETS = "ragexp.sweep_budgets"
 OVER_BUDGET = "over_budget"
+#: The parent's tag: ``verified`` or ``unverified: <judge metrics>``.
+TAG_REVIEW_STATUS = "ragexp.judge_review.status"
 NOT_COMPARABLE_NOTE = ("Gold is whole documents and the runs chunk differently, so these chunk-level metrics do not "
                        "rank them (each chunking has its own number of relevant chunks); compare doc/ metrics")
 
@@ -83,6 +98,8 @@ class ChildRun:
     params: dict[str, str]
     half_widths: dict[str, float] = field(default_factory=dict)  # CI half-width per metric
     costs: dict[str, float] = field(default_factory=dict)  # every cost.* value of the run
+    corrected: tuple[str, ...] = ()  # judge metrics whose value is the PPI estimate
+    judge_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,16 +128,52 @@ def children_of(client: MlflowClient, parent_run_id: str) -> list[Run]:
 
 def _child(run: Run, axes: Sequence[str]) -> ChildRun:
     values = results_view(run.data.metrics, run.data.params)
+    metrics = {key: values[key] for key in HEADLINE if key in values and not math.isnan(values[key])}
+    half_widths = {key: (values[f"{key}_ci_high"] - values[f"{key}_ci_low"]) / 2 for key in HEADLINE
+                   if f"{key}_ci_low" in values and f"{key}_ci_high" in values}
+    fixed = []
+    for key in metrics:
+        if is_judge_metric(key) and (found := corrected.from_aggregates(values, key)) is not None:
+            metrics[key], half_widths[key] = found[0], (found[2] - found[1]) / 2
+            fixed.append(key)
     return ChildRun(
         run_id=run.info.run_id,
         name=run.info.run_name or run.info.run_id[:8],
         axis_values={axis: run.data.tags.get(f"{AXIS_TAG_PREFIX}{axis}", "?") for axis in axes},
-        metrics={key: values[key] for key in HEADLINE if key in values and not math.isnan(values[key])},
+        metrics=metrics,
         params=dict(run.data.params),
-        half_widths={key: (values[f"{key}_ci_high"] - values[f"{key}_ci_low"]) / 2 for key in HEADLINE
-                     if f"{key}_ci_low" in values and f"{key}_ci_high" in values},
+        half_widths=half_widths,
         costs={key: value for key, value in values.items() if is_cost(key) and not math.isnan(value)},
+        corrected=tuple(fixed),
+        judge_key=run.data.tags.get(TAG_JUDGE_KEY),
     )
+
+
+def judge_lines(children: Sequence[ChildRun], metrics: Sequence[str], statuses: Mapping[str, ReviewStatus],
+                min_kappa: float) -> tuple[list[str], list[str]]:
+    """The description's first lines about the judge metrics among ``metrics``, and the unverified
+    ones (module docstring); ``statuses`` maps each child's judge key to its last review."""
+    judged = [m for m in metrics if is_judge_metric(m)]
+    if not judged:
+        return [], []
+    keys = sorted({child.judge_key or "" for child in children if any(m in child.metrics for m in judged)})
+    found = [statuses.get(key) or ReviewStatus(key, why=" (the run records no judge key)") for key in keys]
+    unverified = judged if any(not status.verified(min_kappa) for status in found) else []
+    lines = []
+    if unverified:
+        worst = next(status for status in found if not status.verified(min_kappa))
+        lines.append(f"**Judge metrics unverified: {', '.join(unverified)}.** {worst.describe(min_kappa)}; "
+                     f"floor kappa {min_kappa:g}.")
+    else:
+        lines.append(f"Judge metrics verified ({', '.join(judged)}): {found[0].describe(min_kappa)}.")
+    for metric in judged:
+        fixed = [child.name for child in children if metric in child.corrected]
+        if fixed:
+            lines.append(f"{metric}: PPI estimate (human-corrected) for {', '.join(fixed)}; {corrected.UNCORRECTED} "
+                         f"for the other {sum(metric in c.metrics for c in children) - len(fixed)} runs.")
+    if not any(child.corrected for child in children):
+        lines.append(f"{', '.join(judged)}: {corrected.UNCORRECTED} in every run.")
+    return lines, unverified
 
 
 def _axis_order(children: Sequence[ChildRun], axis: str) -> list[str]:
@@ -242,11 +295,12 @@ def artifact_url(run_id: str, path: str) -> str:
 
 def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str], best: Mapping[str, ChildRun],
              parent_run_id: str, experiment_id: str, image: str | None, not_comparable: set[str] = frozenset(),
-             ties: Ties | None = None, cost: cost_summary.CostSummary | None = None) -> str:
+             ties: Ties | None = None, cost: cost_summary.CostSummary | None = None,
+             judge: Sequence[str] = ()) -> str:
     ties = ties or Ties({}, {})
     sweep = " × ".join(axes) or "no swept axis"
     names = {child.run_id: child.name for child in children}
-    lines = [f"**Best of {len(children)} runs** (sweep over {sweep}):", ""]
+    lines = [*judge, *([""] if judge else []), f"**Best of {len(children)} runs** (sweep over {sweep}):", ""]
     if not_comparable:
         lines = [*lines, f"{NOT_COMPARABLE_NOTE}: {', '.join(sorted(not_comparable))}.", ""]
     for metric in metrics:
@@ -344,18 +398,20 @@ def _axis_params(children: Sequence[ChildRun], axes: Sequence[str]) -> list[str]
 
 
 def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: str, runs: Sequence[Run],
-                      axes: Sequence[str], budgets: Sequence[str] = ()) -> None:
+                      axes: Sequence[str], budgets: Sequence[str] = (), min_kappa: float = MIN_KAPPA) -> list[str]:
     """Write the summary of the FINISHED job runs ``runs`` to the parent run (module docstring);
-    ``budgets``: the sweep's ``cost.budgets`` strings."""
+    ``budgets``: the sweep's ``cost.budgets`` strings. Returns the unverified judge metrics."""
     children = [_child(run, axes) for run in runs
                 if run.info.status == "FINISHED" and run.data.tags.get(store.TAG_KIND) == "job"]
     if not children:
-        return
+        return []
     metrics = [m for m in HEADLINE if any(m in child.metrics for child in children)]
     limits = [cost_budgets.parse_budget(text) for text in budgets]
     verdicts = {child.run_id: [cost_budgets.check(b, {**child.metrics, **child.costs}) for b in limits] for child in children}
     over = {run for run, found in verdicts.items() if any(v.status == cost_budgets.OVER for v in found)}
     eligible = [child for child in children if child.run_id not in over]
+    statuses = {key: last_review(client, key) for key in {child.judge_key for child in children if child.judge_key}}
+    judge, unverified = judge_lines(children, metrics, statuses, min_kappa)
     best = best_by_metric(eligible, metrics)
     finished = [run for run in runs if run.info.run_id in {child.run_id for child in children}]
     not_comparable = experiments.not_comparable_across_chunkings(finished, metrics)
@@ -391,8 +447,11 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
                                                + (" (not comparable across chunkings)" if metric in not_comparable else ""))
     tags.update(cost.parent_tags)
     tags[store.DESCRIPTION_TAG] = describe(children, axes, metrics, best, parent_run_id, experiment_id, image,
-                                           not_comparable, ties, cost)
+                                           not_comparable, ties, cost, judge)
+    if judge:
+        tags[TAG_REVIEW_STATUS] = (f"unverified: {', '.join(unverified)}" if unverified else "verified")
     store.log_batched(client, parent_run_id, tags=tags)
     view_metrics = [m for m in (*experiments.RETRIEVAL_HEADLINE, *experiments.GENERATION_HEADLINE) if m in metrics]
     experiments.set_view(client, experiment_id, experiments.view_state(
         axes, _axis_params(children, axes), view_metrics, tie_metrics=[m for m in view_metrics if m in ties.standings]))
+    return unverified

@@ -18,6 +18,11 @@ used one and the same class). When only one rater used a single class, kappa is 
 sample size makes that 0 more certain. The interval is asymptotic: with the 20 claims of a spot
 check it is wide, and at perfect agreement (``kappa == 1``) its width is 0, which says nothing
 about a larger sample; read it as "how sure 20 claims can make you", not as exact.
+
+With ``weights`` (a sample drawn across strata, each item weighing the inverse of its stratum's
+sampling fraction) the shares ``p_ij`` are weighted shares, so kappa estimates the agreement over
+the whole population the sample was drawn from, and ``n`` in the variance is Kish's effective
+size ``(sum w)^2 / sum w^2``.
 """
 
 from __future__ import annotations
@@ -38,29 +43,38 @@ class KappaInterval:
     confidence: float
 
 
-def kappa_interval(first: Sequence[str], second: Sequence[str], confidence: float = 0.95) -> KappaInterval:
-    """Kappa of two raters over the same items with its ``confidence`` interval (module docstring)."""
-    if len(first) != len(second):
+def kappa_interval(first: Sequence[str], second: Sequence[str], confidence: float = 0.95,
+                   weights: Sequence[float] | None = None) -> KappaInterval:
+    """Kappa of two raters over the same items with its ``confidence`` interval, optionally
+    weighted (module docstring)."""
+    if len(first) != len(second) or (weights is not None and len(weights) != len(first)):
         raise ValueError("raters must label the same items")
-    n = len(first)
-    pairs = Counter(zip(first, second))
-    rows, cols = Counter(first), Counter(second)
+    weights = [1.0] * len(first) if weights is None else [float(w) for w in weights]
+    total = sum(weights)
+    pairs: Counter = Counter()
+    rows: Counter = Counter()
+    cols: Counter = Counter()
+    for a, b, w in zip(first, second, weights):
+        pairs[(a, b)] += w
+        rows[a] += w
+        cols[b] += w
     labels = sorted(set(rows) | set(cols))
-    if n == 0:
+    if not first:
         return KappaInterval(0, None, None, None, None, confidence)
-    p = {(i, j): pairs[(i, j)] / n for i in labels for j in labels}
-    row = {i: rows[i] / n for i in labels}
-    col = {j: cols[j] / n for j in labels}
+    n = total * total / sum(w * w for w in weights)
+    p = {(i, j): pairs[(i, j)] / total for i in labels for j in labels}
+    row = {i: rows[i] / total for i in labels}
+    col = {j: cols[j] / total for j in labels}
     p_o = sum(p[(i, i)] for i in labels)
     p_e = sum(row[i] * col[i] for i in labels)
-    if p_e >= 1.0:
-        return KappaInterval(n, None, None, None, None, confidence)
+    if p_e >= 1.0 - 1e-12:
+        return KappaInterval(len(first), None, None, None, None, confidence)
     kappa = (p_o - p_e) / (1.0 - p_e)
     if len(rows) < 2 or len(cols) < 2:
-        return KappaInterval(n, kappa, None, None, None, confidence)
+        return KappaInterval(len(first), kappa, None, None, None, confidence)
     diagonal = sum(p[(i, i)] * (1.0 - (row[i] + col[i]) * (1.0 - kappa)) ** 2 for i in labels)
     off = (1.0 - kappa) ** 2 * sum(p[(i, j)] * (col[i] + row[j]) ** 2 for i in labels for j in labels if i != j)
     variance = max(0.0, (diagonal + off - (kappa - p_e * (1.0 - kappa)) ** 2) / (n * (1.0 - p_e) ** 2))
     se = variance**0.5
     z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
-    return KappaInterval(n, kappa, se, max(-1.0, kappa - z * se), min(1.0, kappa + z * se), confidence)
+    return KappaInterval(len(first), kappa, se, max(-1.0, kappa - z * se), min(1.0, kappa + z * se), confidence)

@@ -19,12 +19,14 @@ fitted for another judge (kind, method, model). JSON layout::
      "created": "2026-...Z", "ragexp_version": "0.1.0"}
 
 :func:`judge_run_record` is what a run logs about its judge, with :func:`judge_warning`'s plain
-sentence when the judge is uncalibrated or its kappa is below :data:`MIN_KAPPA`.
+sentence when the judge is uncalibrated or its kappa is below :data:`MIN_KAPPA`, and the judge's
+:func:`judge_key`: what a human review of the judge is filed under (model + prompt + threshold).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 from collections import Counter
@@ -279,13 +281,27 @@ def judge_warning(record: dict) -> str | None:
     return None
 
 
+def judge_key(record: dict) -> str:
+    """16 hex digits naming a judge as a human review checks it: its identity (kind, method, model
+    id with the weights hash), the SHA-256 of its prompt template (``none`` for a judge without one)
+    and the threshold in force, from a run's judge record (``meta["judge"]``). A record written
+    before prompts were recorded has prompt ``unknown``: its runs never share a review with newer ones."""
+    threshold = record.get("threshold")
+    text = json.dumps({"identity": record.get("identity"), "prompt": record.get("prompt_sha256", "unknown"),
+                       "threshold": None if threshold is None else float(f"{float(threshold):.6g}")}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 def judge_run_record(judge: Any) -> dict:
     """What a run logs about its judge: identity, the threshold in force and where it came from,
-    the calibration summary (or ``None``) and the warning sentence (or ``None``)."""
+    the prompt's SHA-256, the calibration summary (or ``None``), the warning sentence (or ``None``)
+    and the :func:`judge_key`."""
     identity = judge.identity() if hasattr(judge, "identity") else {"kind": type(judge).__name__, "model_id": str(judge.model_id)}
     calibration: JudgeCalibration | None = getattr(judge, "calibration", None)
+    template = getattr(judge, "template", None)
     record = {
         "identity": identity,
+        "prompt_sha256": hashlib.sha256(template.encode("utf-8")).hexdigest() if isinstance(template, str) else "none",
         "threshold": getattr(judge, "threshold", None),
         "threshold_source": getattr(judge, "threshold_source", None),
         "calibration": None if calibration is None else {
@@ -295,6 +311,7 @@ def judge_run_record(judge: Any) -> dict:
         },
     }
     record["warning"] = judge_warning(record)
+    record["key"] = judge_key(record)
     return record
 
 

@@ -2,13 +2,13 @@
 
 Row ids are ``<query_id>#claim_<i>`` (``i``: the claim's position in the answer); ``ragexp judge
 review`` prefixes the run id (``<run_id>/<query_id>#claim_<i>``) so one labels file collects
-several runs' reviews. :func:`draw` is the sample both ``judge sample`` and ``judge review`` take:
-``random.Random(seed).sample`` of the rows, then sorted by id (claims of one answer together).
+several runs' reviews. Both ``judge sample`` and ``judge review`` draw their sample across the
+judge's verdicts with :func:`ragexp.judging.ppi.draw_across` (seeded, sorted by id: claims of one
+answer together).
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -81,8 +81,3 @@ def review_claims(per_query: Sequence[QueryResult], prefix: str = "", *, with_ev
             claims.append(ReviewClaim(row, record.query, record.answer or "", evidence,
                                       by if evidence is not None else None))
     return claims
-
-
-def draw(claims: list, n: int, seed: int, key=lambda claim: claim.id) -> list:
-    """``min(n, len(claims))`` claims drawn with ``random.Random(seed)``, sorted by ``key``."""
-    return sorted(random.Random(seed).sample(claims, min(n, len(claims))), key=key)

@@ -20,23 +20,34 @@ process on the same file, and every reply and page load shows the file's verdict
 
 Agreement is computed over the sampled claims the person labelled (skips left out):
 accuracy and Cohen's kappa with its 95 % interval (:mod:`ragexp.judging.calibration.kappa_interval`).
-Once every sampled claim has a verdict or a skip, and after every later change, it is logged to the
+The sample is drawn across the judge's verdicts (:func:`ragexp.judging.ppi.draw_across`); given
+the run's count of claims per verdict (``verdict_counts``), each labelled claim weighs its
+verdict's count over the labelled claims of that verdict, so kappa estimates the agreement over
+all the run's claims, not over the balanced sample (the PPI estimate weighs the verdicts the same
+way). Once every sampled claim has a verdict or a skip, and after every later change, it is logged to the
 run: metrics ``judge_review/{n, accuracy, kappa, kappa_ci_low, kappa_ci_high, skipped, sampled}``
 (an undefined kappa or interval is left out), the reviewed rows as the artifact
 ``judge_review/labels.csv`` and the printed report as ``judge_review/agreement.txt``, tags
 ``judge_review.seed`` and ``judge_review.labels_file`` (tags, not params: a later review may use
-another seed or file). A failed log leaves the verdict saved and is shown on the page; the next
-change retries it.
+another seed or file), and, given the run's ``results`` and ``judge_key``: the PPI estimates of its
+faithfulness from these labels (:mod:`ragexp.judging.corrected`: ``ppi.*`` metrics, tag
+``ragexp.ppi``) and the review's filing under the judge (:mod:`ragexp.judging.review.status`:
+tags ``ragexp.judge_review.judge_key``, ``ragexp.judge_review.at``). The page also shows, per
+metric, how many labels would narrow the PPI interval to each width of :data:`PLAN_WIDTHS`
+(:func:`ragexp.judging.ppi.labels_needed`). A failed log leaves the verdict saved and is shown on
+the page; the next change retries it.
 """
 
 from __future__ import annotations
 
-import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation.results import RunResults
+from ragexp.judging import corrected
 from ragexp.judging.calibration.kappa_interval import KappaInterval, kappa_interval
 from ragexp.judging.calibration.labels import (
     LABELS,
@@ -46,13 +57,17 @@ from ragexp.judging.calibration.labels import (
     labels_csv,
     read_labels,
 )
+from ragexp.judging.ppi import labels_needed
 from ragexp.judging.review.sample import ReviewClaim
+from ragexp.judging.review.status import TAG_AT, TAG_KEY, now, timestamp
 from ragexp.web.edit_session import Conflict, EditLock, atomic_write, compare_and_set
 
 SKIP = "skip"
 SKIPPED_NOTE = "skipped"
 UNDECIDED = ""
 PREFIX = "judge_review/"
+#: Interval widths the page plans labels for.
+PLAN_WIDTHS = (0.05, 0.1, 0.15, 0.2)
 #: How a verdict is named in a conflict message.
 NAMES = {"supported": "supported", "not_supported": "not supported", SKIP: "skipped", UNDECIDED: "no verdict"}
 
@@ -68,6 +83,7 @@ class ReviewAgreement:
     interval: KappaInterval
     sampled: int
     skipped: int
+    weighted: bool = False  # kappa weighted back to the run's verdicts (module docstring)
 
     def metrics(self) -> dict[str, float]:
         """What is logged to the run (undefined values left out)."""
@@ -84,8 +100,9 @@ class ReviewAgreement:
         ci = self.interval
         kappa = ("undefined" if ci.kappa is None else f"{ci.kappa:.3f} (no interval: one side used a single label)"
                  if ci.low is None else f"{ci.kappa:.3f} (95% CI {ci.low:.3f} to {ci.high:.3f})")
+        which = "weighted to the run's verdict counts, " if self.weighted else ""
         return (f"sampled {self.sampled}, skipped {self.skipped}\n{self.report.render()}\n"
-                f"Cohen's kappa with its interval: {kappa}")
+                f"Cohen's kappa, {which}with its interval: {kappa}")
 
     def to_json(self) -> dict:
         return {"n": self.report.n, "accuracy": self.report.accuracy, "kappa": self.interval.kappa,
@@ -93,13 +110,19 @@ class ReviewAgreement:
                 "sampled": self.sampled, "skipped": self.skipped, "confusion": self.report.confusion}
 
 
-def review_agreement(rows: list[LabelledClaim]) -> ReviewAgreement:
-    """Agreement of the rows' ``human_label`` with their ``judge_label`` (module docstring)."""
+def review_agreement(rows: list[LabelledClaim], verdict_counts: dict[str, int] | None = None) -> ReviewAgreement:
+    """Agreement of the rows' ``human_label`` with their ``judge_label``; kappa weighted by
+    ``verdict_counts`` (the run's claims per judge verdict) when given (module docstring)."""
     report = agreement(rows)
     compared = [row for row in rows if row.human_label and row.judge_label]
-    interval = kappa_interval([row.human_label for row in compared], [row.judge_label for row in compared])
+    weights = None
+    if verdict_counts:
+        labelled = Counter(row.judge_label for row in compared)
+        weights = [verdict_counts.get(row.judge_label, 0) / labelled[row.judge_label] for row in compared]
+    interval = kappa_interval([row.human_label for row in compared], [row.judge_label for row in compared],
+                              weights=weights)
     skipped = sum(1 for row in rows if not row.human_label and row.note == SKIPPED_NOTE)
-    return ReviewAgreement(report, interval, len(rows), skipped)
+    return ReviewAgreement(report, interval, len(rows), skipped, weights is not None)
 
 
 def read_existing(path: Path) -> list[LabelledClaim]:
@@ -120,8 +143,10 @@ class ReviewSession:
     """The state behind the review page; every method is safe to call from several requests."""
 
     def __init__(self, *, run_id: str, run_name: str, claims: list[ReviewClaim], labels_path: Path, seed: int,
-                 total_claims: int, log: Logger) -> None:
+                 total_claims: int, log: Logger, verdict_counts: dict[str, int] | None = None,
+                 results: RunResults | None = None, judge_key: str | None = None) -> None:
         self.run_id, self.run_name, self.seed, self.total_claims = run_id, run_name, seed, total_claims
+        self.verdict_counts, self.results, self.judge_key = verdict_counts, results, judge_key
         self.claims = claims
         self.path = Path(labels_path)
         self.lock = EditLock(self.path)
@@ -155,8 +180,19 @@ class ReviewSession:
                     **self._summary()}
 
     def _summary(self) -> dict:
-        return {"agreement": review_agreement([c.row for c in self.claims]).to_json(), "logged": self.logged,
-                "log_error": self.log_error, "done": all(self.decided(c) for c in self.claims)}
+        rows = [c.row for c in self.claims]
+        return {"agreement": review_agreement(rows, self.verdict_counts).to_json(), "logged": self.logged,
+                "log_error": self.log_error, "done": all(self.decided(c) for c in self.claims),
+                "ppi": {metric: {"judge": e.judge_mean, "estimate": e.estimate, "low": e.low, "high": e.high,
+                                 "n_labels": e.n_labels, "n_units": e.n_units,
+                                 "labels_needed": {f"{w:g}": labels_needed(e, w) for w in PLAN_WIDTHS}}
+                        for metric, e in self._corrected(rows).items()}}
+
+    def _corrected(self, rows: list[LabelledClaim]) -> dict:
+        """The PPI estimates of the run's faithfulness from this review's labels ({} without the run's results)."""
+        if self.results is None:
+            return {}
+        return corrected.corrected(self.results, corrected.labels_for(self.results, rows, self.run_id).labels)
 
     def label(self, claim_id: str, label: str, before: str) -> dict:
         """Record ``label`` (``supported``, ``not_supported`` or ``skip``) for one sampled claim whose
@@ -202,12 +238,22 @@ class ReviewSession:
                     "verdicts": {c.row.id: verdict_of(c.row) for c in self.claims}}
 
     def _log(self) -> None:
+        from ragexp.tracking.metric_names import to_mlflow
+
         rows = [c.row for c in self.claims]
-        result = review_agreement(rows)
+        result = review_agreement(rows, self.verdict_counts)
         metrics = result.metrics()
-        self.log(metrics, {"judge_review.seed": str(self.seed), "judge_review.labels_file": str(self.path)},
+        at = timestamp(now())
+        tags = {"judge_review.seed": str(self.seed), "judge_review.labels_file": str(self.path)}
+        if self.judge_key is not None:
+            tags.update({TAG_KEY: self.judge_key, TAG_AT: at})
+        if self.results is not None:
+            estimates = self._corrected(rows)
+            metrics.update({to_mlflow(key): value for key, value in corrected.aggregates(estimates).items()})
+            tags[corrected.TAG] = corrected.tag_text(estimates, f"judge review of this run ({self.path.name}, seed {self.seed})")
+        self.log(metrics, tags,
                  {PREFIX + "labels.csv": labels_csv(rows), PREFIX + "agreement.txt": result.render() + "\n"})
-        self.logged = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "metrics": metrics}
+        self.logged = {"at": at, "metrics": metrics}
 
 
 def mlflow_logger(client, run_id: str) -> Logger:

@@ -88,7 +88,7 @@
     const ci = a.kappa === null ? "" : a.kappa_ci_low === null ? " (one side used a single label: 0 by construction)"
       : ` [${fmt(a.kappa_ci_low, 2)}, ${fmt(a.kappa_ci_high, 2)}] 95% CI`;
     const rows = [["labelled", a.n], ["skipped", a.skipped], ["accuracy", fmt(a.accuracy)],
-      ["Cohen's kappa", fmt(a.kappa) + ci]];
+      ["Cohen's kappa (weighted to the run's verdicts)", fmt(a.kappa) + ci]];
     const table = $("agreement");
     table.textContent = "";
     for (const [name, value] of rows) {
@@ -103,10 +103,31 @@
       : `Logged to the run in MLflow once all ${state.claims.length} claims are decided.`;
   }
 
+  /* The PPI estimate of the run's faithfulness from the labels so far, and the labels a chosen width needs. */
+  let lastPPI = null;
+  function renderPPI(summary) {
+    lastPPI = summary.ppi || lastPPI;
+    const table = $("ppi");
+    table.textContent = "";
+    const metrics = Object.entries(lastPPI || {});
+    $("ppi-panel").hidden = metrics.length === 0;
+    const names = {faithfulness: "faithfulness (query mean)", claim_faithfulness: "supported claims (share)"};
+    for (const [metric, e] of metrics) {
+      const tr = table.insertRow();
+      tr.insertCell().textContent = names[metric] || metric;
+      tr.insertCell().textContent = `${fmt(e.estimate)} [${fmt(e.low)}, ${fmt(e.high)}] · judge alone ${fmt(e.judge)}`;
+    }
+    const width = $("ppi-width").value;
+    $("ppi-needed").textContent = metrics.map(([metric, e]) => {
+      return `${names[metric] || metric}: ${e.labels_needed[String(Number(width))]} more`;
+    }).join("; ");
+  }
+
   /* A reply carries the file's verdicts: claims another page decided show that verdict, except
      the ones whose own verdict is still on its way (this page's newest). */
   function applyReply(reply) {
     renderAgreement(reply);
+    renderPPI(reply);
     if (!reply.verdicts) return;
     const waiting = new Set(unanswered.map((sent) => sent.id));
     let changed = false;
@@ -147,6 +168,8 @@
     $("labels-file").textContent = `Verdicts go to ${state.labels_file}`;
     saver = new RagexpSaver({status: $("save-status"), storageKey: "judge-review:" + state.run.id});
     renderAgreement(state);
+    renderPPI(state);
+    $("ppi-width").onchange = () => renderPPI({});
     const open = state.claims.findIndex((c) => !decided(c));
     show(open >= 0 ? open : 0);
     saver.replayPending().then((replies) => {
