@@ -49,7 +49,7 @@ def _serve(args: argparse.Namespace, sock) -> int:
     chosen = draw(judged, args.n, args.seed, key=lambda claim: claim.row.id)
     session = ReviewSession(run_id=args.run, run_name=run.info.run_name or args.run, claims=chosen,
                             labels_path=args.labels, seed=args.seed, total_claims=len(judged),
-                            log=mlflow_logger(client, args.run))
+                            log=mlflow_logger(client, args.run, reviewed=lambda: [c.row for c in session.claims]))
     app = create_app([review_router(session)], "review.html", title="ragexp judge review")
     print(f"reviewing {len(chosen)} of {len(judged)} judged claims of run {session.run_name} (seed {args.seed}); "
           f"verdicts go to {args.labels}", flush=True)

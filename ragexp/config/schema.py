@@ -8,6 +8,7 @@ mappings: their parameters are checked by the component's constructor at start-u
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -70,11 +71,21 @@ class EvalConfig:
     failure: FailureConfig = field(default_factory=FailureConfig)
 
 
+class TraceMode(str, enum.Enum):
+    """``tracking.traces``: which runs log one MLflow trace per query (:mod:`ragexp.tracking.traces`):
+    ``all``, ``best`` (a single run; in a sweep the runs best or tied on hit rate@5), ``none``."""
+
+    all = "all"
+    best = "best"
+    none = "none"
+
+
 @dataclass
 class TrackingConfig:
     uri: str = "sqlite:///mlflow.db"
     experiment: Optional[str] = None
     connect_timeout_s: float = 10.0
+    traces: TraceMode = TraceMode.best
 
 
 @dataclass

@@ -24,7 +24,9 @@ Written when the sweep ends, from its FINISHED child runs:
   at n=131: ..."), the noise line per metric (:func:`ragexp.comparison.vs_best.noise_line`), the
   hit rate@5 heatmap, the compare table;
 - the experiment's ragexp view (:mod:`~ragexp.tracking.experiments`) gets the sweep's axes as
-  columns and parallel-coordinates axes.
+  columns and parallel-coordinates axes;
+- with ``tracking.traces=best`` (the default), the runs best or tied on hit rate@5 get one MLflow
+  trace per query (:func:`trace_winners`), so GenAI -> Evaluation runs opens their queries.
 """
 
 from __future__ import annotations
@@ -313,6 +315,32 @@ def log_vs_best(client: MlflowClient, children: Sequence[ChildRun], ties: Ties, 
             client.log_artifacts(child.run_id, tmp, artifact_path=VS_BEST_DIR)
 
 
+def winners(children: Sequence[ChildRun], ties: Ties) -> list[ChildRun]:
+    """The runs best or tied on :data:`SORT_METRIC` (the metric the ragexp view sorts by; the first
+    metric with standings when the sweep has none on it), in the children's order."""
+    metric = SORT_METRIC if SORT_METRIC in ties.standings else next(iter(ties.standings), None)
+    chosen = {run_id for run_id, s in ties.standings.get(metric, {}).items() if s.status in (vs_best.BEST, vs_best.TIED)}
+    return [child for child in children if child.run_id in chosen]
+
+
+def trace_winners(client: MlflowClient, children: Sequence[ChildRun], ties: Ties, results: Mapping[str, RunResults],
+                  cache_dir: str) -> None:
+    """Log the traces of :func:`winners` that have none yet (:mod:`~ragexp.tracking.logged_traces`);
+    a run that cannot be traced is reported and the sweep goes on."""
+    from ragexp.tracking.logged_traces import has_traces, prepared_cache, trace_logged_run
+
+    prepare = prepared_cache(cache_dir)
+    chosen = [child for child in winners(children, ties) if child.run_id in results and not has_traces(client, child.run_id)]
+    for child in chosen:
+        try:
+            trace_logged_run(client, child.run_id, cache_dir, results=results[child.run_id], prepare=prepare)
+        except Exception as err:  # noqa: BLE001 - the run and the summary stand without its traces
+            log.warning("could not log the traces of run %s (%s): %s", child.run_id, child.name,
+                        str(err).splitlines()[0][:200] if str(err) else type(err).__name__)
+    if chosen:
+        log.info("traces logged for the %d runs best or tied on %s", len(chosen), SORT_METRIC)
+
+
 def _axis_params(children: Sequence[ChildRun], axes: Sequence[str]) -> list[str]:
     """The param behind each axis, for the parallel-coordinates chart (a group axis ``a/b`` is
     the param ``a.b.name``)."""
@@ -325,8 +353,10 @@ def _axis_params(children: Sequence[ChildRun], axes: Sequence[str]) -> list[str]
 
 
 def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: str, runs: Sequence[Run],
-                      axes: Sequence[str]) -> None:
-    """Write the summary of the FINISHED job runs ``runs`` to the parent run (module docstring)."""
+                      axes: Sequence[str], trace_cache_dir: str | None = None) -> None:
+    """Write the summary of the FINISHED job runs ``runs`` to the parent run (module docstring);
+    with ``trace_cache_dir`` (``tracking.traces=best``), log the traces of the runs best or tied on
+    hit rate@5 (:func:`trace_winners`)."""
     children = [_child(run, axes) for run in runs
                 if run.info.status == "FINISHED" and run.data.tags.get(store.TAG_KIND) == "job"]
     if not children:
@@ -341,6 +371,8 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
         results = {run_id: r for run_id, r in loaded.items() if r is not None}
         ties = compute_ties(children, [m for m in metrics if m not in not_comparable], results)
         log_vs_best(client, children, ties, results)
+        if trace_cache_dir is not None:
+            trace_winners(client, children, ties, results, trace_cache_dir)
         del results, loaded
         folder = Path(tmp) / SUMMARY_DIR
         folder.mkdir()

@@ -25,7 +25,8 @@ run: metrics ``judge_review/{n, accuracy, kappa, kappa_ci_low, kappa_ci_high, sk
 (an undefined kappa or interval is left out), the reviewed rows as the artifact
 ``judge_review/labels.csv`` and the printed report as ``judge_review/agreement.txt``, tags
 ``judge_review.seed`` and ``judge_review.labels_file`` (tags, not params: a later review may use
-another seed or file). A failed log leaves the verdict saved and is shown on the page; the next
+another seed or file), and each verdict as HUMAN feedback on the claim's trace when the run has
+traces (:mod:`ragexp.tracking.review_assessments`). A failed log leaves the verdict saved and is shown on the page; the next
 change retries it.
 """
 
@@ -210,13 +211,18 @@ class ReviewSession:
         self.logged = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "metrics": metrics}
 
 
-def mlflow_logger(client, run_id: str) -> Logger:
-    """A :data:`Logger` writing to ``run_id`` through ``client`` (each metric appended to its history)."""
+def mlflow_logger(client, run_id: str, reviewed: Callable[[], list[LabelledClaim]] | None = None) -> Logger:
+    """A :data:`Logger` writing to ``run_id`` through ``client`` (each metric appended to its history);
+    ``reviewed()``: the reviewed rows, whose verdicts also go on the run's traces as HUMAN feedback
+    (:mod:`ragexp.tracking.review_assessments`)."""
     from ragexp.tracking import store
+    from ragexp.tracking.review_assessments import log_review_labels
 
     def log(metrics: dict[str, float], tags: dict[str, str], artifacts: dict[str, str]) -> None:
         store.log_batched(client, run_id, metrics=metrics, tags=tags)
         for path, text in artifacts.items():
             store.log_artifact_text(client, run_id, path, text)
+        if reviewed is not None:
+            log_review_labels(client, run_id, reviewed())
 
     return log
