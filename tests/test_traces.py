@@ -32,6 +32,7 @@ from ragexp.tracking.trace_content import (
     Passages,
     gold_status,
     headline_k,
+    shown_depth,
     query_trace,
 )
 from ragexp.tracking.traces import TAG_TRACES, trace_ids
@@ -173,7 +174,7 @@ def check_traces_equal_results(client: MlflowClient, run_id: str, corpus: Path, 
         assert root.outputs == (row.answer if row.answer is not None else {f"top_{context_k}": row.top_ids(context_k)})
         [retrieve] = [s for s in trace.data.spans if s.span_type == "RETRIEVER"]
         shown = retrieve.outputs
-        assert [(d["id"], d["metadata"]["score"]) for d in shown] == list(row.ranking[:max(ks)])
+        assert [(d["id"], d["metadata"]["score"]) for d in shown] == list(row.ranking[:shown_depth(ks, context_k)])
         for document in shown:
             grade = row.relevant.get(document["id"])
             assert document["metadata"]["gold"] == (UNJUDGED if grade is None else RELEVANT if grade > 0 else NOT_RELEVANT)
@@ -319,7 +320,8 @@ def test_sweep_traces_best_and_tied_only_and_every_command_works_with_and_withou
     ragexp(tmp_path, "compare", with_traces, without.info.run_id, "--tracking-uri", uri)
     gate = ragexp(tmp_path, "gate", "--baseline", with_traces, "--candidate", without.info.run_id, "--tracking-uri", uri,
                   check=False)
-    assert gate.returncode in (0, 1), gate.stderr
+    # both runs' results were read and compared (7 queries are too few for the gate to decide on)
+    assert "mrr" in gate.stdout and (gate.returncode in (0, 1) or "too few paired queries" in gate.stderr), gate.stderr
     repro = ragexp(tmp_path, "reproduce", with_traces, "--tracking-uri", uri, "--use-cache").stdout
     check_traces_equal_results(client, repro.split("logged reproduction as run ")[1].split()[0], corpus, evalset)
     outputs = sorted((tmp_path / "multirun").rglob("ragexp_results.json"))[0].parent

@@ -19,12 +19,13 @@ Written when the sweep ends, from its FINISHED child runs:
 - tags ``best.<metric>`` = ``<run name> = <value> (run <id[:8]>)`` per headline metric, ``, tied:
   N more`` when other runs are indistinguishable from it (marked not comparable across chunkings
   when the gold is whole documents and the runs chunk differently);
-- the run's description (``mlflow.note.content``, shown on its overview page): the best run per
-  headline metric with a link and its tie set ("3 configs are indistinguishable on hit_rate_at_5
-  at n=131: ..."), the noise line per metric (:func:`ragexp.comparison.vs_best.noise_line`), the
-  hit rate@5 heatmap, the compare table;
+- the run's description (``mlflow.note.content``, shown on its overview page): the hit rate@5
+  heatmap first (above MLflow's "Show more" fold), the best run per headline metric with a link
+  and its tie set ("3 configs are indistinguishable on hit_rate_at_5 at n=131: ..."), the noise
+  line per metric (:func:`ragexp.comparison.vs_best.noise_line`), the compare table;
+- every child's ``ragexp.decision`` tag (:func:`decision`: ``best · 0.855 ± 0.057``);
 - the experiment's ragexp view (:mod:`~ragexp.tracking.experiments`) gets the sweep's axes as
-  columns and parallel-coordinates axes;
+  columns and parallel-coordinates axes, the decision column first and the parent run pinned on top;
 - with ``tracking.traces=best`` (the default), the runs best or tied on hit rate@5 get one MLflow
   trace per query (:func:`trace_winners`), so GenAI -> Evaluation runs opens their queries.
 """
@@ -236,6 +237,8 @@ def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequenc
     sweep = " × ".join(axes) or "no swept axis"
     names = {child.run_id: child.name for child in children}
     lines = [f"**Best of {len(children)} runs** (sweep over {sweep}):", ""]
+    if image:  # first: MLflow folds a long description behind "Show more"
+        lines += [f"![{SORT_METRIC} by {sweep}]({artifact_url(parent_run_id, image)})", ""]
     if not_comparable:
         lines = [*lines, f"{NOT_COMPARABLE_NOTE}: {', '.join(sorted(not_comparable))}.", ""]
     for metric in metrics:
@@ -257,8 +260,6 @@ def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequenc
                       f"`{VS_BEST_TAG_PREFIX}<metric>` on each run. Noise: "
                       f"{vs_best.noise_line(top.n, top.mean, metric)}. Each run's `{VS_BEST_DIR}/per_query.html` "
                       "lists the queries it wins and loses against the best on hit rate@5."]
-    if image:
-        lines += ["", f"![{SORT_METRIC} by {sweep}]({artifact_url(parent_run_id, image)})"]
     footer = f"Artifacts: `{SUMMARY_DIR}/` (heatmap per headline metric, compare.md, compare.html)."
     head = "\n".join([*lines, ""]) + "\n"
     table = compare_markdown(children, axes, metrics, experiment_id, ties,
@@ -295,14 +296,24 @@ def compute_ties(children: Sequence[ChildRun], metrics: Sequence[str], results: 
     return Ties(standings, noise)
 
 
+def decision(status: str, child: ChildRun, metric: str) -> str:
+    """``best · 0.855 ± 0.057``: a child's standing, value and CI half-width on ``metric``, rounded
+    to what the eval set can tell (the view's first column, :data:`experiments.DECISION_TAG`)."""
+    half = child.half_widths.get(metric)
+    return f"{status} · {child.metrics[metric]:.3f}" + (f" ± {half:.3f}" if half is not None and not math.isnan(half) else "")
+
+
 def log_vs_best(client: MlflowClient, children: Sequence[ChildRun], ties: Ties, results: Mapping[str, RunResults]) -> None:
     """Tag every child with its standing per metric; log each child's per-query diff against the
     best on :data:`SORT_METRIC` (``vs_best/per_query.html`` and ``.json``)."""
     leader = next((run_id for run_id, s in ties.standings.get(SORT_METRIC, {}).items() if s.status == vs_best.BEST), None)
     names = {child.run_id: child.name for child in children}
+    sort_standing = ties.standings.get(SORT_METRIC, {})
     for child in children:
         tags = {f"{VS_BEST_TAG_PREFIX}{metric}": standing[child.run_id].status
                 for metric, standing in ties.standings.items() if child.run_id in standing}
+        if child.run_id in sort_standing and SORT_METRIC in child.metrics:
+            tags[experiments.DECISION_TAG] = decision(sort_standing[child.run_id].status, child, SORT_METRIC)
         if tags:
             store.log_batched(client, child.run_id, tags=tags)
         if leader is None or child.run_id == leader or child.run_id not in results:
@@ -394,4 +405,5 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
     store.log_batched(client, parent_run_id, tags=tags)
     view_metrics = [m for m in (*experiments.RETRIEVAL_HEADLINE, *experiments.GENERATION_HEADLINE) if m in metrics]
     experiments.set_view(client, experiment_id, experiments.view_state(
-        axes, _axis_params(children, axes), view_metrics, tie_metrics=[m for m in view_metrics if m in ties.standings]))
+        axes, _axis_params(children, axes), view_metrics, tie_metrics=[m for m in view_metrics if m in ties.standings],
+        pinned=[parent_run_id]))

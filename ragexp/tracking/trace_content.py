@@ -6,16 +6,17 @@ passages (:class:`Passages`), so a run, its reproduction, an upload and an old r
 trace. Spans (children of the root, in this order)::
 
     <query id>      CHAIN      in: {"query"}  out: the answer, else the ids of the top context_k units
-      retrieve      RETRIEVER  in: {"query", "depth"}  out: the top max(ks) passages as MLflow
-                               Documents (no reranker), else no list (the first-stage order is
-                               not kept in the results; the rerank span holds the final order)
-      rerank        RERANKER   (a reranker ran) in: {"query", "candidates"}  out: the top max(ks)
+      retrieve      RETRIEVER  in: {"query", "depth"}  out: the top :func:`shown_depth` passages as
+                               MLflow Documents (no reranker), else no list (the first-stage order
+                               is not kept in the results; the rerank span holds the final order)
+      rerank        RERANKER   (a reranker ran) in: {"query", "candidates"}  out: the top passages
       generate      LLM        (a generator ran) in: {"query", "context"}  out: the answer
       judge_faithfulness       EVALUATOR (claims judged) out: one verdict per claim
       judge_answer_relevance   EVALUATOR (a question was written back) out: question, score
 
-A passage is ``{"page_content": chunk text, "metadata": {"doc_uri": document id, "chunk_id",
-"rank", "score", "gold": relevant | judged not relevant | unjudged, "grade"}, "id": chunk id}``
+A passage is ``{"page_content": chunk text, "metadata": {"gold": relevant | judged not relevant |
+unjudged, "doc_uri": document id, "chunk_id", "rank", "score", "grade"}, "id": chunk id}`` (gold
+first: MLflow shows the first metadata entry beside each passage)
 (:func:`gold_status`: the eval set's chunk-level relevance, grade >= 1 relevant, 0 judged not
 relevant, absent unjudged). The root span's attributes hold the query's whole record
 (``ragexp.metrics``: every per-query metric; ``ragexp.failure_class``, tags, source). Token counts
@@ -113,13 +114,24 @@ def headline_k(ks: Sequence[int]) -> int:
     return 5 if 5 in ks else max(ks)
 
 
+#: Passages a trace shows at most beyond the generator's context (a 100-deep SciFact ranking of
+#: abstracts would make every trace 150 KB; the whole ranking stays in ``ragexp_results.json``).
+SHOWN = 10
+
+
+def shown_depth(ks: Sequence[int], context_k: int) -> int:
+    """How many ranked passages a trace shows: the largest k, at most :data:`SHOWN`, and never
+    fewer than the ``context_k`` a generator is shown."""
+    return max(min(max(ks), SHOWN), context_k)
+
+
 def passages(row: QueryResult, source: Passages, depth: int) -> list[dict]:
     """The first ``depth`` ranked units of ``row`` in MLflow's Document shape (module docstring)."""
     out = []
     for rank, (unit, score) in enumerate(row.ranking[:depth], start=1):
         grade = row.relevant.get(unit)
-        metadata = {"doc_uri": source.doc_id(unit), "chunk_id": unit, "rank": rank, "score": score,
-                    "gold": gold_status(grade), "grade": grade}
+        metadata = {"gold": gold_status(grade), "doc_uri": source.doc_id(unit), "chunk_id": unit, "rank": rank,
+                    "score": score, "grade": grade}
         if row.pages and unit in row.pages:
             metadata["page"] = row.pages[unit]
         out.append({"page_content": source.text(unit), "metadata": metadata, "id": unit})
@@ -249,8 +261,7 @@ def query_trace(row: QueryResult, item: EvalItem | None, source: Passages, meta:
     (``ks``, ``context_k``, ``judge``); ``reranked``: whether the run's pipeline reranked."""
     ks = list(meta["ks"])
     context_k = int(meta.get("context_k") or max(ks))
-    depth = max(ks)
-    shown = passages(row, source, depth)
+    shown = passages(row, source, shown_depth(ks, context_k))
     failure = row.outcome_class(context_k)
     children = []
     if reranked:

@@ -1,0 +1,97 @@
+"""What one MLflow trace per query costs, as the user meets it: the demo sweep and a SciFact run
+through the real CLI, without traces and with them, interleaved in one script.
+
+Every run uses one warm stage cache (filled by a first, untimed pass), so retrieval and
+embedding are read back and the difference between the modes is the logging; every timed run
+gets a fresh sqlite store. Modes (``tracking.traces``):
+
+* demo sweep (``experiment=demo_sweep``, 18 configs x 148 queries): ``none``, ``best`` (the
+  default: traces for the runs best or tied on hit rate@5, logged when the sweep ends) and ``all``;
+* SciFact (BM25, whole documents, 300 test queries, ``/work/shared/data/scifact`` or
+  ``--scifact DIR``): ``none`` and ``all`` (a single run logs its traces by default).
+
+Printed per mode: wall seconds of each repeat, the traces the store holds afterwards, and the
+overhead per traced query: (median wall - median wall of ``none``) / traces; the 1-minute load
+average before and after each run is printed beside it (this machine is shared).
+
+    nice -n 10 python -m benchmarks.bench_traces [--repeats 2] [--skip-scifact] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+DEMO = ["experiment=demo_sweep"]
+
+
+def scifact_args(path: Path) -> list[str]:
+    return ["experiment=scifact", f"dataset.path={path}", "retrieval=bm25"]
+
+
+def run_once(workdir: Path, args: list[str], mode: str, cache: Path, label: str) -> tuple[float, int]:
+    """One ``ragexp run`` in a fresh store; returns (wall seconds, traces in the store)."""
+    store = Path(tempfile.mkdtemp(prefix=f"{label}-{mode}-", dir=workdir))
+    command = [sys.executable, "-m", "ragexp.cli", "run", *args, f"tracking.uri=sqlite:///{store / 'mlflow.db'}",
+               f"tracking.traces={mode}", f"cache_dir={cache}", "progress=false"]
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    proc = subprocess.run(command, cwd=store, env=ENV, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{label} {mode} failed:\n{proc.stderr[-3000:]}")
+    client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
+    experiments = [e.experiment_id for e in client.search_experiments() if e.name != "Default"]
+    traces = len(client.search_traces(locations=experiments, max_results=100_000, include_spans=False))
+    print(f"  {label:8s} traces={mode:4s} {wall:7.1f} s  {traces:5d} traces  load {load:.1f} -> {os.getloadavg()[0]:.1f}",
+          flush=True)
+    return wall, traces
+
+
+def measure(workdir: Path, label: str, args: list[str], modes: list[str], repeats: int) -> None:
+    cache = workdir / f"cache-{label}"
+    print(f"{label}: warming the stage cache (untimed)", flush=True)
+    run_once(workdir, args, "none", cache, label)
+    walls: dict[str, list[float]] = {mode: [] for mode in modes}
+    traced: dict[str, int] = {}
+    for _ in range(repeats):
+        for mode in modes:  # interleaved: the shared machine's speed drifts over minutes
+            wall, traces = run_once(workdir, args, mode, cache, label)
+            walls[mode].append(wall)
+            traced[mode] = traces
+    base = statistics.median(walls["none"])
+    print(f"{label}: median wall per mode, and the overhead per traced query against traces=none")
+    for mode in modes:
+        median = statistics.median(walls[mode])
+        per_query = f"{1000 * (median - base) / traced[mode]:.0f} ms/query" if traced[mode] else "-"
+        print(f"  {mode:4s} {median:7.1f} s  ({', '.join(f'{w:.1f}' for w in walls[mode])})  "
+              f"{traced[mode]} traces  +{median - base:.1f} s  {per_query}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--scifact", type=Path, default=SCIFACT)
+    parser.add_argument("--skip-scifact", action="store_true")
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ragexp-bench-traces-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"workdir {workdir}; {os.cpu_count()} CPUs")
+    measure(workdir, "demo", DEMO, ["none", "best", "all"], args.repeats)
+    if not args.skip_scifact:
+        measure(workdir, "scifact", scifact_args(args.scifact), ["none", "all"], args.repeats)
+
+
+if __name__ == "__main__":
+    main()
