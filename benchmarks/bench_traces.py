@@ -7,10 +7,11 @@ gets a fresh sqlite store. Modes (``tracking.traces``):
 
 * demo sweep (``experiment=demo_sweep``, 18 configs x 148 queries): ``none``, ``best`` (the
   default: traces for the runs best or tied on hit rate@5, logged when the sweep ends) and ``all``;
-* SciFact (BM25, whole documents, 300 test queries, ``/work/shared/data/scifact`` or
-  ``--scifact DIR``): ``none`` and ``all`` (a single run logs its traces by default).
+* SciFact (BM25, whole documents, 300 test queries, ``scifact/`` of the shared data,
+  :func:`benchmarks.shared_data_dir`, or ``--scifact DIR``): ``none`` and ``all`` (a single run logs its traces by default).
 
-Printed per mode: wall seconds of each repeat, the traces the store holds afterwards, and the
+Printed per mode: wall seconds of each repeat, the traces the store holds afterwards (counted in
+the store by each run, its ``ragexp.traces`` tag), and the
 overhead per traced query: (median wall - median wall of ``none``) / traces; the 1-minute load
 average before and after each run is printed beside it (this machine is shared).
 
@@ -30,8 +31,10 @@ from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
+from benchmarks import shared_data_dir
+from ragexp.tracking.traces import TAG_TRACES
+
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 DEMO = ["experiment=demo_sweep"]
 
 
@@ -52,7 +55,10 @@ def run_once(workdir: Path, args: list[str], mode: str, cache: Path, label: str)
         raise SystemExit(f"{label} {mode} failed:\n{proc.stderr[-3000:]}")
     client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
     experiments = [e.experiment_id for e in client.search_experiments() if e.name != "Default"]
-    traces = len(client.search_traces(locations=experiments, max_results=100_000, include_spans=False))
+    traces = 0
+    for run in client.search_runs(experiments, max_results=1000):  # what ragexp counted in the store per run
+        written = run.data.tags.get(TAG_TRACES)
+        traces += int(written.split(" of ")[0]) if written else 0
     print(f"  {label:8s} traces={mode:4s} {wall:7.1f} s  {traces:5d} traces  load {load:.1f} -> {os.getloadavg()[0]:.1f}",
           flush=True)
     return wall, traces
@@ -82,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=None)
-    parser.add_argument("--scifact", type=Path, default=SCIFACT)
+    parser.add_argument("--scifact", type=Path, default=None)
     parser.add_argument("--skip-scifact", action="store_true")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ragexp-bench-traces-"))
@@ -90,7 +96,7 @@ def main() -> None:
     print(f"workdir {workdir}; {os.cpu_count()} CPUs")
     measure(workdir, "demo", DEMO, ["none", "best", "all"], args.repeats)
     if not args.skip_scifact:
-        measure(workdir, "scifact", scifact_args(args.scifact), ["none", "all"], args.repeats)
+        measure(workdir, "scifact", scifact_args(args.scifact or shared_data_dir() / "scifact"), ["none", "all"], args.repeats)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ from ragexp.tracking.metric_names import HEADLINE_SECTION, to_mlflow
 
 VS_BEST_TAG_PREFIX = "ragexp.vs_best."
 #: A sweep child's standing on the sort metric in one short cell, the view's first column:
-#: ``best · 0.855 ± 0.057`` / ``tied · ...`` / ``worse · ...`` (:mod:`~ragexp.tracking.sweep_summary`).
+#: ``best · 0.855 ± 0.057`` / ``tied · ...`` / ``worse · ...``; on the parent ``sweep · 5 of 18 tied
+#: with the best · heatmaps here`` (:mod:`~ragexp.tracking.sweep_summary`).
 DECISION_TAG = "ragexp.decision"
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,7 @@ def _header_width(label: str, least: int = 120) -> int:
 
 
 def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headline: Iterable[str] = RETRIEVAL_HEADLINE,
-               tie_metrics: Iterable[str] = (), pinned: Sequence[str] = ()) -> dict:
+               tie_metrics: Iterable[str] = ()) -> dict:
     """The saved view's state: MLflow's search facets and runs-page UI state (column ids are
     ``metrics.`key```, ``params.`key```, ``tags.`key```). ``axis_params`` are the params behind
     the sweep's axes; the parallel-coordinates chart spans them (else the component labels) and
@@ -123,8 +124,8 @@ def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headli
     followed by its CI bounds, each of ``tie_metrics`` by its ``ragexp.vs_best.<m>`` tag. After a
     sweep (``tie_metrics``) the first column is :data:`DECISION_TAG`, so what decides (best / tied /
     worse, the value and its CI, three decimals) fits beside the run name even when MLflow's
-    Assistant panel takes the right third of the screen; ``pinned`` runs (the sweep's parent, with
-    the heatmaps) are listed on top."""
+    Assistant panel takes the right third of the screen (the sweep's parent says there how many runs
+    are tied and that its page holds the heatmaps)."""
     headline = list(headline)
     ties = set(tie_metrics)
     metrics = [to_mlflow(key) for key in headline]
@@ -164,7 +165,6 @@ def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headli
         "columnOrder": [RUN_NAME_COLUMN, *columns, DURATION_COLUMN, CREATED_COLUMN],
         "columnWidths": widths,
         "runsHiddenMode": "SHOW_ALL",
-        "runsPinned": list(pinned),
         "compareRunCharts": charts,
         "compareRunSections": [{"uuid": section, "name": HEADLINE_SECTION, "display": True,
                                 "isReordered": False, "deleted": False, "isGenerated": True}],

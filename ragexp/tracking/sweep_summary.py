@@ -23,9 +23,10 @@ Written when the sweep ends, from its FINISHED child runs:
   heatmap first (above MLflow's "Show more" fold), the best run per headline metric with a link
   and its tie set ("3 configs are indistinguishable on hit_rate_at_5 at n=131: ..."), the noise
   line per metric (:func:`ragexp.comparison.vs_best.noise_line`), the compare table;
-- every child's ``ragexp.decision`` tag (:func:`decision`: ``best · 0.855 ± 0.057``);
+- every child's ``ragexp.decision`` tag (:func:`decision`: ``best · 0.855 ± 0.057``), and the
+  parent's (``sweep · 5 of 18 best or tied · heatmaps here``);
 - the experiment's ragexp view (:mod:`~ragexp.tracking.experiments`) gets the sweep's axes as
-  columns and parallel-coordinates axes, the decision column first and the parent run pinned on top;
+  columns and parallel-coordinates axes, the decision column first;
 - with ``tracking.traces=best`` (the default), the runs best or tied on hit rate@5 get one MLflow
   trace per query (:func:`trace_winners`), so GenAI -> Evaluation runs opens their queries.
 """
@@ -400,10 +401,12 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
         tags[f"{BEST_TAG_PREFIX}{metric}"] = (f"{run.name} = {run.metrics[metric]:.4f} (run {run.run_id[:8]})"
                                                + (f", tied: {tied} more" if tied > 0 else "")
                                                + (" (not comparable across chunkings)" if metric in not_comparable else ""))
+    if SORT_METRIC in ties.standings:
+        tied = len(vs_best.tie_set(ties.standings[SORT_METRIC]))
+        tags[experiments.DECISION_TAG] = f"sweep · {tied} of {len(children)} best or tied · heatmaps here"
     tags[store.DESCRIPTION_TAG] = describe(children, axes, metrics, best, parent_run_id, experiment_id, image,
                                            not_comparable, ties)
     store.log_batched(client, parent_run_id, tags=tags)
     view_metrics = [m for m in (*experiments.RETRIEVAL_HEADLINE, *experiments.GENERATION_HEADLINE) if m in metrics]
     experiments.set_view(client, experiment_id, experiments.view_state(
-        axes, _axis_params(children, axes), view_metrics, tie_metrics=[m for m in view_metrics if m in ties.standings],
-        pinned=[parent_run_id]))
+        axes, _axis_params(children, axes), view_metrics, tie_metrics=[m for m in view_metrics if m in ties.standings]))
