@@ -328,3 +328,14 @@ def test_sweep_traces_best_and_tied_only_and_every_command_works_with_and_withou
     shutil.copytree(outputs, tmp_path / "saved")
     upload = ragexp(tmp_path, "upload", str(tmp_path / "saved"), "--tracking-uri", uri).stdout
     check_traces_equal_results(client, upload.split(" as run ")[1].split()[0], corpus, evalset)
+
+
+@pytest.mark.slow
+def test_an_unknown_trace_mode_fails_at_start_naming_the_choices(tmp_path):
+    corpus, evalset = write_dataset(tmp_path)
+    proc = ragexp(tmp_path, "run", *run_args(corpus, evalset, f"sqlite:///{tmp_path / 'mlflow.db'}", "tracking.traces=some"),
+                  check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "ragexp run: error: field 'tracking.traces': must be one of all, best, none, not 'some'")
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "outputs").exists()

@@ -80,12 +80,20 @@ class TraceMode(str, enum.Enum):
     none = "none"
 
 
+def check_trace_mode(tracking: Any) -> None:
+    """``tracking.traces`` is one of :class:`TraceMode`'s values, or a one-line error listing them."""
+    value = tracking.get("traces") if tracking is not None else None
+    if value is not None and value not in {mode.value for mode in TraceMode}:
+        raise RagexpInputError(f"must be one of {', '.join(mode.value for mode in TraceMode)}, not {value!r}",
+                               field="tracking.traces")
+
+
 @dataclass
 class TrackingConfig:
     uri: str = "sqlite:///mlflow.db"
     experiment: Optional[str] = None
     connect_timeout_s: float = 10.0
-    traces: TraceMode = TraceMode.best
+    traces: str = TraceMode.best.value  # a TraceMode value, checked by check_trace_mode (a plain string stays YAML)
 
 
 @dataclass

@@ -34,8 +34,8 @@ from ragexp.tracking.metric_names import HEADLINE_SECTION, to_mlflow
 
 VS_BEST_TAG_PREFIX = "ragexp.vs_best."
 #: A sweep child's standing on the sort metric in one short cell, the view's first column:
-#: ``best · 0.855 ± 0.057`` / ``tied · ...`` / ``worse · ...``; on the parent ``sweep · 5 of 18 tied
-#: with the best · heatmaps here`` (:mod:`~ragexp.tracking.sweep_summary`).
+#: ``best · 0.855 ± 0.057`` / ``tied · ...`` / ``worse · ...``; on the parent ``sweep · 5/18 best or
+#: tied · heatmaps`` (:mod:`~ragexp.tracking.sweep_summary`).
 DECISION_TAG = "ragexp.decision"
 
 log = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headli
     metric_columns = []
     if ties:
         metric_columns.append(f"tags.`{DECISION_TAG}`")
-        widths[metric_columns[-1]] = 190
+        widths[metric_columns[-1]] = 260
     for key in headline:
         labels = [to_mlflow(key)]
         if key in RETRIEVAL_HEADLINE:

@@ -19,12 +19,12 @@ Written when the sweep ends, from its FINISHED child runs:
 - tags ``best.<metric>`` = ``<run name> = <value> (run <id[:8]>)`` per headline metric, ``, tied:
   N more`` when other runs are indistinguishable from it (marked not comparable across chunkings
   when the gold is whole documents and the runs chunk differently);
-- the run's description (``mlflow.note.content``, shown on its overview page): the hit rate@5
-  heatmap first (above MLflow's "Show more" fold), the best run per headline metric with a link
-  and its tie set ("3 configs are indistinguishable on hit_rate_at_5 at n=131: ..."), the noise
-  line per metric (:func:`ragexp.comparison.vs_best.noise_line`), the compare table;
+- the run's description (``mlflow.note.content``, shown on its overview page): the best run per
+  headline metric with a link and its tie set ("3 configs are indistinguishable on hit_rate_at_5
+  at n=131: ..."), the noise line per metric (:func:`ragexp.comparison.vs_best.noise_line`), the
+  hit rate@5 heatmap, the compare table;
 - every child's ``ragexp.decision`` tag (:func:`decision`: ``best · 0.855 ± 0.057``), and the
-  parent's (``sweep · 5 of 18 best or tied · heatmaps here``);
+  parent's (``sweep · 5/18 best or tied · heatmaps``);
 - the experiment's ragexp view (:mod:`~ragexp.tracking.experiments`) gets the sweep's axes as
   columns and parallel-coordinates axes, the decision column first;
 - with ``tracking.traces=best`` (the default), the runs best or tied on hit rate@5 get one MLflow
@@ -238,8 +238,6 @@ def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequenc
     sweep = " × ".join(axes) or "no swept axis"
     names = {child.run_id: child.name for child in children}
     lines = [f"**Best of {len(children)} runs** (sweep over {sweep}):", ""]
-    if image:  # first: MLflow folds a long description behind "Show more"
-        lines += [f"![{SORT_METRIC} by {sweep}]({artifact_url(parent_run_id, image)})", ""]
     if not_comparable:
         lines = [*lines, f"{NOT_COMPARABLE_NOTE}: {', '.join(sorted(not_comparable))}.", ""]
     for metric in metrics:
@@ -261,6 +259,8 @@ def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequenc
                       f"`{VS_BEST_TAG_PREFIX}<metric>` on each run. Noise: "
                       f"{vs_best.noise_line(top.n, top.mean, metric)}. Each run's `{VS_BEST_DIR}/per_query.html` "
                       "lists the queries it wins and loses against the best on hit rate@5."]
+    if image:
+        lines += ["", f"![{SORT_METRIC} by {sweep}]({artifact_url(parent_run_id, image)})"]
     footer = f"Artifacts: `{SUMMARY_DIR}/` (heatmap per headline metric, compare.md, compare.html)."
     head = "\n".join([*lines, ""]) + "\n"
     table = compare_markdown(children, axes, metrics, experiment_id, ties,
@@ -403,7 +403,7 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
                                                + (" (not comparable across chunkings)" if metric in not_comparable else ""))
     if SORT_METRIC in ties.standings:
         tied = len(vs_best.tie_set(ties.standings[SORT_METRIC]))
-        tags[experiments.DECISION_TAG] = f"sweep · {tied} of {len(children)} best or tied · heatmaps here"
+        tags[experiments.DECISION_TAG] = f"sweep · {tied}/{len(children)} best or tied · heatmaps"
     tags[store.DESCRIPTION_TAG] = describe(children, axes, metrics, best, parent_run_id, experiment_id, image,
                                            not_comparable, ties)
     store.log_batched(client, parent_run_id, tags=tags)
