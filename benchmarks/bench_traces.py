@@ -15,7 +15,7 @@ the store by each run, its ``ragexp.traces`` tag), and the
 overhead per traced query: (median wall - median wall of ``none``) / traces; the 1-minute load
 average before and after each run is printed beside it (this machine is shared).
 
-    nice -n 10 python -m benchmarks.bench_traces [--repeats 2] [--skip-scifact] [--workdir DIR]
+    nice -n 10 python -m benchmarks.bench_traces [--repeats 2] [--skip-demo] [--skip-scifact] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -90,11 +90,13 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--scifact", type=Path, default=None)
     parser.add_argument("--skip-scifact", action="store_true")
+    parser.add_argument("--skip-demo", action="store_true")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ragexp-bench-traces-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"workdir {workdir}; {os.cpu_count()} CPUs")
-    measure(workdir, "demo", DEMO, ["none", "best", "all"], args.repeats)
+    if not args.skip_demo:
+        measure(workdir, "demo", DEMO, ["none", "best", "all"], args.repeats)
     if not args.skip_scifact:
         measure(workdir, "scifact", scifact_args(args.scifact or shared_data_dir() / "scifact"), ["none", "all"], args.repeats)
 

@@ -181,11 +181,14 @@ def test_a_query_opens_with_its_passages_gold_marked_answer_and_judge_rationale(
                 for unit, _ in row.ranking[:len(shown)]]
     assert shown == expected and shown[gold_rank - 1] == "relevant", (shown, expected)
     screenshot(page, "mlflow-genai-trace-passages.png")
-    drawer.get_by_text("judge_faithfulness", exact=True).first.click()
+    drawer.get_by_text(row.query_id, exact=True).first.click()  # the root span: the trace's assessments
     page.locator('[data-component-id="shared.model-trace-explorer.assessments-pane-toggle"]').first.click()
-    first_claim = row.claims[0].claim
-    sync_api.expect(drawer.get_by_text("claim_0", exact=True).first).to_be_visible()
-    sync_api.expect(drawer.get_by_text(first_claim[:40], exact=False).first).to_be_visible()  # its rationale
+    card = page.locator("div").filter(has=page.get_by_text("faithfulness", exact=True)).filter(
+        has=page.locator('[data-component-id="shared.model-trace-explorer.toggle-assessment-expanded"]')).last
+    card.locator('[data-component-id="shared.model-trace-explorer.toggle-assessment-expanded"]').first.click()
+    verdict = {True: "✓", False: "✗", None: "?"}[row.claims[0].supported]
+    sync_api.expect(page.get_by_text(f"{verdict} {row.claims[0].claim[:40]}", exact=False).first).to_be_visible()
+    sync_api.expect(page.get_by_text("expected_response", exact=True).first).to_be_attached()
     screenshot(page, "mlflow-genai-trace-judge.png")
 
 
