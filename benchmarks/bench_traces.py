@@ -10,7 +10,8 @@ gets a fresh sqlite store. Modes (``tracking.traces``):
 * SciFact (BM25, whole documents, 300 test queries, ``scifact/`` of the shared data,
   :func:`benchmarks.shared_data_dir`, or ``--scifact DIR``): ``none`` and ``all`` (a single run logs its traces by default).
 
-Printed per mode: wall seconds of each repeat, the traces the store holds afterwards (counted in
+Printed per mode: wall and CPU seconds (user + system of the run's processes: on a loaded shared
+machine the wall time grows with the load, the CPU time much less) of each repeat, the traces the store holds afterwards (counted in
 the store by each run, its ``ragexp.traces`` tag), and the
 overhead per traced query: (median wall - median wall of ``none``) / traces; the 1-minute load
 average before and after each run is printed beside it (this machine is shared).
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,15 +44,18 @@ def scifact_args(path: Path) -> list[str]:
     return ["experiment=scifact", f"dataset.path={path}", "retrieval=bm25"]
 
 
-def run_once(workdir: Path, args: list[str], mode: str, cache: Path, label: str) -> tuple[float, int]:
-    """One ``ragexp run`` in a fresh store; returns (wall seconds, traces in the store)."""
+def run_once(workdir: Path, args: list[str], mode: str, cache: Path, label: str) -> tuple[float, float, int]:
+    """One ``ragexp run`` in a fresh store; returns (wall seconds, CPU seconds, traces in the store)."""
     store = Path(tempfile.mkdtemp(prefix=f"{label}-{mode}-", dir=workdir))
     command = [sys.executable, "-m", "ragexp.cli", "run", *args, f"tracking.uri=sqlite:///{store / 'mlflow.db'}",
                f"tracking.traces={mode}", f"cache_dir={cache}", "progress=false"]
     load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(command, cwd=store, env=ENV, capture_output=True, text=True)
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{label} {mode} failed:\n{proc.stderr[-3000:]}")
     client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
@@ -59,9 +64,9 @@ def run_once(workdir: Path, args: list[str], mode: str, cache: Path, label: str)
     for run in client.search_runs(experiments, max_results=1000):  # what ragexp counted in the store per run
         written = run.data.tags.get(TAG_TRACES)
         traces += int(written.split(" of ")[0]) if written else 0
-    print(f"  {label:8s} traces={mode:4s} {wall:7.1f} s  {traces:5d} traces  load {load:.1f} -> {os.getloadavg()[0]:.1f}",
-          flush=True)
-    return wall, traces
+    print(f"  {label:8s} traces={mode:4s} {wall:7.1f} s wall {cpu:7.1f} s CPU  {traces:5d} traces  "
+          f"load {load:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
+    return wall, cpu, traces
 
 
 def measure(workdir: Path, label: str, args: list[str], modes: list[str], repeats: int) -> None:
@@ -69,19 +74,22 @@ def measure(workdir: Path, label: str, args: list[str], modes: list[str], repeat
     print(f"{label}: warming the stage cache (untimed)", flush=True)
     run_once(workdir, args, "none", cache, label)
     walls: dict[str, list[float]] = {mode: [] for mode in modes}
+    cpus: dict[str, list[float]] = {mode: [] for mode in modes}
     traced: dict[str, int] = {}
     for _ in range(repeats):
         for mode in modes:  # interleaved: the shared machine's speed drifts over minutes
-            wall, traces = run_once(workdir, args, mode, cache, label)
+            wall, cpu, traces = run_once(workdir, args, mode, cache, label)
             walls[mode].append(wall)
+            cpus[mode].append(cpu)
             traced[mode] = traces
-    base = statistics.median(walls["none"])
-    print(f"{label}: median wall per mode, and the overhead per traced query against traces=none")
+    base, base_cpu = statistics.median(walls["none"]), statistics.median(cpus["none"])
+    print(f"{label}: medians per mode, and the overhead per traced query against traces=none")
     for mode in modes:
-        median = statistics.median(walls[mode])
-        per_query = f"{1000 * (median - base) / traced[mode]:.0f} ms/query" if traced[mode] else "-"
-        print(f"  {mode:4s} {median:7.1f} s  ({', '.join(f'{w:.1f}' for w in walls[mode])})  "
-              f"{traced[mode]} traces  +{median - base:.1f} s  {per_query}")
+        wall, cpu = statistics.median(walls[mode]), statistics.median(cpus[mode])
+        per_query = (f"{1000 * (wall - base) / traced[mode]:.0f} ms wall, {1000 * (cpu - base_cpu) / traced[mode]:.0f} ms CPU "
+                     "per query" if traced[mode] else "-")
+        print(f"  {mode:4s} {wall:7.1f} s wall ({', '.join(f'{w:.1f}' for w in walls[mode])}), {cpu:7.1f} s CPU  "
+              f"{traced[mode]} traces  {per_query}")
 
 
 def main() -> None:
