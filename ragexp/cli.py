@@ -49,6 +49,7 @@ EXAMPLES = {
               "ragexp judge sample RUN_ID -n 20 --out verdicts.csv",
               "ragexp judge agreement verdicts.csv --judge lexical"],
     "upload": ["ragexp upload multirun/2026-12-02/10-00-00-4242/3"],
+    "traces": ["ragexp traces RUN_ID", "ragexp traces RUN_A RUN_B --tracking-uri sqlite:////path/to/mlflow.db"],
 }
 
 COMMANDS = {
@@ -60,6 +61,7 @@ COMMANDS = {
     "gate": "regression gate: baseline vs candidate with a tolerance sized to the eval set",
     "judge": "judge calibration: review sampled verdicts in the browser, measure agreement, fit a threshold with cross-validation",
     "upload": "log a run saved locally while the tracking store was unreachable",
+    "traces": "log one MLflow trace per query (GenAI pages) for runs logged without them",
 }
 
 

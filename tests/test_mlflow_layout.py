@@ -148,6 +148,15 @@ def test_sweep_runs_are_named_tagged_timed_and_summarised(tiny_dataset, tmp_path
         assert diff == (set() if leader else {"vs_best/per_query.html", "vs_best/per_query.json"})
     view = json.loads(json.loads(client.get_experiment(experiment.experiment_id).tags[experiments.VIEW_TAG])["state"])
     assert "params.`chunking`" in view["selectedColumns"] and view["orderByAsc"] is False
+    # what decides, first: each child's standing, value and CI half-width on hit rate@5, three decimals
+    assert view["selectedColumns"][0] == f"tags.`{experiments.DECISION_TAG}`"
+    for child in children:
+        tags, metrics = child.data.tags, child.data.metrics
+        half = (metrics["ci/hit_rate_at_5_high"] - metrics["ci/hit_rate_at_5_low"]) / 2
+        assert tags[experiments.DECISION_TAG] == (f"{tags['ragexp.vs_best.hit_rate_at_5']} · "
+                                                  f"{metrics['1_headline/hit_rate_at_5']:.3f} ± {half:.3f}")
+    tied = sum(c.data.tags["ragexp.vs_best.hit_rate_at_5"] in ("best", "tied") for c in children)
+    assert parent.data.tags[experiments.DECISION_TAG] == f"sweep · {tied}/{len(children)} best or tied · heatmaps"
 
 
 def test_reproduce_from_a_copied_store_folder(tiny_dataset, tmp_path):

@@ -57,7 +57,8 @@ def _serve(args: argparse.Namespace, sock) -> int:
     record = results.meta.get("judge")
     session = ReviewSession(run_id=args.run, run_name=run.info.run_name or args.run, claims=chosen,
                             labels_path=args.labels, seed=args.seed, total_claims=len(judged),
-                            log=mlflow_logger(client, args.run), verdict_counts=dict(verdicts), results=results,
+                            log=mlflow_logger(client, args.run, reviewed=lambda: [c.row for c in session.claims]),
+                            verdict_counts=dict(verdicts), results=results,
                             judge_key=judge_key(record) if isinstance(record, dict) else None)
     app = create_app([review_router(session)], "review.html", title="ragexp judge review")
     drawn = Counter(claim.row.judge_label for claim in chosen)

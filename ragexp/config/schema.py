@@ -8,6 +8,7 @@ mappings: their parameters are checked by the component's constructor at start-u
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -70,6 +71,23 @@ class EvalConfig:
     failure: FailureConfig = field(default_factory=FailureConfig)
 
 
+class TraceMode(str, enum.Enum):
+    """``tracking.traces``: which runs log one MLflow trace per query (:mod:`ragexp.tracking.traces`):
+    ``all``, ``best`` (a single run; in a sweep the runs best or tied on hit rate@5), ``none``."""
+
+    all = "all"
+    best = "best"
+    none = "none"
+
+
+def check_trace_mode(tracking: Any) -> None:
+    """``tracking.traces`` is one of :class:`TraceMode`'s values, or a one-line error listing them."""
+    value = tracking.get("traces") if tracking is not None else None
+    if value is not None and value not in {mode.value for mode in TraceMode}:
+        raise RagexpInputError(f"must be one of {', '.join(mode.value for mode in TraceMode)}, not {value!r}",
+                               field="tracking.traces")
+
+
 @dataclass
 class CostConfig:
     """What a run measures of its cost (:mod:`ragexp.cost`, docs/cost.md). ``latency_queries``
@@ -102,6 +120,7 @@ class TrackingConfig:
     experiment: Optional[str] = None
     connect_timeout_s: float = 10.0
     judge_review: JudgeReviewConfig = field(default_factory=JudgeReviewConfig)
+    traces: str = TraceMode.best.value  # a TraceMode value, checked by check_trace_mode (a plain string stays YAML)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.chunking import make_chunker
 from ragexp.config.endpoints import check_endpoints
-from ragexp.config.schema import chunker_options, validate
+from ragexp.config.schema import check_trace_mode, chunker_options, validate
 from ragexp.config.secrets import screen_overrides
 from ragexp.config.targets import check_component, component_class
 from ragexp.cost.settings import cost_settings
@@ -46,6 +46,7 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
     ``skip``: top-level groups checked for secrets only (a sweep's swept groups, checked per job)."""
     screen_overrides(overrides)
     validate(cfg, skip)
+    check_trace_mode(cfg.get("tracking"))
     check_data_components(cfg, skip)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     check_path_fields({key: value for key, value in resolved.items() if key not in skip})

@@ -45,6 +45,8 @@ from ragexp.runtime.stage_cache import StageCache
 from ragexp.systems.step import fetch_responses
 from ragexp.tracking import experiments, run_names, store
 from ragexp.tracking.run_logger import log_evaluation, save_local
+from ragexp.tracking.trace_content import Passages
+from ragexp.tracking.traces import traces_now
 
 log = logging.getLogger("ragexp")
 
@@ -123,7 +125,8 @@ def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: S
     run_id = log_run(
         lambda: log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=overrides,
                                parent_run_id=log_to.parent_run_id, tags={**run_names.axis_tags(values), **log_to.tags},
-                               saved=output_dir),
+                               saved=output_dir, passages=Passages(data.chunks_by_id, data.corpus),
+                               traces=traces_now(cfg.tracking, in_sweep=log_to.parent_run_id is not None)),
         output_dir,
     )
     return JobResult(output, run_id, data.evalset)
@@ -142,14 +145,11 @@ def log_saved_run(cfg: DictConfig, results: RunResults, folder: Path, overrides:
     """Log results saved in ``folder`` while the store was unreachable (``ragexp upload``): nothing
     is built or evaluated; the eval set is reloaded only to log it as the run's input, and must
     still have the saved fingerprint."""
-    from ragexp.data.dataset import load_dataset
-    from ragexp.evaluation.prepared import sample_evalset
     from ragexp.evaluation.results import ARTIFACT_NAME
 
     validate_job(cfg, overrides)
-    corpus, evalset = load_dataset(cfg.dataset, StageCache(cfg.cache_dir))  # converted documents read, not written
-    if cfg.eval.get("sample") is not None:  # a sampled run was scored on the sample, which has its own fingerprint
-        evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
+    data = prepare_data(cfg, StageCache(cfg.cache_dir), progress=cfg.progress)  # the chunks the traces show
+    corpus, evalset = data.corpus, data.evalset  # sampled as the run was: a sample has its own fingerprint
     if evalset.fingerprint() != results.meta.get("evalset_fingerprint"):
         raise RagexpInputError("the eval set changed since this run was computed; refusing to log it against the new one",
                                file=folder / ARTIFACT_NAME, field="meta.evalset_fingerprint")
@@ -159,7 +159,8 @@ def log_saved_run(cfg: DictConfig, results: RunResults, folder: Path, overrides:
     output = RunOutput(results, results.meta["run_name"], results.meta["config_hash"], results.meta.get("timings", {}))
     run_id = log_run(
         lambda: log_evaluation(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=None,
-                               tags=tags, ended_at=results.meta.get("finished_at")),
+                               tags=tags, ended_at=results.meta.get("finished_at"),
+                               passages=Passages(data.chunks_by_id, corpus), traces=traces_now(cfg.tracking, in_sweep=False)),
         folder,
     )
     return JobResult(output, run_id, evalset)

@@ -33,6 +33,10 @@ from ragexp.tracking.run_names import AXIS_TAG_PREFIX
 from ragexp.tracking.metric_names import HEADLINE_SECTION, to_mlflow
 
 VS_BEST_TAG_PREFIX = "ragexp.vs_best."
+#: A sweep child's standing on the sort metric in one short cell, the view's first column:
+#: ``best · 0.855 ± 0.057`` / ``tied · ...`` / ``worse · ...``; on the parent ``sweep · 5/18 best or
+#: tied · heatmaps`` (:mod:`~ragexp.tracking.sweep_summary`).
+DECISION_TAG = "ragexp.decision"
 
 log = logging.getLogger(__name__)
 VIEW_ID = "ragexp"
@@ -117,7 +121,11 @@ def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headli
     ``metrics.`key```, ``params.`key```, ``tags.`key```). ``axis_params`` are the params behind
     the sweep's axes; the parallel-coordinates chart spans them (else the component labels) and
     the first three headline metrics. Each headline metric with a CI (the retrieval ones) is
-    followed by its CI bounds, each of ``tie_metrics`` by its ``ragexp.vs_best.<m>`` tag."""
+    followed by its CI bounds, each of ``tie_metrics`` by its ``ragexp.vs_best.<m>`` tag. After a
+    sweep (``tie_metrics``) the first column is :data:`DECISION_TAG`, so what decides (best / tied /
+    worse, the value and its CI, three decimals) fits beside the run name even when MLflow's
+    Assistant panel takes the right third of the screen (the sweep's parent says there how many runs
+    are tied and that its page holds the heatmaps)."""
     headline = list(headline)
     ties = set(tie_metrics)
     metrics = [to_mlflow(key) for key in headline]
@@ -133,6 +141,9 @@ def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headli
                for i, key in enumerate(metrics)]
     widths: dict[str, int] = {RUN_NAME_COLUMN: 330}
     metric_columns = []
+    if ties:
+        metric_columns.append(f"tags.`{DECISION_TAG}`")
+        widths[metric_columns[-1]] = 260
     for key in headline:
         labels = [to_mlflow(key)]
         if key in RETRIEVAL_HEADLINE:

@@ -9,7 +9,9 @@ name and gold level, the embedding backend that encoded (``ragexp.embedding_back
 ``mlflow.runType=evaluation``; with a judge, its calibration next to faithfulness
 (:func:`judge_fields`); artifacts: resolved config and Hydra overrides, the portable
 ``ragexp_results.json``, a black-box system's ``system/responses.jsonl`` and ``system/placements.jsonl``, the per-query table (MLflow's table artifact, flat columns: :func:`per_query_table`),
-a recall@k curve (SVG: :mod:`~ragexp.tracking.recall_plot`); the eval set via ``log_input`` with its fingerprint as digest. The run spans
+a recall@k curve (SVG: :mod:`~ragexp.tracking.recall_plot`); the eval set's MLflow evaluation dataset as the
+run's input (:mod:`~ragexp.tracking.evalset_dataset`); with ``traces``, one trace per query with its
+assessments (:mod:`~ragexp.tracking.traces`), written before the run is closed. The run spans
 the job's work (its start time is the job's), not only the logging. The run is opened only after everything was
 computed and is closed FINISHED only after the last write succeeded; a termination signal
 received during the writes is held until they are done, then closes the run KILLED
@@ -48,6 +50,9 @@ from ragexp.tracking.experiments import gold_level
 from ragexp.tracking.run_names import run_params
 from ragexp.tracking.metric_names import split_for_mlflow, to_mlflow
 from ragexp.tracking.recall_plot import recall_curve_svg
+from ragexp.tracking.evalset_dataset import evalset_input
+from ragexp.tracking.trace_content import Passages
+from ragexp.tracking.traces import log_run_traces, reranks
 
 TAG_WARNINGS = "ragexp.warnings"  # what the run warned about (also in ragexp_results.json, meta.warnings)
 TAG_LIMIT = 5000
@@ -220,17 +225,22 @@ def log_evaluation(
     tags: Mapping[str, str] | None = None,
     ended_at: float | None = None,
     saved: Path | None = None,
+    passages: Passages | None = None,
+    traces: bool = False,
 ) -> str:
     """Create the run, write everything, close it; returns the run id. ``tags`` are added to
     ragexp's own (axis tags, ``ragexp.reproduces`` on a reproduction ...). The run starts at
     ``meta["started_at"]`` (the job's start, when known) and ends when it is closed, or at
     ``ended_at`` (epoch seconds; ``ragexp upload`` passes when the results were computed), so
     MLflow's duration is the job's work, not the logging. ``saved``: the folder :func:`save_local`
-    wrote this run to; its config files and per-query rows are copied, not serialized again."""
+    wrote this run to; its config files and per-query rows are copied, not serialized again.
+    ``passages``: the run's chunk and document texts (the eval set's dataset records and the
+    traces show them); ``traces``: log one trace per query (needs ``passages``)."""
     interrupt.check()  # a signal received (and perhaps lost) while computing: open no run
     with interrupt.deferred():  # a write cut short can leave the sqlite store locked and the run RUNNING
         run_id = _log_run(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=parent_run_id,
-                          extra_tags=tags or {}, ended_at=ended_at, saved=saved)
+                          extra_tags=tags or {}, ended_at=ended_at, saved=saved, passages=passages,
+                          traces=traces and passages is not None)
     interrupt.check()  # a signal received while closing: the run is complete; the sweep stops here
     return run_id
 
@@ -274,6 +284,8 @@ def _log_run(
     extra_tags: Mapping[str, str],
     ended_at: float | None,
     saved: Path | None,
+    passages: Passages | None,
+    traces: bool,
 ) -> str:
     results = output.results
     tags = {**run_tags(cfg, output, evalset), **extra_tags}
@@ -308,7 +320,12 @@ def _log_run(
             client.log_artifacts(run_id, str(tmp_path))
         client.log_table(run_id, pd.DataFrame(per_query_table(output)), store.PER_QUERY_TABLE)
         store.log_batched(client, run_id, params=params, metrics=metrics)
-        client.log_inputs(run_id, datasets=[_create_dataset_input(evalset_dataset(evalset), "eval", None)])
+        documents = passages.documents if passages is not None else {}
+        dataset = (evalset_input(client, experiment_id, evalset, documents)
+                   or _create_dataset_input(evalset_dataset(evalset), "eval", None))
+        client.log_inputs(run_id, datasets=[dataset])
+        if traces:
+            log_run_traces(client, experiment_id, run_id, results, evalset, passages, reranked=reranks(cfg))
         interrupt.check()  # a signal received during the writes: KILLED, not FINISHED
     except BaseException as err:  # noqa: BLE001 - any failure must leave the run FAILED/KILLED, then propagate
         error = err

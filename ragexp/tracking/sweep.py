@@ -6,7 +6,8 @@ starts (parallel workers creating a fresh sqlite store at once lose runs), opens
 and hands its id to every job inside the job's own config (``hydra.job.env_set.RAGEXP_PARENT_RUN``,
 which every launcher ships to its workers, on this machine or another; a job also sees it as that
 environment variable). When the sweep ends, the launching process closes the parent FINISHED when
-every child finished, else FAILED, with the child count as metrics; an interrupted sweep's parent
+every child finished, else FAILED, with the child count as metrics, after the summary (and, with
+``tracking.traces=best``, the best and tied runs' traces: :mod:`~ragexp.tracking.sweep_summary`); an interrupted sweep's parent
 is closed KILLED by ``ragexp run`` (:func:`close_open_parent`); a parent whose process died
 without closing it (SIGKILL) is closed KILLED when the same sweep is launched again
 (:func:`close_stale_parents`).
@@ -32,7 +33,8 @@ from ragexp import __version__
 from ragexp.errors import RagexpInputError
 from ragexp.runtime import interrupt
 from ragexp.runtime.fingerprint import stable_hash
-from ragexp.tracking import experiments, run_names, store, sweep_summary
+from ragexp.config.schema import TraceMode
+from ragexp.tracking import experiments, run_names, store, sweep_summary, traces
 
 PARENT_ENV = "RAGEXP_PARENT_RUN"
 AXES_ENV = "RAGEXP_SWEEP_AXES"
@@ -68,7 +70,9 @@ class MlflowSweepCallback(Callback):
         global _open_parent
         review = config.tracking.judge_review
         _open_parent = _OpenParent(config.tracking.uri, config.tracking.connect_timeout_s, run.info.run_id, experiment_id,
-                                   float(review.min_kappa), str(review.unverified))
+                                   float(review.min_kappa), str(review.unverified),
+                                   trace_best=traces.mode_of(config.tracking) == TraceMode.best,
+                                   cache_dir=str(config.cache_dir))
         log.info("MLflow parent run %s in experiment %s", run.info.run_id, experiment_id)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -121,6 +125,8 @@ class _OpenParent:
     experiment_id: str
     min_kappa: float = 0.4  # tracking.judge_review: when a judge metric counts as verified ...
     on_unverified: str = "warn"  # ... and whether an unverified one fails the sweep
+    trace_best: bool = False  # tracking.traces=best: the best and tied runs get their traces at the end
+    cache_dir: str = ""
 
 
 _open_parent: _OpenParent | None = None  # the parent this process opened and has not closed yet
@@ -155,7 +161,8 @@ def _summarize(client: MlflowClient, parent: _OpenParent, children: list) -> lis
     budgets = [b for b in tags.get(sweep_summary.TAG_BUDGETS, "").split(BUDGET_SEPARATOR) if b]
     try:
         return sweep_summary.log_sweep_summary(client, parent.run_id, parent.experiment_id, children, axes, budgets,
-                                               min_kappa=parent.min_kappa)
+                                               min_kappa=parent.min_kappa,
+                                               trace_cache_dir=parent.cache_dir if parent.trace_best else None)
     except Exception as err:  # noqa: BLE001 - the sweep's runs are logged; only the summary is missing
         log.warning("could not write the sweep summary to parent run %s: %s", parent.run_id, err)
         return []

@@ -23,10 +23,14 @@ Written when the sweep ends, from its FINISHED child runs:
   headline metric with a link and its tie set ("3 configs are indistinguishable on hit_rate_at_5
   at n=131: ..."), the noise line per metric (:func:`ragexp.comparison.vs_best.noise_line`), the
   hit rate@5 heatmap, the compare table;
+- every child's ``ragexp.decision`` tag (:func:`decision`: ``best · 0.855 ± 0.057``), and the
+  parent's (``sweep · 5/18 best or tied · heatmaps``);
 - the experiment's ragexp view (:mod:`~ragexp.tracking.experiments`) gets the sweep's axes as
-  columns and parallel-coordinates axes;
+  columns and parallel-coordinates axes, the decision column first;
 - quality against cost (:mod:`~ragexp.tracking.cost_summary`): the plot of quality against p95
-  latency with the Pareto front, ``summary/cost.md``, the cheapest config tied with the best.
+  latency with the Pareto front, ``summary/cost.md``, the cheapest config tied with the best;
+- with ``tracking.traces=best`` (the default), the runs best or tied on hit rate@5 get one MLflow
+  trace per query (:func:`trace_winners`), so GenAI -> Evaluation runs opens their queries.
 
 Budgets (``cost.budgets``, recorded on the parent as ``ragexp.sweep_budgets``): a config over any
 budget (:mod:`ragexp.cost.budgets`) is left out of "best" (best tags, tie tests, the tie set; its
@@ -366,14 +370,24 @@ def compute_ties(children: Sequence[ChildRun], metrics: Sequence[str], results: 
     return Ties(standings, noise)
 
 
+def decision(status: str, child: ChildRun, metric: str) -> str:
+    """``best · 0.855 ± 0.057``: a child's standing, value and CI half-width on ``metric``, rounded
+    to what the eval set can tell (the view's first column, :data:`experiments.DECISION_TAG`)."""
+    half = child.half_widths.get(metric)
+    return f"{status} · {child.metrics[metric]:.3f}" + (f" ± {half:.3f}" if half is not None and not math.isnan(half) else "")
+
+
 def log_vs_best(client: MlflowClient, children: Sequence[ChildRun], ties: Ties, results: Mapping[str, RunResults]) -> None:
     """Tag every child with its standing per metric; log each child's per-query diff against the
     best on :data:`SORT_METRIC` (``vs_best/per_query.html`` and ``.json``)."""
     leader = next((run_id for run_id, s in ties.standings.get(SORT_METRIC, {}).items() if s.status == vs_best.BEST), None)
     names = {child.run_id: child.name for child in children}
+    sort_standing = ties.standings.get(SORT_METRIC, {})
     for child in children:
         tags = {f"{VS_BEST_TAG_PREFIX}{metric}": standing[child.run_id].status
                 for metric, standing in ties.standings.items() if child.run_id in standing}
+        if child.run_id in sort_standing and SORT_METRIC in child.metrics:
+            tags[experiments.DECISION_TAG] = decision(sort_standing[child.run_id].status, child, SORT_METRIC)
         if tags:
             store.log_batched(client, child.run_id, tags=tags)
         if leader is None or child.run_id == leader or child.run_id not in results:
@@ -384,6 +398,32 @@ def log_vs_best(client: MlflowClient, children: Sequence[ChildRun], ties: Ties, 
             (Path(tmp) / "per_query.html").write_text(format_html(diff), encoding="utf-8")
             (Path(tmp) / "per_query.json").write_text(diff.to_json(), encoding="utf-8")
             client.log_artifacts(child.run_id, tmp, artifact_path=VS_BEST_DIR)
+
+
+def winners(children: Sequence[ChildRun], ties: Ties) -> list[ChildRun]:
+    """The runs best or tied on :data:`SORT_METRIC` (the metric the ragexp view sorts by; the first
+    metric with standings when the sweep has none on it), in the children's order."""
+    metric = SORT_METRIC if SORT_METRIC in ties.standings else next(iter(ties.standings), None)
+    chosen = {run_id for run_id, s in ties.standings.get(metric, {}).items() if s.status in (vs_best.BEST, vs_best.TIED)}
+    return [child for child in children if child.run_id in chosen]
+
+
+def trace_winners(client: MlflowClient, children: Sequence[ChildRun], ties: Ties, results: Mapping[str, RunResults],
+                  cache_dir: str) -> None:
+    """Log the traces of :func:`winners` that have none yet (:mod:`~ragexp.tracking.logged_traces`);
+    a run that cannot be traced is reported and the sweep goes on."""
+    from ragexp.tracking.logged_traces import has_traces, prepared_cache, trace_logged_run
+
+    prepare = prepared_cache(cache_dir)
+    chosen = [child for child in winners(children, ties) if child.run_id in results and not has_traces(client, child.run_id)]
+    for child in chosen:
+        try:
+            trace_logged_run(client, child.run_id, cache_dir, results=results[child.run_id], prepare=prepare)
+        except Exception as err:  # noqa: BLE001 - the run and the summary stand without its traces
+            log.warning("could not log the traces of run %s (%s): %s", child.run_id, child.name,
+                        str(err).splitlines()[0][:200] if str(err) else type(err).__name__)
+    if chosen:
+        log.info("traces logged for the %d runs best or tied on %s", len(chosen), SORT_METRIC)
 
 
 def _axis_params(children: Sequence[ChildRun], axes: Sequence[str]) -> list[str]:
@@ -398,9 +438,12 @@ def _axis_params(children: Sequence[ChildRun], axes: Sequence[str]) -> list[str]
 
 
 def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: str, runs: Sequence[Run],
-                      axes: Sequence[str], budgets: Sequence[str] = (), min_kappa: float = MIN_KAPPA) -> list[str]:
+                      axes: Sequence[str], budgets: Sequence[str] = (), min_kappa: float = MIN_KAPPA,
+                      trace_cache_dir: str | None = None) -> list[str]:
     """Write the summary of the FINISHED job runs ``runs`` to the parent run (module docstring);
-    ``budgets``: the sweep's ``cost.budgets`` strings. Returns the unverified judge metrics."""
+    ``budgets``: the sweep's ``cost.budgets`` strings; with ``trace_cache_dir``
+    (``tracking.traces=best``), log the traces of the runs best or tied on hit rate@5
+    (:func:`trace_winners`). Returns the unverified judge metrics."""
     children = [_child(run, axes) for run in runs
                 if run.info.status == "FINISHED" and run.data.tags.get(store.TAG_KIND) == "job"]
     if not children:
@@ -421,8 +464,14 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
         results = {run_id: r for run_id, r in loaded.items() if r is not None}
         ties = compute_ties(eligible, [m for m in metrics if m not in not_comparable], results)
         log_vs_best(client, eligible, ties, results)
-        for run_id in over:
-            store.log_batched(client, run_id, tags={f"{VS_BEST_TAG_PREFIX}{m}": OVER_BUDGET for m in metrics})
+        for child in children:
+            if child.run_id in over:
+                tags = {f"{VS_BEST_TAG_PREFIX}{m}": OVER_BUDGET for m in metrics}
+                if SORT_METRIC in child.metrics:
+                    tags[experiments.DECISION_TAG] = decision("over budget", child, SORT_METRIC)
+                store.log_batched(client, child.run_id, tags=tags)
+        if trace_cache_dir is not None:
+            trace_winners(client, eligible, ties, results, trace_cache_dir)
         del results, loaded
         folder = Path(tmp) / SUMMARY_DIR
         folder.mkdir()
@@ -446,6 +495,9 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
                                                + (f", tied: {tied} more" if tied > 0 else "")
                                                + (" (not comparable across chunkings)" if metric in not_comparable else ""))
     tags.update(cost.parent_tags)
+    if SORT_METRIC in ties.standings:
+        tied = len(vs_best.tie_set(ties.standings[SORT_METRIC]))
+        tags[experiments.DECISION_TAG] = f"sweep · {tied}/{len(children)} best or tied · heatmaps"
     tags[store.DESCRIPTION_TAG] = describe(children, axes, metrics, best, parent_run_id, experiment_id, image,
                                            not_comparable, ties, cost, judge)
     if judge:

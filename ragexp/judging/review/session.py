@@ -32,10 +32,11 @@ run: metrics ``judge_review/{n, accuracy, kappa, kappa_ci_low, kappa_ci_high, sk
 another seed or file), and, given the run's ``results`` and ``judge_key``: the PPI estimates of its
 faithfulness from these labels (:mod:`ragexp.judging.corrected`: ``ppi.*`` metrics, tag
 ``ragexp.ppi``) and the review's filing under the judge (:mod:`ragexp.judging.review.status`:
-tags ``ragexp.judge_review.judge_key``, ``ragexp.judge_review.at``). The page also shows, per
-metric, how many labels would narrow the PPI interval to each width of :data:`PLAN_WIDTHS`
-(:func:`ragexp.judging.ppi.labels_needed`). A failed log leaves the verdict saved and is shown on
-the page; the next change retries it.
+tags ``ragexp.judge_review.judge_key``, ``ragexp.judge_review.at``); each verdict also goes as HUMAN
+feedback on the claim's trace when the run has traces (:mod:`ragexp.tracking.review_assessments`).
+The page also shows, per metric, how many labels would narrow the PPI interval to each width of
+:data:`PLAN_WIDTHS` (:func:`ragexp.judging.ppi.labels_needed`). A failed log leaves the verdict
+saved and is shown on the page; the next change retries it.
 """
 
 from __future__ import annotations
@@ -256,13 +257,18 @@ class ReviewSession:
         self.logged = {"at": at, "metrics": metrics}
 
 
-def mlflow_logger(client, run_id: str) -> Logger:
-    """A :data:`Logger` writing to ``run_id`` through ``client`` (each metric appended to its history)."""
+def mlflow_logger(client, run_id: str, reviewed: Callable[[], list[LabelledClaim]] | None = None) -> Logger:
+    """A :data:`Logger` writing to ``run_id`` through ``client`` (each metric appended to its history);
+    ``reviewed()``: the reviewed rows, whose verdicts also go on the run's traces as HUMAN feedback
+    (:mod:`ragexp.tracking.review_assessments`)."""
     from ragexp.tracking import store
+    from ragexp.tracking.review_assessments import log_review_labels
 
     def log(metrics: dict[str, float], tags: dict[str, str], artifacts: dict[str, str]) -> None:
         store.log_batched(client, run_id, metrics=metrics, tags=tags)
         for path, text in artifacts.items():
             store.log_artifact_text(client, run_id, path, text)
+        if reviewed is not None:
+            log_review_labels(client, run_id, reviewed())
 
     return log
