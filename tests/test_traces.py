@@ -339,3 +339,26 @@ def test_an_unknown_trace_mode_fails_at_start_naming_the_choices(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == (
         "ragexp run: error: field 'tracking.traces': must be one of all, best, none, not 'some'")
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.slow
+def test_a_black_box_runs_traces_show_the_passages_it_returned(tmp_path):
+    """A recorded system's run: every trace's passages are the text the system returned, placed
+    in the corpus (not the empty text of a chunking the black box never used)."""
+    corpus, evalset = write_dataset(tmp_path)
+    items = [json.loads(line) for line in evalset.read_text().splitlines()[1:]]
+    recorded = tmp_path / "outputs.jsonl"
+    with recorded.open("w", encoding="utf-8") as out:
+        for item in items:
+            passages = [{"text": paragraph, "doc_id": doc_id} for doc_id, text in TINY_DOCS.items()
+                        for paragraph in text.split("\n\n") if not paragraph.startswith("#")]
+            out.write(json.dumps({"query_id": item["id"], "passages": passages[:5]}) + "\n")
+    db = tmp_path / "mlflow.db"
+    ragexp(tmp_path, "run", *run_args(corpus, evalset, f"sqlite:///{db}", "system=recorded", f"system.path={recorded}"))
+    client = MlflowClient(f"sqlite:///{db}")
+    [run] = client.search_runs([client.get_experiment_by_name("tiny").experiment_id])
+    check_traces_equal_results(client, run.info.run_id, corpus, evalset)
+    returned = {p["text"].strip() for p in passages}  # a placed span leaves out whitespace at its ends
+    for trace in client.search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id, max_results=50):
+        [retrieve] = [s for s in trace.data.spans if s.span_type == "RETRIEVER"]
+        assert retrieve.outputs and {d["page_content"] for d in retrieve.outputs} <= returned

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp import __version__
 from ragexp.comparison.stats import bootstrap_cis
+from ragexp.data import Chunk
 from ragexp.cost.run_cost import measure_run
 from ragexp.evaluation.generation_step import generation_step
 from ragexp.evaluation.pipeline import Pipeline, build_encoder
@@ -55,6 +56,7 @@ class RunOutput:
     config_hash: str
     timings: dict[str, float] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)  # extra text artifacts by relative path (a system's responses)
+    units: Mapping[str, Chunk] | None = None  # a black-box system's placed passages by unit id (its traces show them)
 
 
 def semantic_config(cfg: DictConfig) -> dict:
@@ -215,7 +217,8 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     timings["total_s"] = time.perf_counter() - started
     meta["timings"] = timings
     return RunOutput(RunResults(meta=meta, aggregates=aggregates, per_query=per_query), meta["run_name"], output_hash, timings,
-                     system_run.artifacts if system_run is not None else {})
+                     system_run.artifacts if system_run is not None else {},
+                     system_run.data.chunks_by_id if system_run is not None else None)
 
 
 class PageLabels:

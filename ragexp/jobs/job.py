@@ -125,7 +125,7 @@ def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: S
     run_id = log_run(
         lambda: log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=overrides,
                                parent_run_id=log_to.parent_run_id, tags={**run_names.axis_tags(values), **log_to.tags},
-                               saved=output_dir, passages=Passages(data.chunks_by_id, data.corpus),
+                               saved=output_dir, passages=Passages(output.units or data.chunks_by_id, data.corpus),
                                traces=traces_now(cfg.tracking, in_sweep=log_to.parent_run_id is not None)),
         output_dir,
     )
