@@ -139,6 +139,16 @@ def test_judged_answer_gets_llm_judge_feedback_per_claim_with_its_evidence():
     assert [a.name for a in per_claim] == ["claim_0", "claim_1", "claim_2"]
     assert [a.value for a in per_claim[:2]] == [True, False]
     assert per_claim[2].error.error_message == "judge timed out"
+    generate = next(c for c in trace.children if c.name == "generate")
+    assert "mlflow.chat.tokenUsage" not in generate.attributes  # the model reported no tokens
+
+
+def test_the_generate_span_carries_the_tokens_the_model_reported():
+    row = _row(answer="Retries last 24 hours.", prompt_tokens=412, completion_tokens=9)
+    trace = query_trace(row, None, _passages(), {"ks": [5], "context_k": 5}, "run", reranked=False)
+    generate = next(c for c in trace.children if c.name == "generate")
+    assert generate.attributes["mlflow.chat.tokenUsage"] == {"input_tokens": 412, "output_tokens": 9, "total_tokens": 421}
+    assert QueryResult.from_dict(row.to_dict()) == row  # the results file keeps them
 
 
 def test_lexical_judge_is_a_code_source():
@@ -211,6 +221,9 @@ def check_traces_equal_results(client: MlflowClient, run_id: str, corpus: Path, 
                 assert (claim.value if verdict.supported is not None else None) == verdict.supported
         if "f1" in row.metrics:
             assert assessments["correctness"][0].value == row.metrics["f1"]
+        if row.prompt_tokens is not None:
+            generate = next(s for s in trace.data.spans if s.name == "generate")
+            assert generate.attributes["mlflow.chat.tokenUsage"]["input_tokens"] == row.prompt_tokens
 
 
 @pytest.fixture(scope="module")

@@ -110,6 +110,13 @@ def _generate_all(generator: Any, requests: list[tuple[str, list]]) -> list:
     return [generator.generate(query, contexts) for query, contexts in requests]
 
 
+def generation_tokens(generation: Any) -> dict[str, int]:
+    """``prompt_tokens`` / ``completion_tokens`` of one answer, where its model reported them (a
+    black box's answer or a failed call has none)."""
+    prompt, completion = getattr(generation, "prompt_tokens", 0), getattr(generation, "completion_tokens", 0)
+    return {"prompt_tokens": int(prompt), "completion_tokens": int(completion)} if prompt or completion else {}
+
+
 def _faithfulness_from(record: dict, context: str) -> FaithfulnessResult:
     verdicts = [Verdict(**v) for v in record["verdicts"]]
     return FaithfulnessResult(record["score"], verdicts, record["undefined_reason"], context)
@@ -159,7 +166,8 @@ def generation_step(
             judge_s += time.perf_counter() - t0
             record_of = dict(zip(judged, records))
             for i, (item, row, generation) in enumerate(zip(round_items, round_rows, round_generations)):
-                fields: dict[str, Any] = {"answer": generation.answer, "generation_error": generation.error or None}
+                fields: dict[str, Any] = {"answer": generation.answer, "generation_error": generation.error or None,
+                                          **generation_tokens(generation)}
                 # A failed call has no answer: no correctness, judging or refusal is read into it.
                 scores = {} if generation.error else correctness_metrics(generation.answer, item.reference_answers, item.key_facts)
                 faith = None

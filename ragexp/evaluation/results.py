@@ -118,6 +118,8 @@ class QueryResult:
     gold_pages: tuple[str, ...] | None = None
     answer: str | None = None
     generation_error: str | None = None
+    prompt_tokens: int | None = None  # the generation call's, as the model reported them
+    completion_tokens: int | None = None
     claims: tuple[Verdict, ...] | None = None
     judge_context: str | None = None
     n_claims: int | None = None
@@ -238,6 +240,8 @@ _ROW_READERS = {
     "pages": lambda check, v, path: {unit: check.text(x, f"{path}.{unit}") for unit, x in check.obj(v, path).items()},
     "gold_pages": _texts,
     "answer": _Check.text,
+    "prompt_tokens": _Check.integer,
+    "completion_tokens": _Check.integer,
     "generation_error": _Check.text,
     "claims": lambda check, v, path: tuple(_verdict(check, x, f"{path}[{i}]")
                                            for i, x in enumerate(check.array(v, path, "a list of claim verdicts"))),

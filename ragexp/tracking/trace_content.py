@@ -19,8 +19,9 @@ unjudged, "doc_uri": document id, "chunk_id", "rank", "score", "grade"}, "id": c
 first: MLflow shows the first metadata entry beside each passage)
 (:func:`gold_status`: the eval set's chunk-level relevance, grade >= 1 relevant, 0 judged not
 relevant, absent unjudged). The root span's attributes hold the query's whole record
-(``ragexp.metrics``: every per-query metric; ``ragexp.failure_class``, tags, source). Token counts
-are not in the results file, so the LLM span has none.
+(``ragexp.metrics``: every per-query metric; ``ragexp.failure_class``, tags, source). The LLM
+span carries the generation call's tokens as ``mlflow.chat.tokenUsage`` (:func:`token_usage`)
+where the model reported them.
 
 Assessments (:mod:`mlflow.entities`; every one on the trace's root span unless said):
 
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlflow.entities import AssessmentError, AssessmentSource, AssessmentSourceType, Expectation, Feedback, SpanType
+from mlflow.tracing.constant import SpanAttributeKey, TokenUsageKey
 
 from ragexp.data import Chunk, Corpus, EvalItem
 from ragexp.evaluation.results import QueryResult
@@ -255,6 +257,16 @@ def judge_feedback(row: QueryResult, judge: Mapping[str, Any] | None) -> tuple[l
     return trace, claims
 
 
+def token_usage(row: QueryResult) -> dict[str, Any]:
+    """The generation call's tokens as MLflow's ``mlflow.chat.tokenUsage`` span attribute (the
+    trace's token count in the GenAI pages); empty when the model reported none."""
+    if row.prompt_tokens is None and row.completion_tokens is None:
+        return {}
+    prompt, completion = row.prompt_tokens or 0, row.completion_tokens or 0
+    return {SpanAttributeKey.CHAT_USAGE: {TokenUsageKey.INPUT_TOKENS: prompt, TokenUsageKey.OUTPUT_TOKENS: completion,
+                                          TokenUsageKey.TOTAL_TOKENS: prompt + completion}}
+
+
 def query_trace(row: QueryResult, item: EvalItem | None, source: Passages, meta: Mapping[str, Any],
                 run_name: str, *, reranked: bool, evalset_name: str = "") -> QueryTrace:
     """The trace of one query of a run (module docstring). ``meta``: the results' ``meta``
@@ -273,7 +285,8 @@ def query_trace(row: QueryResult, item: EvalItem | None, source: Passages, meta:
         children.append(SpanContent("retrieve", SpanType.RETRIEVER, {"query": row.query, "depth": len(row.ranking)}, shown))
     if row.answer is not None or row.generation_error:
         children.append(SpanContent("generate", SpanType.LLM, {"query": row.query, "context": row.judge_context or ""},
-                                    row.answer or "", {"ragexp.generation_error": row.generation_error or ""}))
+                                    row.answer or "", {"ragexp.generation_error": row.generation_error or "",
+                                                       **token_usage(row)}))
     span_assessments: dict[str, tuple[Feedback, ...]] = {}
     trace_feedback, claim_feedback = judge_feedback(row, meta.get("judge"))
     if row.claims is not None:
