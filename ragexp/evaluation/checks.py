@@ -18,7 +18,6 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -32,6 +31,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.judging.calibration.record import MAX_CALIBRATION_BYTES, check_number
 from ragexp.models.device import resolved_devices
 from ragexp.stored.limits import check_file
+from ragexp.stored.urls import canonical_url
 
 PIPELINE_GROUPS = ("embedding", "retrieval", "reranker", "generator", "judge")
 
@@ -63,19 +63,14 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
 
 
 def check_base_urls(node: Any, prefix: str = "") -> None:
-    """Every ``base_url`` (a model server) is an ``http(s)`` URL with a host name or address that
-    parses (``https://[::ffff:evil]/v1`` is refused here, not deep inside a run)."""
+    """Every ``base_url`` (a model server) is an ``http(s)`` URL in the one canonical form every
+    HTTP client reads alike (:mod:`ragexp.stored.urls`): ``https://[::ffff:evil]/v1`` or
+    ``http://good\\@evil/v1`` is refused here, not deep inside a run."""
     if isinstance(node, Mapping):
         for key, value in node.items():
             field = f"{prefix}{key}"
-            if key == "base_url" and isinstance(value, str) and value:
-                try:
-                    parts = urlsplit(value)
-                    parts.port  # noqa: B018 - raises ValueError on a port that is not a number
-                except ValueError as err:
-                    raise RagexpInputError(f"not a valid URL ({err})", field=field) from None
-                if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-                    raise RagexpInputError(f"must be an http(s) URL with a host, got {value!r}", field=field)
+            if key == "base_url" and value not in (None, ""):
+                canonical_url(value, field=field)
             check_base_urls(value, f"{field}.")
     elif isinstance(node, list):
         for i, value in enumerate(node):
