@@ -267,18 +267,22 @@ def check_artifact_location(artifact_uri: str, tracking_uri: str, owner: str) ->
     scheme = location.split(":", 1)[0]
     if scheme == "file" and not location.startswith("file://") or location.startswith("file:///"):
         return location  # file:/path or file:///path: this machine's file system
-    refusal = (f"{owner} keeps its artifacts at {location!r}, which is not this machine's file system nor the tracking "
+    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in location)
+    refusal = (f"{owner} keeps its artifacts at {shown}, which is not this machine's file system nor the tracking "
                f"server {tracking_uri}; refusing to send or fetch anything there (MLflow would send this machine's "
                "MLFLOW_TRACKING_* credentials with it)")
     try:
         parsed = parse_canonical(location, ARTIFACT_HTTP_SCHEMES)
-        tracking = parse_canonical(tracking_uri, HTTP_SCHEMES)
     except ValueError as err:
         raise RagexpInputError(f"{refusal}: {err}", field="artifact_location") from None
+    try:
+        tracking = parse_canonical(tracking_uri, HTTP_SCHEMES).origin
+    except ValueError:
+        tracking = None  # not a tracking server: nothing may be sent over HTTP
     if parsed.scheme == "mlflow-artifacts":
-        served = not parsed.host or parsed.origin[1:] == (tracking.host, parsed.port or tracking.origin[2])
+        served = tracking is not None and (not parsed.host or (parsed.host, parsed.port or tracking[2]) == tracking[1:])
     else:
-        served = parsed.origin == tracking.origin
+        served = parsed.origin == tracking
     if not served:
         raise RagexpInputError(refusal, field="artifact_location")
     return parsed.text
