@@ -15,10 +15,12 @@ and hands Hydra only the canonical argv that :meth:`RunCommandLine.hydra_argv` b
   (config groups: code the user chose);
 - ``--allow-endpoint URL[=VARIABLE]`` (ragexp's, repeatable: :mod:`ragexp.config.endpoints`);
 - every other argument is a Hydra override (``key=value``, ``+key=value``, ``~key``): it may not
-  begin with ``-``.
+  begin with ``-``, and is parsed here by Hydra's override grammar, so a parse error of any kind
+  (a number beyond Python's 4,300-digit limit raises ``ValueError`` there) is one line, before
+  Hydra starts or writes anything.
 
-A value flag takes its value as ``--flag VALUE`` or ``--flag=VALUE`` (``--info`` only the
-second); a flag given twice, a flag not in this list (a prefix of one, Hydra's ``--version``,
+A value flag takes its value as ``--flag VALUE`` (a ``VALUE`` not beginning with ``-``) or
+``--flag=VALUE`` (``--info`` only the second); a flag given twice, a flag not in this list (a prefix of one, Hydra's ``--version``,
 ``--package``, ``--run``, ``--shell-completion``, ``--experimental-rerun``) and a short flag with
 its value attached (``-cpDIR``) are refused in one line, before anything is read or written.
 """
@@ -137,10 +139,10 @@ def parse_run_command_line(argv: list[str] | tuple[str, ...]) -> RunCommandLine:
                 value = inline
             elif flag.inline_only:
                 value = flag.choices[0]
-            elif i < len(args):
+            elif i < len(args) and not str(args[i]).startswith("-"):
                 value, i = args[i], i + 1
             else:
-                raise RagexpInputError(f"{name} needs a value", field="argv")
+                raise RagexpInputError(f"{name} needs a value (--flag VALUE or --flag=VALUE)", field="argv")
             if flag.choices and value not in flag.choices:
                 raise RagexpInputError(f"{name} takes one of {', '.join(flag.choices)}, got {_shown(value)}", field="argv")
         if flag.repeatable:
@@ -149,12 +151,28 @@ def parse_run_command_line(argv: list[str] | tuple[str, ...]) -> RunCommandLine:
         if flag.field in values:
             raise RagexpInputError(f"{name} is given twice; give it once", field="argv")
         values[flag.field] = value
+    for override in overrides:
+        _check_override(override)
     return RunCommandLine(
         overrides=tuple(overrides), multirun=bool(values.get("multirun")), cfg=values.get("cfg"),  # type: ignore[arg-type]
         resolve=bool(values.get("resolve")), info=values.get("info"), help=bool(values.get("help")),  # type: ignore[arg-type]
         hydra_help=bool(values.get("hydra_help")), config_path=_folder(values.get("config_path"), "--config-path"),
         config_name=_config_name(values.get("config_name")), config_dir=_folder(values.get("config_dir"), "--config-dir"),
         allowed_endpoints=tuple(allowed))
+
+
+def _check_override(text: str) -> None:
+    """``text`` parses with Hydra's override grammar, or one line saying why not."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from ragexp.config.hydra_errors import config_error_line
+
+    try:
+        OverridesParser.create().parse_overrides([text])
+    except Exception as err:  # noqa: BLE001 - Hydra's parser raises its own and Python's errors alike
+        line = config_error_line(err) if "OverrideParseException" in type(err).__name__ else (
+            f"bad override syntax: {_shown(text)} ({type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''})")
+        raise RagexpInputError(line, field="argv") from None
 
 
 def _folder(value: object, flag: str) -> Path | None:

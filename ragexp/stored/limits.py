@@ -307,15 +307,21 @@ for _tag in _REFUSED_TAGS:
 def parse_yaml(text: str, *, source: str | os.PathLike[str] | None = None, max_depth: int = MAX_DEPTH,
                max_nodes: int = MAX_YAML_NODES) -> Any:
     """One YAML document within the module's bounds (no aliases; the closed set of types)."""
-    loader = _BoundedLoader(text)
-    loader.max_depth, loader.max_nodes = max_depth, max_nodes
+    loader = None
     try:
+        loader = _BoundedLoader(text)  # its reader already refuses control characters
+        loader.max_depth, loader.max_nodes = max_depth, max_nodes
         value = loader.get_single_data()
     except _Refused as err:
         raise RagexpInputError(err.message, file=source, field=err.field) from None
     except yaml.YAMLError as err:
         raise RagexpInputError(f"not valid YAML ({str(err).splitlines()[0]})", file=source) from None
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as err:  # PyYAML's constructors on an
+        first = str(err).splitlines()[0][:200] if str(err) else ""  # explicit tag of text they cannot build (!!bool maybe)
+        raise RagexpInputError(f"not valid YAML (a value that cannot be built: {type(err).__name__} {first})",
+                               file=source) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     _check_numbers(value, source, None)
     return value
