@@ -127,7 +127,9 @@ def read_file(path: str | PathLike[str]) -> EvalSetFile:
 
 
 def parse_jsonl(text: str, path: Path) -> EvalSetFile:
-    """JSONL ``text`` (an optional header line, then one item per line; lines split on ``\\n`` only)."""
+    """JSONL ``text`` (an optional header line, then one item per line; lines split on ``\\n`` only),
+    holding at most :data:`~ragexp.stored.limits.MAX_JSON_VALUES` values in all (counted first)."""
+    limits.check_json_depth(text, source=path)
     header, header_line, items = HeaderRecord(), None, []
     for line, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():

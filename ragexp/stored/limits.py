@@ -89,8 +89,11 @@ def read_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> b
     path = Path(path)
     fd = _open_regular(path, max_bytes)
     try:
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(max_bytes + 1)
+        with os.fdopen(os.dup(fd), "rb") as handle:  # a read of n bytes allocates n: ask for the file's size
+            size = min(max_bytes, os.fstat(fd).st_size)
+            data = handle.read(size + 1)
+            if len(data) > size:  # grew since fstat: read on, up to one byte past the bound
+                data += handle.read(max_bytes + 1 - len(data))
     finally:
         os.close(fd)
     if len(data) > max_bytes:  # grew since fstat
@@ -141,26 +144,30 @@ def _no_constant(name: str) -> float:
 
 #: A JSON string, or an unterminated one up to the end of the text. Every backslash takes the next
 #: character (or the end) with it, so a match never fails once started: one pass, no backtracking
-#: (``"\"\"\"…`` with no closing quote was quadratic with a pattern that had to end in ``"``).
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*(?:"|\Z)', re.DOTALL)
+#: (``"\\"\\"\\"…`` with no closing quote was quadratic with a pattern that had to end in ``"``).
+_JSON_STRING = r'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*(?:"|\Z)'
+#: A string, or a run of characters that are neither a bracket, a comma nor a quote: what is left
+#: when every match is removed is JSON's structure (``[]{},``), one character per separator.
+_NOT_STRUCTURE = re.compile(_JSON_STRING + r'|[^\[\]{},"]+', re.DOTALL)
 _NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
 _BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def _outside_strings(text: str) -> str:
-    """``text`` with every JSON string removed (in C, one pass; ``text`` itself when it holds none)."""
-    return _JSON_STRING.sub("", text)
+def _structure(text: str) -> str:
+    """The brackets and commas of JSON ``text`` outside strings, in order (in C, one pass; the
+    pieces it joins are single characters, which Python does not allocate)."""
+    return _NOT_STRUCTURE.sub("", text)
 
 
 def _bracket_depth(text: str) -> int:
     """The deepest ``[``/``{`` nesting of JSON ``text`` outside strings."""
-    return _structure_depth(_outside_strings(text))
+    return _structure_depth(_structure(text))
 
 
 def _structure_depth(structure: str) -> int:
-    """The deepest ``[``/``{`` nesting of JSON text whose strings are removed: every other
-    character is removed too (in C), then the brackets left are summed up (a linear pre-scan, so
-    a 2,000-deep line is refused before the parser recurses into it)."""
+    """The deepest nesting of :func:`_structure`'s output: its commas are removed too (in C), then
+    the brackets left are summed up (a linear pre-scan, so a 2,000-deep line is refused before the
+    parser recurses into it)."""
     brackets = _NOT_A_BRACKET.sub("", structure)
     return max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets), initial=0))
 
@@ -181,12 +188,12 @@ def check_json_depth(text: str, *, source: str | os.PathLike[str] | None = None,
     when the plain count is over ``max_values``."""
     structure = None
     if _value_count_bound(text) > max_values:
-        structure = _outside_strings(text)
+        structure = _structure(text)
         if (values := _value_count_bound(structure)) > max_values:
             raise RagexpInputError(f"holds about {values:,} JSON values, more than the {max_values:,} allowed here "
                                    "(refused before parsing)", file=source, line=line)
     if text.count("[") + text.count("{") > max_depth:
-        structure = _outside_strings(text) if structure is None else structure
+        structure = _structure(text) if structure is None else structure
         if _structure_depth(structure) > max_depth:
             raise RagexpInputError(f"nested more than {max_depth} levels deep", file=source, line=line)
 
@@ -318,8 +325,7 @@ def parse_yaml(text: str, *, source: str | os.PathLike[str] | None = None, max_d
         raise RagexpInputError(f"not valid YAML ({str(err).splitlines()[0]})", file=source) from None
     except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as err:  # PyYAML's constructors on an
         first = str(err).splitlines()[0][:200] if str(err) else ""  # explicit tag of text they cannot build (!!bool maybe)
-        raise RagexpInputError(f"not valid YAML (a value that cannot be built: {type(err).__name__} {first})",
-                               file=source) from None
+        raise RagexpInputError(f"a YAML value that cannot be built ({type(err).__name__} {first})", file=source) from None
     finally:
         if loader is not None:
             loader.dispose()

@@ -128,7 +128,7 @@ def _drop(tag) -> None:
 
 def check_element_count(markup: str) -> None:
     """Refuse markup (decoded) with more than :data:`MAX_ELEMENTS` tags, before any parser builds a tree."""
-    if markup.count("<") > MAX_ELEMENTS and (tags := _TAG.subn("", markup)[1]) > MAX_ELEMENTS:
+    if markup.count("<") > MAX_ELEMENTS and (tags := sum(1 for _ in _TAG.finditer(markup))) > MAX_ELEMENTS:
         raise Unconvertible(f"{tags:,} HTML tags, more than the {MAX_ELEMENTS:,} one document may hold "
                             "(refused before parsing); split the page")
 
