@@ -889,7 +889,7 @@ CASES = [
     CliCase("log-nested-2000", "`ragexp evalset queries` on a JSONL line nested 2,000 deep", _log_line_nested_2000_deep,
             ("<dir>/in/search.jsonl:2", "nested more than 64 levels deep")),
     CliCase("base-url-not-a-host", "`generator.model.base_url='https://[::ffff:evil]/v1'`", _base_url_not_a_host,
-            ("field 'generator.model.base_url'", "not a valid URL")),
+            ("field 'generator.model.base_url'", "not an IPv6 address", "canonical form")),
     CliCase("draft-model-a-folder", "`ragexp evalset draft --model /usr/lib` (a folder, not a model)",
             _draft_with_a_folder_as_model, ("field 'model'", "does not look like a model")),
     CliCase("model-folder-not-a-model", "`embedding.model=/usr/lib` (nothing hashed before the refusal)",
