@@ -85,7 +85,7 @@ CASES = [
     Case("YAML eval set of 1.4M empty lists (4 MB)", "200,000 YAML nodes",
          "from ragexp.data.evalset_schema import read_file", "read_file({path!r})",
          "yaml_many_nodes(Path({path!r}), 1_400_000)", "yaml_many_nodes(Path({path!r}), 199_990)"),
-    Case("JSONL eval set of 4M tags (16 MB)", "2M JSON values",
+    Case("JSONL eval set of 4M tags (28 MB)", "2M JSON values",
          "from ragexp.data.evalset_schema import read_file", "read_file({path!r})",
          "jsonl_many_values(Path({path!r}), 4_000_000)", "jsonl_many_values(Path({path!r}), 1_950_000)"),
     Case("saved resolved.yaml of 350,000 empty lists (1 MiB)", "20,000 YAML nodes",

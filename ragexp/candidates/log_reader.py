@@ -98,7 +98,9 @@ class _BoundedGzip(io.RawIOBase):
         return True
 
     def readinto(self, buffer) -> int:  # noqa: ANN001 - io's signature
-        n = self._gzip.readinto(buffer)
+        data = self._gzip.read1(len(buffer))  # what one step decodes: a damaged end is met where the lines are
+        n = len(data)
+        buffer[:n] = data
         self._decoded += n
         if self._decoded > MAX_GZIP_RATIO * self._raw.tell() + GZIP_SLACK_BYTES:
             raise RagexpInputError(f"decompresses to more than {MAX_GZIP_RATIO} times its size ({self._decoded:,} bytes "

@@ -37,7 +37,7 @@ from ragexp.errors import RagexpInputError
 
 HTTP_SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
-_URL = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*):(?://(?P<authority>[^/]*))?(?P<path>/.*)?")
+_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):(?://(?P<authority>[^/]*))?(?P<path>/.*)?")
 _AUTHORITY = re.compile(r"(?P<host>\[[^\]/]*\]|[^:\[\]]*)(?::(?P<port>[^:]*))?")
 _SEGMENT = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-F]{2})*")
 _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
@@ -94,6 +94,8 @@ def parse_canonical(text: object, schemes: tuple[str, ...] = HTTP_SCHEMES) -> Ur
     if match is None:
         raise _NotCanonical("no scheme")
     scheme, authority, path = match["scheme"], match["authority"], match["path"] or ""
+    if scheme != scheme.lower():
+        raise _NotCanonical("an upper-case letter in the scheme")
     if scheme not in schemes:
         raise _NotCanonical(f"the scheme {scheme!r} is not one of {', '.join(schemes)}")
     for segment in path.split("/")[1:]:

@@ -74,7 +74,7 @@ def jsonl_many_values(path: Path, values: int) -> Path:
     per_line = 50_000
     lines = []
     for i in range(max(1, values // per_line)):
-        lines.append(json.dumps({"id": f"q{i}", "query": "q", "tags": [""] * per_line, "answerable": False}))
+        lines.append(json.dumps({"id": f"q{i}", "query": "q", "tags": ["tag"] * per_line, "answerable": False}))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
