@@ -102,8 +102,21 @@ def test_a_command_line_is_parsed_into_its_closed_type():
                                      allowed_endpoints=("http://127.0.0.1:8080/v1=KEY", "http://x/v1"))
 
 
-_override = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=20).filter(
-    lambda s: not s.startswith("-"))
+_override = st.from_regex(r"(\+{0,2}|~)[a-z_][a-z0-9_.]{0,8}=[a-z0-9_./,:\[\]-]{0,10}", fullmatch=True).filter(
+    lambda s: "=" in s and not s.startswith("~")) | st.from_regex(r"~[a-z_][a-z0-9_.]{0,8}", fullmatch=True)
+
+
+def _parses(override: str) -> bool:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        OverridesParser.create().parse_overrides([override])
+    except Exception:  # noqa: BLE001 - only overrides Hydra's grammar takes are a command line's
+        return False
+    return True
+
+
+_override = _override.filter(_parses)
 _path = st.builds(lambda parts: Path("/" + "/".join(parts)),
                   st.lists(st.text("abc-_.=x y", min_size=1, max_size=6).filter(lambda p: p not in (".", "..")),
                            min_size=1, max_size=3))
