@@ -4,6 +4,10 @@
 Hydra app); every other sub-command lives in ``ragexp.commands.<name>`` and exposes
 ``add_arguments(parser)`` and ``run(args) -> int``. Bad input raises
 :class:`ragexp.errors.RagexpInputError`, printed as one line with exit code 2.
+
+Every command's grammar is exact: no parser takes a prefix of an option (argparse's
+``allow_abbrev`` is switched off on every parser and sub-parser, :func:`exact`), and ``ragexp run``
+is parsed by ragexp's own grammar (:mod:`ragexp.config.command_line`), not by Hydra's argparse.
 """
 
 from __future__ import annotations
@@ -83,6 +87,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                                         formatter_class=argparse.RawDescriptionHelpFormatter)
         if name == command:
             _command_module(name).add_arguments(command_parser)
+    return exact(parser)
+
+
+def exact(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``parser`` and every sub-parser below it taking whole option names only (argparse would
+    otherwise read ``--trac`` as ``--tracking-uri``)."""
+    parser.allow_abbrev = False
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                exact(child)
     return parser
 
 

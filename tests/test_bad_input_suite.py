@@ -91,7 +91,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, tmp_path: Path) -
     if case.secret:
         assert case.secret not in result.stdout + result.stderr
         assert files_holding(folder, case.secret, folder / "in") == []
-    if case.id in ("target-not-allowed", "function-target", "hydra-in-config-path"):
+    if case.id in ("target-not-allowed", "function-target", "hydra-in-config-path", "config-path-prefix", "config-name-outside"):
         assert (folder / "in" / "victim.txt").read_text(encoding="utf-8") == "precious\n"  # never opened for writing
     if case.id.startswith("log-"):
         assert not list(folder.glob("*candidates*"))  # no candidates file, not even a partial one

@@ -12,6 +12,10 @@ count, the file and line of the first occurrence and the first display form; onc
 form of the key appears, forms are counted too (at most :data:`MAX_FORMS` per key; later new forms
 add to the key's count only). A display form already stored was screened when first seen, so only
 new forms are screened again.
+
+The table holds at most :data:`MAX_DISTINCT` distinct queries (about 0.3 GB): the query after that
+is refused in one line naming its file and line, before memory grows further (sample the log
+first, e.g. ``shuf -n 1000000``).
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ from dataclasses import dataclass, field
 
 from ragexp.candidates.personal_data import sensitive_kind
 from ragexp.data.lint import normalise_query
+from ragexp.errors import RagexpInputError
 
 MAX_FORMS = 5
+#: Distinct queries one import may hold in memory (~250 bytes each plus the text).
+MAX_DISTINCT = 1_000_000
 _INVISIBLE = re.compile(r"[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 _SPACE = re.compile(r"\s+")
 
@@ -86,6 +93,10 @@ class DistinctQueries:
             self.left_out[kind] += 1
             return
         if entry is None:
+            if len(self.entries) >= MAX_DISTINCT:
+                raise RagexpInputError(f"more than {MAX_DISTINCT:,} distinct queries, the most one import holds in "
+                                       "memory; sample the logs first (e.g. shuf -n 1000000 LOG > sample.log)",
+                                       file=self.sources[source], line=line)
             self.index[hash(key)] = len(self.entries)
             self.entries.append(DistinctQuery(text, 1, source, line))
             return

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ragexp.candidates.distinct import DistinctQueries
+from ragexp.config.bounds import MAX_EMBEDDED_QUERIES, MAX_SAMPLE, check_count
 from ragexp.candidates.jsonl_file import write_jsonl
 from ragexp.candidates.log_reader import MAX_LINE_CHARS, LogStats, read_log
 from ragexp.candidates.near_duplicates import (
@@ -133,6 +134,8 @@ def import_queries(
     ``announce`` gets each line of the report as soon as its step is done."""
     if sample_size < 1:
         raise RagexpInputError(f"must be at least 1, got {sample_size}", field="--sample")
+    check_count(sample_size, "--sample", high=MAX_SAMPLE)
+    check_count(max_distinct, "--max-distinct", low=2, high=MAX_EMBEDDED_QUERIES)
     if threshold is not None and not 0.0 < threshold <= 1.0:
         raise RagexpInputError(f"must be a cosine in (0, 1], got {threshold}", field="--threshold")
     if max_distinct < 2:

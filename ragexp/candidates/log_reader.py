@@ -7,7 +7,10 @@ in pieces (a line at a time, never the whole file), so memory does not grow with
   else -> plain text; a trailing ``.gz`` is looked through. ``fmt`` overrides the suffix.
 - ``field`` names the JSON key (dots walk into nested objects: ``request.q``) or CSV column that
   holds the query (default ``query``); plain text takes the whole line.
-- gzip is recognised by its magic bytes, so a compressed file without ``.gz`` is read too.
+- gzip is recognised by its magic bytes, so a compressed file without ``.gz`` is read too. What it
+  decodes to is bounded: more than :data:`MAX_GZIP_RATIO` times the compressed bytes read so far
+  (plus :data:`GZIP_SLACK_BYTES`) is refused as a gzip bomb while it is read, before minutes of
+  decoding (text logs compress 3-20x; a bomb of one repeated byte ~1000x).
 - A line longer than :data:`MAX_LINE_CHARS` is not a query: it is skipped and counted
   (:attr:`LogStats.too_long`), read in pieces so it never sits in memory whole.
 
@@ -34,6 +37,8 @@ FORMATS = ("text", "jsonl", "csv", "tsv")
 DEFAULT_FIELD = "query"
 MAX_LINE_CHARS = 4096
 _GZIP_MAGIC = b"\x1f\x8b"
+MAX_GZIP_RATIO = 200
+GZIP_SLACK_BYTES = 16 * 1024 * 1024
 _SNIFF_BYTES = 8192
 _SUFFIX_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv"}
 
@@ -69,8 +74,7 @@ def _open_text(path: Path) -> io.TextIOBase:
         raise RagexpInputError(f"cannot read the log ({err.strerror})", file=path) from None
     stream = raw
     if raw.peek(2)[:2] == _GZIP_MAGIC:
-        raw.close()
-        stream = gzip.open(path, "rb")  # noqa: SIM115 -- owns its file; the caller closes the text wrapper around it
+        stream = io.BufferedReader(_BoundedGzip(raw, path))
     try:
         head = stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES]
     except (gzip.BadGzipFile, EOFError, zlib.error) as err:
@@ -80,6 +84,34 @@ def _open_text(path: Path) -> io.TextIOBase:
         stream.close()
         raise RagexpInputError("a binary file, not a text query log (one query a line, JSONL or CSV; gzip is fine)", file=path)
     return io.TextIOWrapper(stream, encoding="utf-8", errors="strict", newline="")
+
+
+class _BoundedGzip(io.RawIOBase):
+    """The decompressed bytes of a gzip file, refused once they pass :data:`MAX_GZIP_RATIO` times
+    the compressed bytes read (module docstring); closing it closes the file."""
+
+    def __init__(self, raw: io.BufferedReader, path: Path) -> None:
+        self._raw, self._path, self._decoded = raw, path, 0
+        self._gzip = gzip.GzipFile(fileobj=raw, mode="rb")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001 - io's signature
+        data = self._gzip.read1(len(buffer))  # what one step decodes: a damaged end is met where the lines are
+        n = len(data)
+        buffer[:n] = data
+        self._decoded += n
+        if self._decoded > MAX_GZIP_RATIO * self._raw.tell() + GZIP_SLACK_BYTES:
+            raise RagexpInputError(f"decompresses to more than {MAX_GZIP_RATIO} times its size ({self._decoded:,} bytes "
+                                   f"from {self._raw.tell():,}): refused as a gzip bomb", file=self._path)
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._gzip.close()
+            self._raw.close()
+        super().close()
 
 
 def _is_binary(head: bytes) -> bool:

@@ -53,6 +53,11 @@ def _check(args: argparse.Namespace) -> None:
         raise RagexpInputError(f"a name of 1 to {MAX_ANNOTATOR} characters", field="--annotator")
     if args.pool_depth < 1:
         raise RagexpInputError("must be >= 1", field="--pool-depth")
+    from ragexp.config.bounds import MAX_POOL_DEPTH, check_count
+
+    check_count(args.pool_depth, "--pool-depth", high=MAX_POOL_DEPTH)
+    if args.depth is not None:
+        check_count(args.depth, "--depth", high=MAX_POOL_DEPTH)
     from ragexp.config.compose import CONFIG_DIR
 
     for name in args.pipelines.split(","):
@@ -64,20 +69,21 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _run_chunking(args: argparse.Namespace) -> dict:
-    """The ``chunking`` options of the run's saved config, read as plain data (no interpolation is
-    resolved: a stored config is never composed), from a temporary folder removed afterwards."""
-    from ragexp.stored.limits import parse_yaml, read_text
+    """The ``chunking`` options of the run's saved config, read through the whole gate
+    (:func:`ragexp.stored.run_config.read_run_config`: bounded, closed typed schema, no
+    interpolation, every check a job makes) from a temporary folder removed afterwards."""
+    from ragexp.config.schema import chunker_options
+    from ragexp.stored.run_config import local_cache_dir, read_run_config
     from ragexp.tracking import store
 
+    uri = args.tracking_uri or store.default_tracking_uri()
     with tempfile.TemporaryDirectory(prefix="ragexp-") as scratch:
-        saved = store.download_artifact(args.from_run, store.CONFIG_ARTIFACT, args.tracking_uri or store.default_tracking_uri(),
-                                        dst_dir=Path(scratch))
-        config = parse_yaml(read_text(saved), source=f"run {args.from_run}: {store.CONFIG_ARTIFACT}")
-    chunking = config.get("chunking") if isinstance(config, dict) else None
-    if not isinstance(chunking, dict):
-        raise RagexpInputError(f"run {args.from_run}'s saved config has no chunking mapping; was it logged by ragexp run?",
-                               field="--from-run")
-    return {key: value for key, value in chunking.items() if value is not None}
+        saved = store.download_artifact(args.from_run, store.CONFIG_ARTIFACT, uri, dst_dir=Path(scratch))
+        try:
+            cfg = read_run_config(saved, tracking_uri=uri, cache_dir=local_cache_dir())
+        except RagexpInputError as err:  # named by the run, not by the temporary copy
+            raise RagexpInputError(err.message, file=f"run {args.from_run}: {store.CONFIG_ARTIFACT}", field=err.field) from None
+    return chunker_options(cfg.chunking)
 
 
 def _queue_run(args: argparse.Namespace, session, corpus) -> str:

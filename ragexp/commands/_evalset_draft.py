@@ -32,6 +32,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.per_category < 1:
         raise RagexpInputError(f"must be at least 1, got {args.per_category}", field="--per-category")
+    from ragexp.config.bounds import MAX_DRAFTS_PER_CATEGORY, check_count
+
+    check_count(args.per_category, "--per-category", high=MAX_DRAFTS_PER_CATEGORY)
     if args.generator == "openai" and not (args.base_url and args.model):
         raise RagexpInputError("--generator openai needs --base-url and --model", field="--base-url")
     corpus = load_corpus(args.corpus)

@@ -155,6 +155,9 @@ def run(args: argparse.Namespace) -> int:
 def _sample(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise RagexpInputError("must be at least 1", field="-n")
+    from ragexp.config.bounds import MAX_CLAIMS_DRAWN, check_count
+
+    check_count(args.n, "-n", high=MAX_CLAIMS_DRAWN)
     results = load_results(args.run, args.tracking_uri)
     if args.answers:
         return _sample_answers(args, results)

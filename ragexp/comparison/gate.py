@@ -59,6 +59,7 @@ from ragexp.comparison import stats
 from ragexp.comparison.cost_gate import CostVerdict, compare_cost
 from ragexp.cost import budgets as cost_budgets
 from ragexp.cost.keys import is_cost, results_key
+from ragexp.config.bounds import MAX_RESAMPLES
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.judging.calibration.record import MIN_KAPPA
@@ -248,7 +249,7 @@ class _SpecParser:
             show_top=int(self.number(per_query.get("top", GateSpec.show_top), ("per_query", "top"), low=0, integer=True)),
             n_resamples=int(
                 self.number(resampling.get("n_resamples", GateSpec.n_resamples), ("resampling", "n_resamples"),
-                            low=100, integer=True)
+                            low=100, high=MAX_RESAMPLES, integer=True)
             ),
             seed=int(self.number(resampling.get("seed", GateSpec.seed), ("resampling", "seed"), low=0, integer=True)),
             budgets=limits,

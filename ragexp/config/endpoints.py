@@ -10,9 +10,11 @@ would send this machine's secret to another host, so such a config may use only 
 - the allow-list names: ``$RAGEXP_ALLOWED_ENDPOINTS`` and ``--allow-endpoint`` (comma-separated
   ``URL=VARIABLE``; a bare ``URL`` allows that endpoint with no key variable only).
 
-URLs are compared by scheme, host name as written (an IP address is not its host name), port
-(the scheme's default filled in) and path without a trailing ``/``; user info and query are not
-part of an endpoint. :func:`check_endpoints` refuses any other pair in one line naming both.
+Every URL is in the one canonical form of :mod:`ragexp.stored.urls` (an allow-list entry that is
+not is refused, naming it; a URL of this machine's ``conf/`` that is not can match nothing), and
+endpoints are compared by scheme, host (an IP address is not its host name), port (the scheme's
+default filled in) and path without a trailing ``/``. :func:`check_endpoints` refuses any other
+pair in one line naming both.
 """
 
 from __future__ import annotations
@@ -20,30 +22,32 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from omegaconf import OmegaConf
 
 from ragexp.config.compose import CONFIG_DIR
 from ragexp.config.secrets import expand_env
 from ragexp.errors import RagexpInputError
+from ragexp.stored.urls import canonical_url
 
 ALLOWED_ENDPOINTS_ENV = "RAGEXP_ALLOWED_ENDPOINTS"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"  # what an OpenAI-compatible model reads when api_key_env is not set
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 #: A black-box system's endpoint and key variable (conf/system/http.yaml).
 SYSTEM_URL, SYSTEM_KEY_ENV = "url", "secret_env"
 
 
-def endpoint(url: Any) -> str:
-    """``scheme://host:port/path`` of ``url``, the form endpoints are compared in."""
-    parts = urlsplit(str(url).strip())
-    scheme = parts.scheme.lower()
+def endpoint(url: Any, field: str = "base_url") -> str:
+    """``scheme://host:port/path`` of the canonical ``url``, the form endpoints are compared in."""
+    parsed = canonical_url(url, field=field)
+    scheme, host, port = parsed.origin
+    return f"{scheme}://{host}:{port}{parsed.path.rstrip('/')}"
+
+
+def _local_endpoint(url: Any) -> str | None:
     try:
-        port = parts.port or _DEFAULT_PORTS.get(scheme)
-    except ValueError:
-        port = None
-    return f"{scheme}://{(parts.hostname or '').lower()}:{port}{parts.path.rstrip('/')}"
+        return endpoint(url)
+    except RagexpInputError:
+        return None  # not canonical: no config URL (checked before this) can be it
 
 
 def endpoint_uses(config: Any, prefix: str = "") -> Iterator[tuple[str, str, str | None]]:
@@ -72,7 +76,7 @@ def local_pairs() -> set[tuple[str, str | None]]:
             data = OmegaConf.to_container(node, resolve=True)
         except Exception:  # noqa: BLE001 - a file interpolating other groups: read its blocks unresolved
             data = _resolve_env_only(OmegaConf.to_container(node, resolve=False))
-        pairs |= {(endpoint(url), key_env) for _, url, key_env in endpoint_uses(data) if url}
+        pairs |= {(_local_endpoint(url), key_env) for _, url, key_env in endpoint_uses(data) if url}
     return pairs
 
 
@@ -90,7 +94,7 @@ def allowed_pairs(flags: Iterable[str] = ()) -> set[tuple[str, str | None]]:
     pairs = set()
     for entry in filter(None, entries):
         url, _, key_env = entry.rpartition("=") if "=" in entry else (entry, "", "")
-        pairs.add((endpoint(url), key_env.strip() or None))
+        pairs.add((endpoint(url, field=f"{ALLOWED_ENDPOINTS_ENV} / --allow-endpoint"), key_env.strip() or None))
     return pairs
 
 
@@ -109,7 +113,7 @@ def check_endpoints(config: Mapping, flags: Iterable[str] = ()) -> None:
         return
     allowed = local_pairs() | allowed_pairs(flags)
     for field, url, key_env in uses:
-        if url and (endpoint(url), key_env) in allowed:
+        if url and (endpoint(url, field=f"{field}.base_url"), key_env) in allowed:
             continue
         if not url and key_env in {key for _, key in allowed}:
             continue  # a local model naming a known key variable: nothing is sent anywhere

@@ -15,6 +15,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from ragexp.config.bounds import MAX_CUTOFF, MAX_RESAMPLES, MAX_SAMPLE, check_count
 from ragexp.config.secrets import screen_config
 from ragexp.errors import RagexpInputError
 
@@ -184,6 +185,21 @@ def _validate_eval(cfg: DictConfig) -> None:
     if cfg.eval.bootstrap_resamples < 1:
         raise RagexpInputError("must be a positive integer (resamples of the confidence intervals)",
                                field="eval.bootstrap_resamples")
+    _validate_eval_bounds(cfg)
+
+
+def _validate_eval_bounds(cfg: DictConfig) -> None:
+    """The upper bounds of :mod:`ragexp.config.bounds`, before any work."""
+    for i, k in enumerate(cfg.eval.ks):
+        check_count(k, f"eval.ks[{i}]", high=MAX_CUTOFF)
+    check_count(cfg.eval.retrieve_k, "eval.retrieve_k", low=0, high=MAX_CUTOFF)
+    deepest = max([*cfg.eval.ks, cfg.eval.retrieve_k])
+    if cfg.eval.context_k > deepest:
+        raise RagexpInputError(f"the generator's chunks come from the ranking, which goes {deepest} deep (the largest of "
+                               f"eval.ks and eval.retrieve_k); got {cfg.eval.context_k}", field="eval.context_k")
+    check_count(cfg.eval.bootstrap_resamples, "eval.bootstrap_resamples", high=MAX_RESAMPLES)
+    if cfg.eval.sample is not None:
+        check_count(cfg.eval.sample, "eval.sample", high=MAX_SAMPLE)
 
 
 def component_config(node: DictConfig | None) -> dict | None:

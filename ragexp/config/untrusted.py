@@ -1,5 +1,9 @@
 """Configs ``ragexp run`` is handed from elsewhere, and the trust each way in gets.
 
+The command line is parsed first, by ragexp's own grammar (:mod:`ragexp.config.command_line`):
+the flags below are read from a :class:`~ragexp.config.command_line.RunCommandLine`, never
+matched in raw arguments.
+
 - ``--config-path DIR --config-name NAME`` names **a saved config** (a run's ``resolved.yaml``,
   one handed over): data. Before Hydra starts, the file is read through the one gate
   (:func:`ragexp.stored.run_config.parse_run_config`: bounded YAML, no interpolation, no ``hydra``
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,13 +34,12 @@ from typing import Any
 import yaml
 from omegaconf import OmegaConf
 
+from ragexp.config.command_line import RunCommandLine
 from ragexp.config.compose import CONFIG_DIR
 from ragexp.config.secrets import expand_env, screen_config
 from ragexp.errors import RagexpInputError
 from ragexp.stored.limits import parse_yaml, read_text
 
-_OPTIONS = {"--config-path": "path", "-cp": "path", "--config-name": "name", "-cn": "name", "--config-dir": "dir",
-            "-cd": "dir"}
 #: The name of the gated copy of a saved primary config.
 GATED_NAME = "resolved"
 
@@ -54,47 +57,27 @@ def hand_given_config() -> bool:
                for source in HydraConfig.get().runtime.config_sources)
 
 
-def _options(argv: Sequence[str]) -> Iterator[tuple[int, str, str, bool]]:
-    """``(index, kind, value, value_in_next_arg)`` of each config option in ``argv``."""
-    args = list(argv)
-    for i, arg in enumerate(args):
-        flag, eq, value = arg.partition("=")
-        if flag in _OPTIONS:
-            yield i, _OPTIONS[flag], value if eq else (args[i + 1] if i + 1 < len(args) else ""), not eq
-
-
-def hand_given(argv: Sequence[str]) -> dict[str, list[str]]:
-    """The values of ``--config-path``/``--config-name``/``--config-dir`` (and short forms) in ``argv``."""
-    found: dict[str, list[str]] = {"path": [], "name": [], "dir": []}
-    for _, kind, value, _ in _options(argv):
-        found[kind].append(value)
-    return found
-
-
 @contextmanager
-def gated_primary_config(argv: Sequence[str]) -> Iterator[list[str]]:
-    """``argv`` with a hand-given primary config replaced by its gated copy (module docstring) in
-    a temporary folder, removed on leaving (also on an interrupt); ``argv`` unchanged without one."""
-    given = hand_given(argv)
-    if not given["path"]:  # --config-name alone picks a primary config of this machine's conf/
-        yield list(argv)
+def gated_primary_config(command: RunCommandLine) -> Iterator[RunCommandLine]:
+    """``command`` with a hand-given primary config replaced by its gated copy (module docstring)
+    in a temporary folder, removed on leaving (also on an interrupt); ``command`` unchanged
+    without one (``--config-name`` alone picks a primary config of this machine's ``conf/``)."""
+    if command.config_path is None:
+        yield command
         return
     from ragexp.stored.run_config import local_cache_dir, parse_run_config
     from ragexp.tracking.store import default_tracking_uri
 
-    name = (given["name"] or ["config"])[-1]
-    source = Path(given["path"][-1]) / (
-        name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
+    name = command.config_name or "config"
+    source = command.config_path / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
     cfg = parse_run_config(source)
     cfg.tracking.uri = default_tracking_uri()
     cfg.cache_dir = local_cache_dir()
-    skipped = {j for i, kind, _, split in _options(argv) if kind != "dir" for j in ([i, i + 1] if split else [i])}
     folder = Path(tempfile.mkdtemp(prefix="ragexp-saved-config-"))
     try:
         data = {"defaults": ["ragexp_schema", "_self_"], **OmegaConf.to_container(cfg)}
         (folder / f"{GATED_NAME}.yaml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-        yield ["--config-path", str(folder), "--config-name", GATED_NAME,
-               *(arg for i, arg in enumerate(argv) if i not in skipped)]
+        yield command.with_primary(folder, GATED_NAME)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -107,11 +90,15 @@ def _expanded(node: Any) -> Any:
     return expand_env(node) if isinstance(node, str) else node
 
 
-def screen_config_dirs(argv: Sequence[str]) -> None:
-    """No file of a ``--config-dir`` folder holds a secret (after ``${oc.env:...}`` is expanded as
+def screen_config_dirs(command: RunCommandLine) -> None:
+    """No file of the ``--config-dir`` folder holds a secret (after ``${oc.env:...}`` is expanded as
     Hydra would), so none reaches ``multirun.yaml``, ``.hydra/``, MLflow or folder names."""
-    for folder in map(Path, hand_given(argv)["dir"]):
-        for file in sorted(folder.rglob("*.y*ml")) if folder.is_dir() else []:
+    folder = command.config_dir
+    if folder is not None and not folder.is_dir():
+        raise RagexpInputError("no such folder (--config-dir names a folder of config groups)", file=folder,
+                               field="--config-dir")
+    if folder is not None:
+        for file in sorted(folder.rglob("*.y*ml")):
             if file.suffix not in (".yaml", ".yml"):
                 continue
             data = parse_yaml(read_text(file), source=file)
@@ -137,16 +124,15 @@ def _all_leaves(node: Any, prefix: str) -> Iterator[tuple[str, Any]]:
 LOCAL_HYDRA_SETTINGS = ("run", "sweep", "callbacks", "job.chdir")
 
 
-def local_hydra_overrides(argv: Sequence[str]) -> list[str]:
+def local_hydra_overrides(command: RunCommandLine) -> list[str]:
     """Overrides (``++hydra.<key>=<value>``) that set :data:`LOCAL_HYDRA_SETTINGS` to this
-    machine's ``conf/config.yaml`` values when ``argv`` hands Hydra another primary config
+    machine's ``conf/config.yaml`` values when ``command`` hands Hydra another primary config
     (``--config-path``/``--config-name``), leaving out every key typed on the command line; ``[]``
     for the local primary config. Values are quoted as written there (interpolations kept)."""
-    given = hand_given(argv)
-    if not (given["path"] or given["name"]):
+    if not command.hands_primary_config:
         return []
     local = parse_yaml(read_text(CONFIG_DIR / "config.yaml"), source=CONFIG_DIR / "config.yaml")["hydra"]
-    typed = {arg.split("=", 1)[0].lstrip("+~") for arg in argv if "=" in arg and not arg.startswith("-")}
+    typed = {arg.split("=", 1)[0].lstrip("+~") for arg in command.overrides if "=" in arg}
     overrides = []
     for setting in LOCAL_HYDRA_SETTINGS:
         node: Any = local

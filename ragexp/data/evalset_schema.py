@@ -29,6 +29,7 @@ import datetime as dt
 import difflib
 import json
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
@@ -127,7 +128,9 @@ def read_file(path: str | PathLike[str]) -> EvalSetFile:
 
 
 def parse_jsonl(text: str, path: Path) -> EvalSetFile:
-    """JSONL ``text`` (an optional header line, then one item per line; lines split on ``\\n`` only)."""
+    """JSONL ``text`` (an optional header line, then one item per line; lines split on ``\\n`` only),
+    holding at most :data:`~ragexp.stored.limits.MAX_JSON_VALUES` values in all (counted first)."""
+    limits.check_json_depth(text, source=path, max_depth=sys.maxsize)  # the values; depth per line, named below
     header, header_line, items = HeaderRecord(), None, []
     for line, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():

@@ -20,7 +20,6 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -32,9 +31,11 @@ from ragexp.config.targets import check_component, component_class
 from ragexp.cost.settings import cost_settings
 from ragexp.data.dataset import dataset_loader
 from ragexp.errors import RagexpInputError
-from ragexp.judging.calibration.record import MAX_CALIBRATION_BYTES, check_number
+from ragexp.judging.calibration.record import MAX_CALIBRATION_BYTES, check_number, read_calibration
 from ragexp.models.device import resolved_devices
+from ragexp.models.resolve import SHORT_NAMES, resolve_model
 from ragexp.stored.limits import check_file
+from ragexp.stored.urls import canonical_url
 from ragexp.systems.build import check_system
 
 PIPELINE_GROUPS = ("embedding", "retrieval", "reranker", "generator", "judge")
@@ -61,6 +62,7 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
                                    f"a hand-given config: set the block's keys ({group}._target_=..., {group}.k=...)",
                                    field=group)
         check_component({k: v for k, v in resolved[group].items()}, group)
+        check_model_paths(resolved[group], group)
     if "judge" not in skip:
         check_judge_threshold(resolved.get("judge"))
     if "system" not in skip:
@@ -72,32 +74,61 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
 
 
 def check_base_urls(node: Any, prefix: str = "") -> None:
-    """Every ``base_url`` (a model server) is an ``http(s)`` URL with a host name or address that
-    parses (``https://[::ffff:evil]/v1`` is refused here, not deep inside a run)."""
+    """Every ``base_url`` (a model server) is an ``http(s)`` URL in the one canonical form every
+    HTTP client reads alike (:mod:`ragexp.stored.urls`): ``https://[::ffff:evil]/v1`` or
+    ``http://good\\@evil/v1`` is refused here, not deep inside a run."""
     if isinstance(node, Mapping):
         for key, value in node.items():
             field = f"{prefix}{key}"
-            if key == "base_url" and isinstance(value, str) and value:
-                try:
-                    parts = urlsplit(value)
-                    parts.port  # noqa: B018 - raises ValueError on a port that is not a number
-                except ValueError as err:
-                    raise RagexpInputError(f"not a valid URL ({err})", field=field) from None
-                if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-                    raise RagexpInputError(f"must be an http(s) URL with a host, got {value!r}", field=field)
+            if key == "base_url" and value not in (None, ""):
+                canonical_url(value, field=field)
             check_base_urls(value, f"{field}.")
     elif isinstance(node, list):
         for i, value in enumerate(node):
             check_base_urls(value, f"{prefix.rstrip('.')}[{i}].")
 
 
+def check_model_paths(node: Any, prefix: str) -> None:
+    """Every ``model`` that names a short name or a local file or folder resolves
+    (:func:`ragexp.models.resolve.resolve_model`: a folder without ``config.json``, an ``.onnx``
+    without its tokenizer, a missing path), before the first model of the run is built; a Hugging
+    Face id and an endpoint's model name (beside a ``base_url``) are resolved when built."""
+    if isinstance(node, Mapping):
+        model = node.get("model")
+        if isinstance(model, str) and "base_url" not in node and _names_local_model(model):
+            try:
+                resolve_model(model, node.get("gguf_file"))
+            except RagexpInputError as err:
+                raise RagexpInputError(err.message, file=err.file, field=f"{prefix}.model") from None
+        for key, value in node.items():
+            check_model_paths(value, f"{prefix}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            check_model_paths(value, f"{prefix}[{i}]")
+
+
+def _names_local_model(name: str) -> bool:
+    return name in SHORT_NAMES or os.path.lexists(os.path.expanduser(name)) or name.startswith((".", "/", "~")) or \
+        name.endswith((".gguf", ".onnx"))
+
+
 def check_judge_threshold(block: Any) -> None:
-    """A judge's ``threshold`` within the range of its scores (the class's ``SCORE_RANGE``), checked
-    before the judge, its encoder or any other model is built (``judge.threshold=-5`` is refused
-    before the retriever's encoder loads)."""
-    if isinstance(block, Mapping) and block.get("threshold") is not None and "_target_" in block:
-        low, high = getattr(component_class(block["_target_"], "judge._target_"), "SCORE_RANGE", (None, None))
+    """A judge's ``threshold`` within the range of its scores (the class's ``SCORE_RANGE``), and
+    its ``calibration`` file read through the gate (format, numbers, its threshold in that range),
+    checked before the judge, its encoder or any other model is built (``judge.threshold=-5`` or
+    a NaN threshold in a calibration file is refused before the retriever's encoder loads and
+    exports; which judge the file was fitted for is checked when the judge is built)."""
+    if not isinstance(block, Mapping) or "_target_" not in block:
+        return
+    score_range = getattr(component_class(block["_target_"], "judge._target_"), "SCORE_RANGE", None)
+    low, high = score_range or (None, None)
+    if block.get("threshold") is not None:
         check_number(block["threshold"], "judge.threshold", low, high)
+    if isinstance(block.get("calibration"), str) and os.path.lexists(block["calibration"]):
+        try:
+            read_calibration(block["calibration"], score_range)
+        except RagexpInputError as err:
+            raise RagexpInputError(err.message, file=err.file, field=f"judge.{err.field}") from None
 
 
 def check_data_components(cfg: DictConfig, skip: frozenset[str] = frozenset()) -> None:

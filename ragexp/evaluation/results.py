@@ -20,7 +20,8 @@ metrics on an unanswerable item) is absent from that query's ``metrics``, never 
 with no query to average over (``mrr`` of a run without gold) is NaN, so the file admits NaN.
 
 The reader is strict (the file may come from another machine, an upload or CI): bytes through
-:mod:`ragexp.stored.limits` (at most :data:`MAX_BYTES`), then a closed schema: a key it does not
+:mod:`ragexp.stored.limits` (at most :data:`MAX_BYTES` and :data:`MAX_VALUES` JSON values, both
+checked before anything is parsed), then a closed schema: a key it does not
 know, or a value of the wrong type, is refused with one line naming the file and the field
 (``per_query[3].ranking``). ``meta`` is the run's provenance record and stays an open object,
 but the keys a number depends on (``ks``, ``context_k``, the fingerprints) are type-checked.
@@ -43,6 +44,9 @@ FORMAT = "ragexp-results/1"
 ARTIFACT_NAME = "ragexp_results.json"
 #: The largest results file read (10,000 queries with 100 ranked units and judged contexts fit).
 MAX_BYTES = 512 * 1024 * 1024
+#: The most JSON values it may hold, counted before parsing (a query of 100 ranked units and ~40
+#: metrics is ~350 values, so 10,000 such queries fit; a file of 4M empty objects peaks at ~0.6 GB).
+MAX_VALUES = 4_000_000
 
 
 def _kind(value: Any) -> str:
@@ -307,7 +311,7 @@ class RunResults:
     @classmethod
     def load(cls, path: str | Path) -> RunResults:
         """The one reader: ``path`` within :data:`MAX_BYTES`, as strict JSON, against the schema."""
-        data = parse_json(read_text(path, max_bytes=MAX_BYTES), source=path, allow_nan=True)
+        data = parse_json(read_text(path, max_bytes=MAX_BYTES), source=path, allow_nan=True, max_values=MAX_VALUES)
         check = _Check(path)
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise RagexpInputError(f"not a ragexp results file (expected format {FORMAT!r})", file=path, field="format")

@@ -52,9 +52,12 @@ class Retrieved:
     index_build: IndexBuild | None = None  # how the index was built, None when retrieval came from the cache
 
 
-def retrieval_depth(cfg: DictConfig, pipeline: Pipeline) -> int:
-    """Retrieve once, at the largest depth any consumer needs; every smaller k is a slice."""
-    return max([*cfg.eval.ks, cfg.eval.retrieve_k, cfg.eval.context_k, int(getattr(pipeline.reranker, "top_n", 0) or 0)])
+def retrieval_depth(cfg: DictConfig, pipeline: Pipeline, n_chunks: int) -> int:
+    """Retrieve once, at the largest depth any consumer needs, but never deeper than the
+    ``n_chunks`` the corpus has (a ranking cannot hold more; a retriever sizes its result arrays
+    by the depth asked); every smaller k is a slice."""
+    wanted = max([*cfg.eval.ks, cfg.eval.retrieve_k, cfg.eval.context_k, int(getattr(pipeline.reranker, "top_n", 0) or 0)])
+    return max(1, min(wanted, n_chunks))
 
 
 class _Search:
@@ -142,7 +145,7 @@ def _from_arrays(arrays: Mapping[str, np.ndarray]) -> list[Ranking]:
 def retrieval_step(cfg: DictConfig, data: PreparedData, pipeline: Pipeline, cache: StageCache) -> Retrieved:
     """Chunk and document rankings of every eval item (see the module docstring)."""
     items = data.evalset.items
-    depth = retrieval_depth(cfg, pipeline)
+    depth = retrieval_depth(cfg, pipeline, len(data.chunks))
     search = _Search(cfg, data, pipeline, cache)
     started = time.perf_counter()
     rankings = search.rankings(items, depth)

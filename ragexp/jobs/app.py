@@ -19,6 +19,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from ragexp.config.command_line import RunCommandLine, parse_run_command_line
 from ragexp.config.compose import CONFIG_DIR
 from ragexp.config.endpoints import ALLOWED_ENDPOINTS_ENV
 from ragexp.config.hydra_errors import CONFIG_ERRORS, config_error_line
@@ -29,7 +30,6 @@ from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, TrackingUnavailable
 from ragexp.runtime import interrupt
 
 log = logging.getLogger("ragexp")
-ALLOW_ENDPOINT_FLAG = "--allow-endpoint"
 
 
 def register_resolvers() -> None:
@@ -116,52 +116,41 @@ def _run_hydra() -> None:
         raise
 
 
-def _allow_endpoint_flags(argv: list[str]) -> tuple[list[str], list[str]]:
-    """``argv`` without ``--allow-endpoint X`` / ``--allow-endpoint=X``, and the X s."""
-    rest, allowed, args = [], [], iter(argv)
-    for arg in args:
-        if arg == ALLOW_ENDPOINT_FLAG:
-            allowed.append(next(args, ""))
-        elif arg.startswith(ALLOW_ENDPOINT_FLAG + "="):
-            allowed.append(arg.split("=", 1)[1])
-        else:
-            rest.append(arg)
-    return rest, allowed
-
-
 def run_app(argv: list[str]) -> int:
-    """Entry for ``ragexp run``; Hydra parses ``argv`` (overrides, ``-m``, ``--cfg`` ...).
+    """Entry for ``ragexp run``: ``argv`` is parsed by ragexp's own grammar
+    (:mod:`ragexp.config.command_line`) and Hydra gets only the canonical argv built from it.
 
     Before Hydra composes or writes anything: secrets in the raw arguments (``${oc.env:...}``
-    expanded) and in any ``--config-dir`` file are refused, and a hand-given primary config
-    (``--config-path``/``--config-name``, a saved ``resolved.yaml``) is read as data through the
-    gate and handed to Hydra as a gated copy (:mod:`ragexp.config.untrusted`), with this
-    machine's run/sweep folders and sweep callback
-    (:func:`ragexp.config.untrusted.local_hydra_overrides`);
-    ``--allow-endpoint URL[=VARIABLE]`` (ragexp's, taken out before Hydra) extends the endpoint
-    allow-list of a hand-given config (:mod:`ragexp.config.endpoints`). Hydra
+    expanded) and in the ``--config-dir`` files are refused, the command line is parsed (an
+    unknown flag, a prefix of one, a ``--config-name`` that is not a plain name: one line), and a
+    hand-given primary config (``--config-path``, a saved ``resolved.yaml``) is read as data
+    through the gate and handed to Hydra as a gated copy (:mod:`ragexp.config.untrusted`), with
+    this machine's run/sweep folders and sweep callback
+    (:func:`ragexp.config.untrusted.local_hydra_overrides`); ``--allow-endpoint URL[=VARIABLE]``
+    extends the endpoint allow-list of a hand-given config (:mod:`ragexp.config.endpoints`). Hydra
     re-raises its config errors here (``HYDRA_FULL_ERROR``), which prints each as one line with
     exit code 2 (:mod:`ragexp.config.hydra_errors`), like every other input error.
     """
-    argv, allowed = _allow_endpoint_flags(argv)
-    if allowed:  # passed on as the allow-list variable: the sweep's workers inherit it
-        os.environ[ALLOWED_ENDPOINTS_ENV] = ",".join(filter(None, [os.environ.get(ALLOWED_ENDPOINTS_ENV), *allowed]))
     register_schema()
     interrupt.install(signal.SIGTERM)
     with contextlib.ExitStack() as stack:
         try:
             screen_overrides(argv)
-            screen_config_dirs(argv)
-            argv = stack.enter_context(gated_primary_config(argv))  # removed on leaving, also on an interrupt
+            command = parse_run_command_line(argv)
+            screen_config_dirs(command)
+            command = stack.enter_context(gated_primary_config(command))  # removed on leaving, also on an interrupt
         except RagexpInputError as err:
             print(f"ragexp run: error: {err}", file=sys.stderr)
             return USAGE_EXIT_CODE
-        return _run_composed(argv)
+        if command.allowed_endpoints:  # passed on as the allow-list variable: the sweep's workers inherit it
+            os.environ[ALLOWED_ENDPOINTS_ENV] = ",".join(filter(None, [os.environ.get(ALLOWED_ENDPOINTS_ENV),
+                                                                       *command.allowed_endpoints]))
+        return _run_composed(command)
 
 
-def _run_composed(argv: list[str]) -> int:
-    """Hydra on ``argv`` (checked by :func:`run_app`); the exit code."""
-    sys.argv = ["ragexp run", *argv, *local_hydra_overrides(argv)]
+def _run_composed(command: RunCommandLine) -> int:
+    """Hydra on ``command``'s canonical argv (checked by :func:`run_app`); the exit code."""
+    sys.argv = ["ragexp run", *command.hydra_argv(), *local_hydra_overrides(command)]
     os.environ["HYDRA_FULL_ERROR"] = "1"
     from ragexp.tracking.sweep import SweepRefused
 

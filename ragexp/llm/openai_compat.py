@@ -28,6 +28,7 @@ import httpx
 from ragexp.llm.base import LLMCallError, LLMResponse, Prompt, as_messages
 from ragexp.llm.call_cache import CallCache, cached_call
 from ragexp.llm.retry import BackoffPolicy, is_retryable, parse_retry_after
+from ragexp.stored.urls import canonical_url
 
 
 @dataclass
@@ -78,7 +79,8 @@ class OpenAIChatModel:
     ) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be > 0")
-        self.base_url = base_url.rstrip("/")
+        # The canonical spelling checked by the one URL policy is the one the client is given.
+        self.base_url = canonical_url(base_url, field="base_url").text.rstrip("/")
         self.model = model
         self.model_id = model
         self.api_key_env = api_key_env

@@ -6,11 +6,22 @@
   first look cannot slip past it, and the open never blocks. :func:`check_file` makes the same
   checks without reading (a config's path fields, checked before any work).
 - :func:`read_text` adds strict UTF-8 decoding, naming the line of the first bad byte.
-- :func:`parse_json` refuses nesting deeper than ``max_depth``, a key twice in one object (JSON
-  would keep the last silently), ``NaN``/``Infinity`` and integers beyond a float's range
-  (``10**400`` would overflow later, far from the file).
+- :func:`parse_json` refuses nesting deeper than ``max_depth`` and more than ``max_values``
+  values (counted before parsing, by a linear scan in C: a file of empty objects ``[{},{},...]``
+  would otherwise build tens of millions of dicts from a file within its byte cap), a key twice
+  in one object (JSON would keep the last silently), ``NaN``/``Infinity`` and integers beyond a
+  float's range (``10**400`` would overflow later, far from the file).
 - :func:`parse_yaml` is YAML's safe loader without aliases (a 500-byte alias bomb expands to
-  gigabytes) and with the same depth bound, duplicate-key and number checks.
+  gigabytes), with the same depth bound, at most ``max_nodes`` nodes (composed one by one, so the
+  refusal comes before the tree grows), duplicate-key and number checks, and a closed set of
+  types: strings, integers (at most :data:`MAX_INT_DIGITS` digits, refused before they are
+  built), floats, booleans, null, lists and mappings. A date is read as the text it is (YAML 1.1's
+  timestamps, ``2024-13-45`` included, are not resolved), and the tags that build other types
+  (``!!binary``, ``!!timestamp``, ``!!set``, ``!!omap``, ``!!pairs``) are refused.
+
+Every bound is a documented constant here or in the reader that passes its own (the table of
+hostile files and what they cost is docs/bad-input.md's "Bounds" section, measured by
+``benchmarks/bench_hostile_files.py``).
 
 Every refusal is a :class:`~ragexp.errors.RagexpInputError`: one line naming the file and, where
 known, the line and field.
@@ -24,6 +35,7 @@ import math
 import os
 import re
 import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +46,10 @@ from ragexp.errors import RagexpInputError
 #: Default bounds; a reader passes its own when its format needs other ones.
 MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 64
+#: JSON values one parse may build (a value costs 24-200 bytes in Python: 2M values stay below ~0.4 GB).
+MAX_JSON_VALUES = 2_000_000
+#: YAML nodes one parse may compose (a node costs ~0.5 KB while composed: 200,000 stay below ~0.1 GB).
+MAX_YAML_NODES = 200_000
 #: Integers with more digits than this are refused before they are built (a float holds ~1.8e308),
 #: and parsed integers beyond :data:`MAX_ABS_INT` after.
 MAX_INT_DIGITS = 309
@@ -74,8 +90,11 @@ def read_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> b
     path = Path(path)
     fd = _open_regular(path, max_bytes)
     try:
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(max_bytes + 1)
+        with os.fdopen(os.dup(fd), "rb") as handle:  # a read of n bytes allocates n: ask for the file's size
+            size = min(max_bytes, os.fstat(fd).st_size)
+            data = handle.read(size + 1)
+            if len(data) > size:  # grew since fstat: read on, up to one byte past the bound
+                data += handle.read(max_bytes + 1 - len(data))
     finally:
         os.close(fd)
     if len(data) > max_bytes:  # grew since fstat
@@ -126,36 +145,83 @@ def _no_constant(name: str) -> float:
 
 #: A JSON string, or an unterminated one up to the end of the text. Every backslash takes the next
 #: character (or the end) with it, so a match never fails once started: one pass, no backtracking
-#: (``"\"\"\"…`` with no closing quote was quadratic with a pattern that had to end in ``"``).
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*(?:"|\Z)', re.DOTALL)
+#: (``"\\"\\"\\"…`` with no closing quote was quadratic with a pattern that had to end in ``"``).
+_JSON_STRING = r'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*(?:"|\Z)'
+#: A string, or a run of characters that are neither a bracket, a comma nor a quote: what is left
+#: when every match is removed is JSON's structure (``[]{},``), one character per separator.
+_NOT_STRUCTURE = re.compile(_JSON_STRING + r'|[^\[\]{},"]+', re.DOTALL)
 _NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
 _BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
+#: Characters of JSON text scanned at once (ended at a line end): a valid JSON string never holds a
+#: raw line break, so line-aligned pieces have the structure of the whole, and the scan's memory
+#: is bounded by the piece, not the file (results files and JSONL hold one record per line).
+_SCAN_CHARS = 1 << 20
+
+
+def _structures(text: str) -> Iterator[str]:
+    """The brackets and commas of JSON ``text`` outside strings, in order, one line-aligned piece at
+    a time (each in C, one pass)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", min(start + _SCAN_CHARS, len(text)))
+        end = len(text) if end < 0 else end + 1
+        yield _NOT_STRUCTURE.sub("", text[start:end])
+        start = end
+
+
+def _structure(text: str) -> str:
+    """All of :func:`_structures` (for short texts and tests)."""
+    return "".join(_structures(text))
+
+
 def _bracket_depth(text: str) -> int:
-    """The deepest ``[``/``{`` nesting of JSON ``text`` outside strings: strings and every other
-    character are removed (in C, by two regular expressions), then the brackets left are summed
-    up (a linear pre-scan, so a 2,000-deep line is refused before the parser recurses into it)."""
-    brackets = _NOT_A_BRACKET.sub("", _JSON_STRING.sub("", text))
-    return max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets), initial=0))
+    """The deepest ``[``/``{`` nesting of JSON ``text`` outside strings."""
+    return _structure_depth(_structures(text))
+
+
+def _structure_depth(structures: Iterable[str]) -> int:
+    """The deepest nesting of :func:`_structures`' output: its commas are removed too (in C), then
+    the brackets left are summed up, piece by piece (a linear pre-scan, so a 2,000-deep line is
+    refused before the parser recurses into it)."""
+    depth = deepest = 0
+    for structure in structures:
+        brackets = _NOT_A_BRACKET.sub("", structure)
+        steps = list(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets), initial=depth))
+        depth, deepest = steps[-1], max(deepest, max(steps))
+    return deepest
+
+
+def _value_count_bound(text: str) -> int:
+    """At least the number of JSON values in ``text``: one more than its separators and opening
+    brackets (a value is the first of its container or follows a comma; keys follow commas too)."""
+    return text.count(",") + text.count("[") + text.count("{") + 1
 
 
 def check_json_depth(text: str, *, source: str | os.PathLike[str] | None = None, line: int | None = None,
-                     max_depth: int = MAX_DEPTH) -> None:
-    """Refuse JSON ``text`` nested deeper than ``max_depth`` before any parser recurses into it
-    (for readers that keep JSON's other liberties, such as query logs). A text with at most
-    ``max_depth`` opening brackets cannot nest deeper and is not scanned (the count runs in C:
-    SciFact's 5,183 corpus lines took 0.27 s to scan, 0.006 s to count)."""
-    if text.count("[") + text.count("{") > max_depth and _bracket_depth(text) > max_depth:
+                     max_depth: int = MAX_DEPTH, max_values: int = MAX_JSON_VALUES) -> None:
+    """Refuse JSON ``text`` nested deeper than ``max_depth`` or holding more than ``max_values``
+    values, before any parser builds or recurses into it (for readers that keep JSON's other
+    liberties, such as query logs). The counts run in C: a text with at most ``max_depth``
+    opening brackets cannot nest deeper and is not scanned (SciFact's 5,183 corpus lines took
+    0.27 s to scan, 0.006 s to count); separators and brackets inside strings are only removed
+    when the plain count is over ``max_values``."""
+    if _value_count_bound(text) > max_values:
+        values = 1 + sum(_value_count_bound(structure) - 1 for structure in _structures(text))
+        if values > max_values:
+            raise RagexpInputError(f"holds about {values:,} JSON values, more than the {max_values:,} allowed here "
+                                   "(refused before parsing)", file=source, line=line)
+    if text.count("[") + text.count("{") > max_depth and _structure_depth(_structures(text)) > max_depth:
         raise RagexpInputError(f"nested more than {max_depth} levels deep", file=source, line=line)
 
 
 def parse_json(text: str, *, source: str | os.PathLike[str] | None = None, line: int | None = None,
-               max_depth: int = MAX_DEPTH, allow_nan: bool = False) -> Any:
+               max_depth: int = MAX_DEPTH, max_values: int = MAX_JSON_VALUES, allow_nan: bool = False) -> Any:
     """``text`` as JSON within the module's bounds; errors name ``source`` and ``line``.
     ``allow_nan`` admits ``NaN`` (a format that stores an undefined mean as NaN, the results file),
     never ``Infinity``."""
-    check_json_depth(text, source=source, line=line, max_depth=max_depth)
+    check_json_depth(text, source=source, line=line, max_depth=max_depth, max_values=max_values)
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys, parse_int=_bounded_int,
                            parse_constant=_nan_or_refused if allow_nan else _no_constant)
@@ -188,20 +254,40 @@ def _check_numbers(value: Any, source: str | os.PathLike[str] | None, line: int 
             stack.extend(node)
 
 
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+#: Tags of YAML's safe schema that build types outside the closed set (module docstring).
+_REFUSED_TAGS = {_TIMESTAMP: "a timestamp", "tag:yaml.org,2002:binary": "binary data",
+                 "tag:yaml.org,2002:set": "a set", "tag:yaml.org,2002:omap": "an ordered map",
+                 "tag:yaml.org,2002:pairs": "a list of pairs"}
+#: A YAML number with more characters than this is refused before it is built (sexagesimal and
+#: ``_``-grouped spellings included; Python refuses int() of more than 4,300 digits with an error).
+MAX_NUMBER_CHARS = MAX_INT_DIGITS + 40
+
+
 class _BoundedLoader(yaml.SafeLoader):
-    """YAML's safe loader refusing aliases, deep nesting and duplicate keys."""
+    """YAML's safe loader refusing aliases, deep nesting, too many nodes, duplicate keys, huge
+    numbers and the types outside the closed set."""
 
     max_depth = MAX_DEPTH
+    max_nodes = MAX_YAML_NODES
+    #: YAML 1.1's implicit types without timestamps: ``2024-01-01`` stays the text it is.
+    yaml_implicit_resolvers = {first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+                               for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._nodes = 0
 
     def compose_node(self, parent, index):  # noqa: ANN001 - PyYAML's signature
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise _Refused(f"YAML aliases (*{event.anchor}) are not allowed in this file (line "
                            f"{event.start_mark.line + 1}); write the values out")
+        self._nodes += 1
+        if self._nodes > self.max_nodes:
+            raise _Refused(f"more than {self.max_nodes:,} YAML nodes (line {self.peek_event().start_mark.line + 1}): "
+                           "refused before the rest is read")
         if self.check_event(yaml.MappingStartEvent, yaml.SequenceStartEvent):
             self._depth += 1
             if self._depth > self.max_depth:
@@ -222,18 +308,44 @@ class _BoundedLoader(yaml.SafeLoader):
             seen.add(key) if isinstance(key, (str, int, float, bool)) else None
         return super().construct_mapping(node, deep=deep)
 
+    def construct_bounded_number(self, node):  # noqa: ANN001 - PyYAML's signature
+        if len(node.value) > MAX_NUMBER_CHARS:
+            raise _Refused(f"a number of {len(node.value):,} characters is out of range (line {node.start_mark.line + 1})")
+        try:
+            if node.tag.endswith(":int"):
+                return super().construct_yaml_int(node)
+            return super().construct_yaml_float(node)
+        except ValueError:  # an explicit !!int or !!float of text that is no number
+            raise _Refused(f"{node.value!r} is not a number (line {node.start_mark.line + 1})") from None
 
-def parse_yaml(text: str, *, source: str | os.PathLike[str] | None = None, max_depth: int = MAX_DEPTH) -> Any:
-    """One YAML document within the module's bounds (no aliases, no tags beyond YAML's safe ones)."""
-    loader = _BoundedLoader(text)
-    loader.max_depth = max_depth
+    def construct_refused(self, node):  # noqa: ANN001 - PyYAML's signature
+        raise _Refused(f"{_REFUSED_TAGS[node.tag]} (!!{node.tag.rsplit(':', 1)[-1]}, line {node.start_mark.line + 1}) is "
+                       "not a value this file may hold; write it as text")
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_bounded_number)
+_BoundedLoader.add_constructor("tag:yaml.org,2002:float", _BoundedLoader.construct_bounded_number)
+for _tag in _REFUSED_TAGS:
+    _BoundedLoader.add_constructor(_tag, _BoundedLoader.construct_refused)
+
+
+def parse_yaml(text: str, *, source: str | os.PathLike[str] | None = None, max_depth: int = MAX_DEPTH,
+               max_nodes: int = MAX_YAML_NODES) -> Any:
+    """One YAML document within the module's bounds (no aliases; the closed set of types)."""
+    loader = None
     try:
+        loader = _BoundedLoader(text)  # its reader already refuses control characters
+        loader.max_depth, loader.max_nodes = max_depth, max_nodes
         value = loader.get_single_data()
     except _Refused as err:
         raise RagexpInputError(err.message, file=source, field=err.field) from None
     except yaml.YAMLError as err:
         raise RagexpInputError(f"not valid YAML ({str(err).splitlines()[0]})", file=source) from None
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as err:  # PyYAML's constructors on an
+        first = str(err).splitlines()[0][:200] if str(err) else ""  # explicit tag of text they cannot build (!!bool maybe)
+        raise RagexpInputError(f"a YAML value that cannot be built ({type(err).__name__} {first})", file=source) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     _check_numbers(value, source, None)
     return value

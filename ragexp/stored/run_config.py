@@ -7,8 +7,8 @@ whoever could write to that store or folder. They never reach Hydra (no defaults
 header, resolver or ``hydra:`` node can act), and pass, in this order:
 
 1. bytes: a regular file of at most :data:`MAX_CONFIG_BYTES` (:func:`~ragexp.stored.limits.read_text`);
-2. bounded YAML: no aliases, at most :data:`MAX_CONFIG_DEPTH` levels, no key twice
-   (:func:`~ragexp.stored.limits.parse_yaml`);
+2. bounded YAML: no aliases, at most :data:`MAX_CONFIG_DEPTH` levels and :data:`MAX_CONFIG_NODES`
+   nodes, no key twice, YAML's closed types (:func:`~ragexp.stored.limits.parse_yaml`);
 3. a closed typed schema: the top-level keys of :class:`~ragexp.config.schema.RagexpConfig` only
    (no ``hydra`` node, no ``defaults`` list);
 4. no interpolation at all: a saved config is fully resolved, so ``${`` in any key or value was
@@ -47,12 +47,15 @@ from ragexp.stored.limits import parse_yaml, read_text
 
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_CONFIG_DEPTH = 32
+#: YAML nodes of a saved config (a resolved config has a few hundred).
+MAX_CONFIG_NODES = 20_000
 INTERPOLATION = "${"
 
 
 def _parsed(path: str | os.PathLike[str]) -> Any:
     """Steps 1-2: the file's YAML value."""
-    return parse_yaml(read_text(path, max_bytes=MAX_CONFIG_BYTES), source=path, max_depth=MAX_CONFIG_DEPTH)
+    return parse_yaml(read_text(path, max_bytes=MAX_CONFIG_BYTES), source=path, max_depth=MAX_CONFIG_DEPTH,
+                      max_nodes=MAX_CONFIG_NODES)
 
 
 def _refuse_interpolation(data: Any, path: str | os.PathLike[str]) -> None:

@@ -17,7 +17,6 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import mlflow
 from mlflow.entities import Metric, Param, RunStatus, RunTag
@@ -28,6 +27,7 @@ from ragexp import __version__
 from ragexp.config.secrets import WHERE_URL_CREDENTIALS_GO, secret_kind
 from ragexp.errors import RagexpInputError
 from ragexp.runtime import file_lock
+from ragexp.stored.urls import HTTP_SCHEMES, canonical_url, parse_canonical
 from ragexp.tracking import store_template
 
 TAG_CONFIG_HASH = "ragexp.config_hash"
@@ -132,6 +132,7 @@ def check_tracking_uri(uri: str) -> Path | None:
 
     - MLflow's file store (a plain path or a ``file:`` URI) is in maintenance mode: refused.
     - credentials in the URI (``scheme://user:pass@host``) would be logged with the config: refused.
+    - an ``http(s)`` server URI not in the one canonical form (:mod:`ragexp.stored.urls`): refused.
     - a database URI whose driver is not installed (``postgresql://`` without psycopg): named.
     - a sqlite file that cannot be created (its folder is a file, or not writable): named.
     """
@@ -143,6 +144,9 @@ def check_tracking_uri(uri: str) -> Path | None:
         )
     if kind := secret_kind(uri):
         raise RagexpInputError(f"the URI contains {kind} (not shown); {WHERE_URL_CREDENTIALS_GO}", field="tracking.uri")
+    if scheme in HTTP_SCHEMES:  # a tracking server receives this machine's MLFLOW_TRACKING_* credentials
+        canonical_url(uri, field="tracking.uri")
+        return None
     if scheme.split("+", 1)[0] not in _DATABASE_SCHEMES:
         return None
     from sqlalchemy.engine import make_url
@@ -245,36 +249,45 @@ def ensure_experiment(client: MlflowClient, name: str) -> str:
         return experiment.experiment_id
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    try:
-        port = parts.port or {"http": 80, "https": 443}.get(scheme)
-    except ValueError:
-        port = None
-    return scheme, (parts.hostname or "").lower(), port
+#: Artifact URI schemes MLflow sends over HTTP; every other scheme but a local path or ``file:`` is refused.
+ARTIFACT_HTTP_SCHEMES = ("http", "https", "mlflow-artifacts")
+_HAS_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
-def check_artifact_location(artifact_uri: str, tracking_uri: str, owner: str) -> None:
-    """Credentials follow the machine, not the data: MLflow sends this machine's
-    ``MLFLOW_TRACKING_*`` credentials to an ``http(s)`` artifact location, and a store writer can
-    set any location on an experiment or run. Artifacts may therefore only stay on this machine's
-    file system (a path, ``file:``), go to the tracking server itself (``mlflow-artifacts:`` with no
-    other host, or the tracking URI's own scheme, host and port); anything else is refused, naming
-    ``owner`` (the experiment or run that holds the location)."""
+def check_artifact_location(artifact_uri: str, tracking_uri: str, owner: str) -> str:
+    """The location to use for ``artifact_uri``: credentials follow the machine, not the data.
+    MLflow sends this machine's ``MLFLOW_TRACKING_*`` credentials to an ``http(s)`` artifact
+    location, and a store writer can set any location on an experiment or run. Artifacts may
+    therefore only stay on this machine's file system (a path, ``file:``) or go to the tracking
+    server itself: ``mlflow-artifacts:`` with no other host, or the tracking URI's own scheme,
+    host and port, each URL in the one canonical form of :mod:`ragexp.stored.urls` (so the host
+    compared is the host connected to); anything else is refused, naming ``owner`` (the
+    experiment or run that holds the location). Returns the canonical text to hand MLflow."""
     location = str(artifact_uri or "")
-    scheme, host, port = _origin(location)
-    if scheme in ("", "file"):
-        return
-    tracking = _origin(tracking_uri)
-    served = tracking[0] in ("http", "https") and (
-        (scheme == "mlflow-artifacts" and (not host or (host, port or tracking[2]) == tracking[1:]))
-        or (scheme, host, port) == tracking)
+    if not _HAS_SCHEME.match(location):
+        return location  # a local path
+    scheme = location.split(":", 1)[0]
+    if scheme == "file" and not location.startswith("file://") or location.startswith("file:///"):
+        return location  # file:/path or file:///path: this machine's file system
+    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in location)
+    refusal = (f"{owner} keeps its artifacts at {shown}, which is not this machine's file system nor the tracking "
+               f"server {tracking_uri}; refusing to send or fetch anything there (MLflow would send this machine's "
+               "MLFLOW_TRACKING_* credentials with it)")
+    try:
+        parsed = parse_canonical(location, ARTIFACT_HTTP_SCHEMES)
+    except ValueError as err:
+        raise RagexpInputError(f"{refusal}: {err}", field="artifact_location") from None
+    try:
+        tracking = parse_canonical(tracking_uri, HTTP_SCHEMES).origin
+    except ValueError:
+        tracking = None  # not a tracking server: nothing may be sent over HTTP
+    if parsed.scheme == "mlflow-artifacts":
+        served = tracking is not None and (not parsed.host or (parsed.host, parsed.port or tracking[2]) == tracking[1:])
+    else:
+        served = parsed.origin == tracking
     if not served:
-        raise RagexpInputError(
-            f"{owner} keeps its artifacts at {location}, which is not this machine's file system nor the tracking "
-            f"server {tracking_uri}; refusing to send or fetch anything there (MLflow would send this machine's "
-            "MLFLOW_TRACKING_* credentials with it)", field="artifact_location")
+        raise RagexpInputError(refusal, field="artifact_location")
+    return parsed.text
 
 
 @functools.cache
@@ -369,13 +382,13 @@ def download_artifact(run_id: str, artifact_path: str, tracking_uri: str | None 
     """
     uri = tracking_uri or default_tracking_uri()
     artifact_uri = MlflowClient(uri).get_run(run_id).info.artifact_uri
-    check_artifact_location(artifact_uri, uri, f"run {run_id}")
+    checked = check_artifact_location(artifact_uri, uri, f"run {run_id}")
     dst = Path(dst_dir) if dst_dir is not None else Path(tempfile.mkdtemp(prefix="ragexp-"))
     dst.mkdir(parents=True, exist_ok=True)
     first_error = ""
     if artifacts_root is None:
-        try:
-            return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact_path,
+        try:  # from the location checked, never one MLflow would look up again
+            return Path(mlflow.artifacts.download_artifacts(artifact_uri=f"{checked.rstrip('/')}/{artifact_path}",
                                                             dst_path=str(dst), tracking_uri=uri))
         except (MlflowException, OSError) as err:
             first_error = str(err).splitlines()[0][:200] if str(err) else type(err).__name__

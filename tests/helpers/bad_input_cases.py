@@ -674,6 +674,60 @@ def _alias_bomb_in_a_handed_config(c: Case) -> list[str]:
     return ["run", "--config-path", str(folder), "--config-name", "resolved"]
 
 
+# --- issue #40: the command line, URLs, parse bounds, numbers ----------------------------------------
+
+
+def _handed_callback_folder(c: Case) -> Path:
+    folder = c.inputs / "handed"
+    folder.mkdir()
+    (folder / "resolved.yaml").write_text(
+        "retrieval: {name: bm25, _target_: reference_pipelines.bm25.BM25Retriever}\n"
+        f"hydra:\n  callbacks:\n    evil: {{_target_: logging.FileHandler, filename: {c.inputs / 'victim.txt'}, mode: w}}\n",
+        encoding="utf-8")
+    (c.inputs / "victim.txt").write_text("precious\n", encoding="utf-8")
+    return folder
+
+
+def _config_path_prefix(c: Case) -> list[str]:
+    return ["run", "--config-pa", str(_handed_callback_folder(c)), "--config-name", "resolved"]
+
+
+def _experimental_rerun(c: Case) -> list[str]:
+    (c.inputs / "config.pickle").write_bytes(b"not read")
+    return ["run", "--experimental-rerun", str(c.inputs / "config.pickle")]
+
+
+def _config_name_outside(c: Case) -> list[str]:
+    return ["run", "--config-path", str(_handed_callback_folder(c)), "--config-name", "../handed/resolved"]
+
+
+def _stored_int_over_digit_limit(c: Case) -> list[str]:
+    folder = c.inputs / "handed"
+    folder.mkdir()
+    (folder / "resolved.yaml").write_text("retrieval: {name: bm25, _target_: reference_pipelines.bm25.BM25Retriever}\n"
+                                          "eval:\n  bootstrap_resamples: " + "1" * 5000 + "\n", encoding="utf-8")
+    return ["run", "--config-path", str(folder), "--config-name", "resolved"]
+
+
+def _results_of_empty_objects(c: Case) -> list[str]:
+    from tests.helpers.hostile_files import results_empty_objects
+
+    results = results_empty_objects(c.inputs / "run_results.json", 4_000_010)
+    return ["export", str(results), "--run", str(c.dir / "run.trec"), "--qrels", str(c.dir / "qrels.trec")]
+
+
+def _yaml_evalset_of_many_nodes(c: Case) -> list[str]:
+    from tests.helpers.hostile_files import yaml_many_nodes
+
+    return c.run(evalset=yaml_many_nodes(c.inputs / "evalset.yaml", 250_000))
+
+
+def _gzip_bomb_log(c: Case) -> list[str]:
+    from tests.helpers.hostile_files import gzip_bomb
+
+    return _queries(c, gzip_bomb(c.inputs / "search.log.gz", 300 * 1024 * 1024))
+
+
 def _model_folder_not_a_model(c: Case) -> list[str]:
     return c.run("retrieval=dense", "embedding.model=/usr/lib")
 
@@ -809,7 +863,7 @@ CASES = [
     CliCase("calibration-threshold-nan", "calibration file: `\"threshold\": NaN`", _calibration_file(threshold=float("nan")),
             ("<dir>/in/calibration.json: field 'judge.threshold'", "finite number")),
     CliCase("calibration-threshold-infinity", "calibration file: `\"threshold\": Infinity`",
-            _calibration_file(threshold=float("inf")), ("<dir>/in/calibration.json: field 'judge.threshold'", "finite")),
+            _calibration_file(threshold=float("inf")), ("<dir>/in/calibration.json: ", "Infinity is not a number")),
     CliCase("calibration-threshold-string", "calibration file: `\"threshold\": \"0.5\"`", _calibration_file(threshold="0.5"),
             ("<dir>/in/calibration.json: field 'judge.threshold'", "'0.5'")),
     CliCase("calibration-kappa-nan", "calibration file: `\"kappa\": NaN`", _calibration_file(kappa=float("nan")),
@@ -899,7 +953,7 @@ CASES = [
     CliCase("log-nested-2000", "`ragexp evalset queries` on a JSONL line nested 2,000 deep", _log_line_nested_2000_deep,
             ("<dir>/in/search.jsonl:2", "nested more than 64 levels deep")),
     CliCase("base-url-not-a-host", "`generator.model.base_url='https://[::ffff:evil]/v1'`", _base_url_not_a_host,
-            ("field 'generator.model.base_url'", "not a valid URL")),
+            ("field 'generator.model.base_url'", "not an IPv6 address", "canonical form")),
     CliCase("draft-model-a-folder", "`ragexp evalset draft --model /usr/lib` (a folder, not a model)",
             _draft_with_a_folder_as_model, ("field 'model'", "does not look like a model")),
     CliCase("model-folder-not-a-model", "`embedding.model=/usr/lib` (nothing hashed before the refusal)",
@@ -947,6 +1001,34 @@ CASES = [
             ("field 'system.timout_s'", "did you mean 'timeout_s'?")),
     CliCase("system-with-generator", "`system=recorded generator=extractive`", _system_with_a_generator,
             ("field 'generator'", "leave the generator out")),
+    CliCase("config-path-prefix", "`--config-pa DIR` (a prefix of `--config-path`), the file sets `hydra.callbacks`",
+            _config_path_prefix, ("field 'argv': unknown option '--config-pa'",)),
+    CliCase("experimental-rerun", "`--experimental-rerun FILE` (Hydra's pickle rerun)", _experimental_rerun,
+            ("field 'argv': unknown option '--experimental-rerun'",)),
+    CliCase("config-name-outside", "`--config-name ../handed/resolved` (outside the chosen folder)", _config_name_outside,
+            ("field '--config-name'", "plain config name")),
+    CliCase("override-int-over-digit-limit", "`eval.bootstrap_resamples=` a 5,000-digit number",
+            lambda c: c.run("eval.bootstrap_resamples=" + "1" * 5000), ("field 'argv': bad override syntax", "ValueError")),
+    CliCase("stored-int-over-digit-limit", "`--config-path DIR`, the file holds a 5,000-digit number",
+            _stored_int_over_digit_limit, ("<dir>/in/handed/resolved.yaml", "a number of 5,000 characters")),
+    CliCase("resamples-unbounded", "`eval.bootstrap_resamples=1000000000`", lambda c: c.run("eval.bootstrap_resamples=1000000000"),
+            ("field 'eval.bootstrap_resamples'", "from 1 to 100,000")),
+    CliCase("cutoff-unbounded", "`eval.ks=[1,1000000000000]`", lambda c: c.run("eval.ks=[1,1000000000000]"),
+            ("field 'eval.ks[1]'", "from 1 to 1,000")),
+    CliCase("context-k-beyond-ranking", "`eval.context_k=500` (the ranking goes 100 deep)", lambda c: c.run("eval.context_k=500"),
+            ("field 'eval.context_k'", "goes 100 deep")),
+    CliCase("endpoint-backslash", "`generator.model.base_url=http://good.host\\@evil.example/v1`",
+            lambda c: c.run("generator=openai", "generator.model.base_url=http://good.host\\@evil.example/v1"),
+            ("field 'generator.model.base_url'", "canonical form")),
+    CliCase("tracking-uri-not-canonical", "`tracking.uri=HTTP://MLflow.internal:5000`",
+            lambda c: c.run("tracking.uri=HTTP://MLflow.internal:5000"),
+            ("field 'tracking.uri'", "write http://mlflow.internal:5000")),
+    CliCase("results-empty-objects", "`ragexp export` of a 12 MB results file of 4M empty objects", _results_of_empty_objects,
+            ("<dir>/in/run_results.json", "JSON values", "refused before parsing")),
+    CliCase("yaml-evalset-many-nodes", "eval set: a 0.75 MB YAML file of 250,000 empty lists", _yaml_evalset_of_many_nodes,
+            ("<dir>/in/evalset.yaml", "more than 200,000 YAML nodes")),
+    CliCase("log-gzip-bomb", "`ragexp evalset queries` on a 0.3 MB gzip log decoding to 300 MiB", _gzip_bomb_log,
+            ("<dir>/in/search.log.gz", "gzip bomb")),
 ]
 
 

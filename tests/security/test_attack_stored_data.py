@@ -67,6 +67,7 @@ def test_class1_a_second_package_header_sets_no_hydra_callback(tmp_path):
 def test_class1_nothing_beside_a_saved_config_reaches_hydra(tmp_path):
     """Group folders reached through a symbolic link were never scanned: now Hydra is pointed at a
     fresh folder holding only the gated copy of the saved values."""
+    from ragexp.config.command_line import parse_run_command_line
     from ragexp.config.untrusted import gated_primary_config
 
     folder = tmp_path / "handed"
@@ -74,9 +75,10 @@ def test_class1_nothing_beside_a_saved_config_reaches_hydra(tmp_path):
     (tmp_path / "elsewhere" / "hydra" / "callbacks").mkdir(parents=True)
     (folder / "evil").symlink_to(tmp_path / "elsewhere")
     (folder / "resolved.yaml").write_text("# @package hydra\nretrieval: {name: bm25}\n", encoding="utf-8")
-    with gated_primary_config(["--config-path", str(folder), "--config-name", "resolved", "+evil=x"]) as argv:
-        gated = Path(argv[1])
-        assert [p.name for p in gated.iterdir()] == ["resolved.yaml"] and argv[4:] == ["+evil=x"]
+    command = parse_run_command_line(["--config-path", str(folder), "--config-name", "resolved", "+evil=x"])
+    with gated_primary_config(command) as gated_command:
+        gated = gated_command.config_path
+        assert [p.name for p in gated.iterdir()] == ["resolved.yaml"] and gated_command.overrides == ("+evil=x",)
         assert "@package" not in (gated / "resolved.yaml").read_text(encoding="utf-8")
 
 

@@ -8,8 +8,12 @@ layout, comments, tracked deletions, text boxes mammoth does not read, fonts and
 code set only in a monospaced font becomes plain text).
 
 Refused, one line each: a file that is not a ZIP archive (truncated, damaged, or an encrypted or
-legacy ``.doc`` OLE file), a ZIP without a Word document in it, and one that would unpack to more
-than :data:`MAX_UNPACKED_BYTES` (a ZIP bomb).
+legacy ``.doc`` OLE file), a ZIP without a Word document in it, one that would unpack to more
+than :data:`MAX_UNPACKED_BYTES` (a ZIP bomb: Python's ``zipfile`` stops every part at its declared
+size, so the declared sizes bound what is unpacked), and one whose XML parts hold more than
+:data:`MAX_XML_ELEMENTS` tags (``<`` counted in the unpacked parts before any XML parser runs:
+every element costs mammoth's tree about 1 KB). The HTML mammoth writes is bounded like any HTML
+page (:func:`ragexp.data.convert.html.check_element_count`).
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import io
 import zipfile
 
 from ragexp.data.convert.base import Converted, ConvertOptions, Unconvertible
-from ragexp.data.convert.html import markdown_of
+from ragexp.data.convert.html import check_element_count, markdown_of
 
 #: A Word document's text and styles unpack to a few MiB; 64 MiB allows large embedded images too, and the
 #: XML parsers' memory (several times the unpacked size) stays bounded (a 0.7 MB file unpacking to 200 MiB is refused).
 MAX_UNPACKED_BYTES = 64 * 1024 * 1024
+#: Tags in the XML parts (a 300-page report has ~100,000).
+MAX_XML_ELEMENTS = 500_000
 _OLE_MAGIC = bytes.fromhex("d0cf11e0a1b11ae1")
 STYLE_MAP = """
 p[style-name='Source Code'] => pre:separator('\\n')
@@ -42,6 +48,7 @@ def convert_docx(data: bytes, options: ConvertOptions) -> Converted:
     except Exception as err:  # mammoth raises what its ZIP and XML readers raise on a damaged file
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise Unconvertible(f"damaged DOCX, mammoth cannot read it: {first}") from None
+    check_element_count(html)
     return Converted(text=markdown_of(BeautifulSoup(html, "lxml")))
 
 
@@ -60,3 +67,20 @@ def _check_archive(data: bytes) -> None:
     if unpacked > MAX_UNPACKED_BYTES:
         raise Unconvertible(f"would unpack to {unpacked / 2**20:.0f} MiB (more than "
                             f"{MAX_UNPACKED_BYTES // 2**20} MiB); refused as a possible ZIP bomb")
+    tags = _xml_tags(data)
+    if tags > MAX_XML_ELEMENTS:
+        raise Unconvertible(f"its XML parts hold {tags:,} tags, more than the {MAX_XML_ELEMENTS:,} one document may "
+                            "hold (refused before parsing)")
+
+
+def _xml_tags(data: bytes) -> int:
+    """``<`` in the archive's XML parts, each part unpacked (to its declared size) in turn."""
+    tags = 0
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for info in archive.infolist():
+                if info.filename.lower().endswith((".xml", ".rels")):
+                    tags += archive.read(info).count(b"<")
+    except Exception as err:  # noqa: BLE001 - zipfile and zlib raise several types on a damaged part
+        raise Unconvertible(f"damaged DOCX, a part cannot be unpacked: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
+    return tags

@@ -15,6 +15,11 @@ that content) and elements whose ARIA role is navigation, banner, contentinfo, c
 search; then only ``<main>`` (or ``role="main"``) is kept when the page has one.
 
 Title: ``<title>``, else the first ``<h1>``, else "" (the loader then uses the file name).
+
+Bounded before parsing: a page with more than :data:`MAX_ELEMENTS` tags (counted as ``<``
+followed by a letter, ``/`` or ``!``, an upper bound of the elements a parser can build) is
+refused, since every element costs the parse tree about 1 KB (a 20 MB page of tiny elements grew
+to 2.9 GB before).
 """
 
 from __future__ import annotations
@@ -22,9 +27,12 @@ from __future__ import annotations
 import codecs
 import re
 
-from ragexp.data.convert.base import Converted, ConvertOptions
+from ragexp.data.convert.base import Converted, ConvertOptions, Unconvertible
 
 PRESCAN_BYTES = 1024
+#: Tags one page may hold (a long reference page has tens of thousands; ~0.25 GB of parse tree at the bound).
+MAX_ELEMENTS = 200_000
+_TAG = re.compile(r"<[A-Za-z/!?]")
 _META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 #: Labels browsers decode as windows-1252 (WHATWG Encoding Standard), not as their Python codec.
 _WINDOWS_1252_LABELS = {"iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1", "us-ascii", "ascii", "windows-1252", "cp1252"}
@@ -118,7 +126,15 @@ def _drop(tag) -> None:
         tag.decompose()
 
 
+def check_element_count(markup: str) -> None:
+    """Refuse markup (decoded) with more than :data:`MAX_ELEMENTS` tags, before any parser builds a tree."""
+    if markup.count("<") > MAX_ELEMENTS and (tags := sum(1 for _ in _TAG.finditer(markup))) > MAX_ELEMENTS:
+        raise Unconvertible(f"{tags:,} HTML tags, more than the {MAX_ELEMENTS:,} one document may hold "
+                            "(refused before parsing); split the page")
+
+
 def convert_html(data: bytes, options: ConvertOptions) -> Converted:
     text, notes = decode_html(data)
+    check_element_count(text)
     markdown, title = html_to_markdown(text, remove_boilerplate=options.html_remove_boilerplate)
     return Converted(text=markdown, title=title, notes=tuple(notes))

@@ -13,7 +13,9 @@
   lists (with their bullet characters), code. Not recovered: paragraph breaks within a page,
   columns whose lines the page interleaves, hyphenation at line ends, text in images.
 
-Refused, one line each: a PDF with a password to open it (an owner password that only restricts
+Refused, one line each: a PDF whose streams decode to more than
+:data:`~ragexp.data.convert.pdf_streams.MAX_DECODED_BYTES` (counted before PDFium reads the file,
+:mod:`ragexp.data.convert.pdf_streams`), a PDF with a password to open it (an owner password that only restricts
 printing or copying does not stop reading), a damaged file, a PDF without pages, and a scanned
 PDF (no page has a text layer: OCR it first). Pages without text in an otherwise readable PDF are
 listed in a note.
@@ -25,6 +27,7 @@ import re
 from collections import Counter
 
 from ragexp.data.convert.base import Converted, ConvertOptions, Unconvertible
+from ragexp.data.convert.pdf_streams import check_decoded_size
 
 HEADING_SCALE = 1.15
 MAX_HEADING_CHARS = 150
@@ -37,6 +40,7 @@ Line = tuple[str, float]  # text, largest font size of its first, middle and las
 
 
 def convert_pdf(data: bytes, options: ConvertOptions) -> Converted:
+    check_decoded_size(data)
     pages = read_pages(data)
     if not pages:
         raise Unconvertible("a PDF without pages")

@@ -52,7 +52,7 @@ from ragexp.judging.calibration.threshold import (
 )
 from ragexp.runtime.atomic_file import atomic_write
 from ragexp.runtime.fingerprint import file_hash
-from ragexp.stored.limits import read_text
+from ragexp.stored.limits import parse_json, read_text
 
 FORMAT = "ragexp-judge-calibration/1"
 #: Below this Cohen's kappa a run warns that faithfulness comes from a weakly agreeing judge
@@ -235,17 +235,16 @@ def _now() -> str:
 MAX_CALIBRATION_BYTES = 1024 * 1024
 
 
-def load_calibration(path: str | Path, identity: dict[str, str]) -> JudgeCalibration:
-    """Read a calibration file for the judge whose :meth:`identity` is ``identity``; refuses a
-    missing or malformed file and a file fitted for another judge, naming both judges."""
+def read_calibration(path: str | Path, score_range: tuple[float, float] | None = None) -> JudgeCalibration:
+    """A calibration file through the gate (bounded bytes, strict JSON, the record's fields, its
+    numbers finite and in range: ``threshold`` within ``score_range`` when given), for any judge.
+    Runs check this before any model is built (:func:`ragexp.evaluation.checks.validate_job`)."""
     path = Path(path)
     try:
-        data = json.loads(read_text(path, max_bytes=MAX_CALIBRATION_BYTES))
+        data = parse_json(read_text(path, max_bytes=MAX_CALIBRATION_BYTES), source=path, allow_nan=True)
     except RagexpInputError as err:
         message = "no such judge calibration file" if err.message == "no such file" else err.message
         raise RagexpInputError(message, file=path, field="calibration") from None
-    except json.JSONDecodeError as err:
-        raise RagexpInputError(f"not a judge calibration file ({err})", file=path, field="calibration") from None
     if not isinstance(data, dict) or data.pop("format", None) != FORMAT:
         raise RagexpInputError(f"not a judge calibration file (expected format {FORMAT!r}; write one with "
                                "ragexp judge calibrate)", file=path, field="calibration")
@@ -256,6 +255,17 @@ def load_calibration(path: str | Path, identity: dict[str, str]) -> JudgeCalibra
     check_number(calibration.accuracy, "accuracy", 0.0, 1.0, path)
     if calibration.kappa is not None:  # undefined (null) when the labels are all one class
         check_number(calibration.kappa, "kappa", -1.0, 1.0, path)
+    if calibration.threshold is not None:
+        low, high = score_range or (None, None)
+        check_number(calibration.threshold, "threshold", low, high, path)
+    return calibration
+
+
+def load_calibration(path: str | Path, identity: dict[str, str],
+                     score_range: tuple[float, float] | None = None) -> JudgeCalibration:
+    """:func:`read_calibration`, and the judge it was fitted for is the judge whose
+    :meth:`identity` is ``identity`` (else refused, naming both judges)."""
+    calibration = read_calibration(path, score_range)
     if calibration.judge != identity:
         raise RagexpInputError(f"fitted for judge {describe_identity(calibration.judge)}, but the configured judge is "
                                f"{describe_identity(identity)}", file=path, field="calibration")
@@ -348,7 +358,7 @@ def choose_threshold(
     if calibration is not None:
         if threshold is not None:
             raise RagexpInputError("set a threshold or a calibration file, not both", field="threshold")
-        loaded = load_calibration(calibration, identity)
+        loaded = load_calibration(calibration, identity, score_range)
         if loaded.threshold is None:
             raise RagexpInputError("this calibration fitted no threshold (it measured a yes/no judge)",
                                    file=calibration, field="calibration")
