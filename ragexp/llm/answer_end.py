@@ -13,7 +13,17 @@ only (a word counts once whitespace follows it, so a half-made word never matche
   (``-``, ``*``, ``•``, ``4.``, ``4)``) ignored: the repetition starts where the later one does.
 
 Words are compared with list markers left out too (a marker word first on its line or after a
-sentence end), so numbered copies (``4. X`` / ``5. X``) match.
+sentence end), so numbered copies (``4. X`` / ``5. X``) match. That leaves the loops with no word
+at all to the third rule, :func:`degeneration_start` (degeneration: the model emits markers or one
+token over and over, e.g. ``1. 1. 1. 1. ...``):
+
+- **markers**: :data:`MARKER_RUN` list markers (``-``, ``*``, ``•``, ``4.``, ``4)``, ``#``) in a
+  row with nothing else between them;
+- **word**: one word :data:`WORD_RUN` times in a row (``the the the the``);
+- **token**: a piece of 1 to 4 characters, not all digits, :data:`TOKEN_RUN` times back to back
+  inside one word (``!!!!!!!!``, ``1.1.1.1.1.1.1.1.``; ``100000000`` is a number, not a loop).
+
+Each counts complete words only, and the degeneration starts at the first of the run.
 The answer keeps the text before the repetition. :func:`end_at_sentence` then cuts a cut-off
 answer (a repetition, or the token cap) after its last whole sentence, so it ends where the
 answer ends rather than mid-sentence or on a dangling list number.
@@ -29,6 +39,18 @@ _SENTENCE_END = re.compile(r"(?:[.!?][\"')\]]*(?=\s)|\n)")
 _LEADING_MARKER = re.compile(r"^\s*(?:(?:[-*•–]|\d{1,3}[.)])\s+)*")
 _LAST_SENTENCE = re.compile(r"[.!?][\"')\]]*(?=\s|$)")
 _TRAILING_MARKER = re.compile(r"(?:^|\n|[.!?:][\"')\]]*\s)\s*(?:[-*•–]|\d{1,3}[.)])$")
+RULES_VERSION = 2
+"""Part of a local model's call-cache key with ``repeat_ngram``: an answer cut by older rules is not reused
+(version 2 added the degeneration rule)."""
+MARKER_RUN = 3
+"""List markers in a row (nothing between them) that make a degenerate answer."""
+WORD_RUN = 4
+"""Times one word in a row that make a degenerate answer."""
+TOKEN_RUN = 8
+"""Times a short piece back to back inside one word that make a degenerate answer."""
+_MARKER_RUN = re.compile(r"(?<!\S)(?:(?:[-*•–]|\d{1,3}[.)]|#{1,6})\s+){%d,}" % MARKER_RUN)
+_WORD_RUN = re.compile(r"(?<!\S)(\S+)(?:\s+\1){%d,}(?=\s)" % (WORD_RUN - 1), re.IGNORECASE)
+_TOKEN_RUN = re.compile(r"(\S{1,4}?)\1{%d,}(?=\S*\s)" % (TOKEN_RUN - 1))
 
 
 def _words(text: str) -> list[tuple[str, int]]:
@@ -84,9 +106,18 @@ def most_repeated_sentence(answer: str) -> int:
     return max(counts.values(), default=0)
 
 
+def degeneration_start(text: str) -> int | None:
+    """Where ``text`` degenerated into markers, one word or one short piece over and over (module
+    docstring), by the earliest run of complete words, else ``None``."""
+    found = [match.start() for match in (_MARKER_RUN.search(text), _WORD_RUN.search(text)) if match is not None]
+    found += [m.start() for m in _TOKEN_RUN.finditer(text) if not m.group(1).isdigit()][:1]
+    return min(found) if found else None
+
+
 def repetition_start(text: str, n: int) -> int | None:
-    """Where ``text`` started repeating itself by either rule (the earlier offset), else ``None``."""
-    found = [at for at in (ngram_repeat_start(text, n), sentence_repeat_start(text)) if at is not None]
+    """Where ``text`` started repeating itself by any rule (the earliest offset), else ``None``."""
+    found = [at for at in (ngram_repeat_start(text, n), sentence_repeat_start(text), degeneration_start(text))
+             if at is not None]
     return min(found) if found else None
 
 
