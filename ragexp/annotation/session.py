@@ -358,7 +358,8 @@ class Session:
                 if not query or normalise_query(query) in known:
                     continue
                 known.add(normalise_query(query))
-                source = row.get("source") if row.get("source") in ITEM_SOURCES else "hand"
+                # a row that says its source is unknown (null) keeps it unknown; one that says nothing was typed here
+                source = row["source"] if row.get("source") in ITEM_SOURCES else None if "source" in row else "hand"
                 entry = {"id": row.get("id") or entry_id(query), "query": query, "source": source,
                          "added": row.get("added"), "evidence": list(row.get("evidence", [])),
                          "tags": list(row.get("tags", [])), "key_facts": list(row.get("key_facts", [])),
