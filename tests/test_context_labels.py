@@ -38,6 +38,15 @@ def test_label_copies_are_taken_out_of_an_answer_and_counted() -> None:
     kept, removed = strip_label_copies("Proration > Proration > Downgrades\nA downgrade takes effect at the end.", CONTEXT)
     assert (kept, removed) == ("A downgrade takes effect at the end.", 1)
     assert strip_label_copies("- [2]\nYes.", CONTEXT) == ("Yes.", 1)
+    # shapes from the demo run's answers to q025-q148 (the held claims are q001-q024): a label's first
+    # part after its number, a path whose parts are all one heading, a copy in bold
+    context = format_context([
+        Chunk("a", "a", 0, 0, 1, "Text a.", "Verifying webhook signatures > Verifying webhook signatures > Timestamp tolerance"),
+        Chunk("b", "b", 0, 0, 1, "Text b.", "API keys > API keys"),
+        Chunk("c", "c", 0, 0, 1, "Text c.", "Deleting data > Deleting data > Erasing a person")])
+    answer = ("1. [1] Verifying webhook signatures\n2. API keys > API keys > API keys\n"
+              "3. **Deleting data > Erasng a person**\n4. Keys are rotated every 90 days.")
+    assert strip_label_copies(answer, context) == ("4. Keys are rotated every 90 days.", 3)
 
 
 def test_document_text_and_other_contexts_are_left_alone() -> None:

@@ -26,6 +26,7 @@ _FIRST_LABEL = re.compile(r"\[1\][^\n]*\n")
 TITLE_PARTS = re.compile(r"\s+[>›»]\s+")
 _NUMBER_MARK = re.compile(r"^\[(\d{1,3})\]\s*")
 _ANSWER_LIST_MARK = re.compile(r"^\s*(?:[-*•–]|\d{1,3}[.)])\s+")
+_EMPHASIS = re.compile(r"^[*_`]+|[*_`]+$")
 #: Two title texts this similar (difflib ratio, case and spacing ignored) are the same label
 #: (a small model misspells what it copies: "Prration").
 SAME_LABEL = 0.85
@@ -72,36 +73,42 @@ def context_labels(context: str) -> list[str]:
     return [context[at : start - 1].split("]", 1)[1].strip() for at, (start, _) in zip(label_starts, spans)]
 
 
+def _runs(parts: list[str], shortest: int) -> list[str]:
+    """Every run of consecutive ``parts`` of at least ``shortest`` parts, joined as a title."""
+    return [" > ".join(parts[i:j]) for i in range(len(parts)) for j in range(i + shortest, len(parts) + 1)]
+
+
 def _copies_label(line: str, labels: Sequence[str]) -> bool:
     """Whether an answer line is a copy of a label line (see :func:`strip_label_copies`)."""
     numbered = _NUMBER_MARK.match(line)
-    rest = line[numbered.end():] if numbered else line
-    parts = _title_parts(rest)
+    rest = _EMPHASIS.sub("", line[numbered.end():] if numbered else line).strip()
     if numbered and not int(numbered.group(1)) <= len(labels):
         return False
-    if numbered and not rest.strip():
+    if numbered and not rest:
         return True
-    if not numbered and len(parts) < 2:  # a heading alone is document text ("Annual plans")
+    raw = TITLE_PARTS.split(rest)
+    if not numbered and len(raw) < 2:  # a heading alone is document text ("Annual plans")
         return False
+    forms = {" > ".join(raw), " > ".join(_title_parts(rest))}
     for label in labels:
-        label_parts = _title_parts(label)
-        for first in range(len(label_parts)):
-            if len(label_parts) - first >= (1 if numbered else 2) and _similar(" > ".join(parts),
-                                                                               " > ".join(label_parts[first:])):
-                return True
+        label_raw = TITLE_PARTS.split(" ".join(label.split()))
+        runs = _runs(label_raw, 1) + _runs(_title_parts(label), 1)
+        if any(_similar(form, run) for form in forms for run in runs):
+            return True
     return False
 
 
 def strip_label_copies(answer: str, context: str) -> tuple[str, int]:
     """``answer`` without the lines that copy a label line of ``context``, and how many there were.
 
-    A line (a list marker at its start ignored) copies a label when it is ``[i]`` alone for a
-    passage number ``i`` of the context, ``[i]`` followed by a label's title or the end of one
-    (``[4] Downgrading`` for ``[4] Proration > Downgrading``), or, without ``[i]``, a heading path
-    of two parts or more that is a label's title or the end of one; a title matches another with
-    the same parts up to :data:`SAME_LABEL` similarity, a part that repeats the one before it left
-    out. A heading alone (``Annual plans``) is document text and stays, as does a line that says
-    anything beyond the label. Any other context (no label lines) removes nothing."""
+    A line (a list marker and Markdown emphasis around it ignored) copies a label when it is
+    ``[i]`` alone for a passage number ``i`` of the context, ``[i]`` followed by a label's title or
+    a run of its parts (``[4] Downgrading`` for ``[4] Proration > Downgrading``), or, without
+    ``[i]``, a heading path (two parts or more joined by ``>``) that is a label's title or a run of
+    its parts. Titles are compared as written and with a part that repeats the one before it left
+    out, equal up to :data:`SAME_LABEL` similarity (a copied ``Prration``). A heading alone
+    (``Annual plans``) is document text and stays, as does a line that says anything beyond the
+    label. Any other context (no label lines) removes nothing."""
     labels = context_labels(context)
     if not labels or not answer:
         return answer, 0
