@@ -9,7 +9,7 @@ collapsed and trailing punctuation dropped. Label copies and degeneration (issue
 here too, by rules of this script's own: an answer *copies a label line* when one of its lines
 (a list marker dropped) starts with a bracketed passage number (``[3] ...``) or is a heading path
 (two ``>`` between words, no sentence end); it *degenerates into markers* when it holds three list
-markers in a row (``1. 1. 1.``, ``- - -``). ``label_lines_removed`` is the run's own record of the
+or citation markers in a row (``1. 1. 1.``, ``- - -``, ``[3] [4] [5]``). ``label_lines_removed`` is the run's own record of the
 lines it took out (after #41 only). The other rows are the runs' own aggregates.
 
 Run: ``python -m benchmarks.demo_before_after BEFORE.json AFTER.json``
@@ -26,7 +26,7 @@ from pathlib import Path
 _SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
 _LABEL_LINE = re.compile(r"^\[\d+\]|^[^.!?]*\S\s+>\s+[^.!?]*\S\s+>\s+[^.!?]*$")
-_MARKER_RUN = re.compile(r"(?:^|\s)(?:\d+[.)]|[-*•])(?:\s+(?:\d+[.)]|[-*•])){2}(?=\s|$)")
+_MARKER_RUN = re.compile(r"(?:^|\s)(?:\d+[.)]|[-*•]|\[\d+\])(?:\s+(?:\d+[.)]|[-*•]|\[\d+\])){2}(?=\s|$)")
 
 
 def copies_label(answer: str) -> bool:
