@@ -5,7 +5,12 @@ change, and the run after) and prints one markdown row per measure. The repetiti
 computed here from the answers, independently of ``ragexp.llm.answer_end``: an answer is split
 into sentences at ``.``, ``!`` or ``?`` followed by white space and at line breaks; a sentence is
 compared lower-cased, without a leading list marker (``4.``, ``-``, ``*``), with white space
-collapsed and trailing punctuation dropped. The other rows are the runs' own aggregates.
+collapsed and trailing punctuation dropped. Label copies and degeneration (issue #41) are counted
+here too, by rules of this script's own: an answer *copies a label line* when one of its lines
+(a list marker dropped) starts with a bracketed passage number (``[3] ...``) or is a heading path
+(two ``>`` between words, no sentence end); it *degenerates into markers* when it holds three list
+or citation markers in a row (``1. 1. 1.``, ``- - -``, ``[3] [4] [5]``). ``label_lines_removed`` is the run's own record of the
+lines it took out (after #41 only). The other rows are the runs' own aggregates.
 
 Run: ``python -m benchmarks.demo_before_after BEFORE.json AFTER.json``
 """
@@ -20,6 +25,16 @@ from pathlib import Path
 
 _SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
+_LABEL_LINE = re.compile(r"^\[\d+\]|^[^.!?]*\S\s+>\s+[^.!?]*\S\s+>\s+[^.!?]*$")
+_MARKER_RUN = re.compile(r"(?:^|\s)(?:\d+[.)]|[-*•]|\[\d+\])(?:\s+(?:\d+[.)]|[-*•]|\[\d+\])){2}(?=\s|$)")
+
+
+def copies_label(answer: str) -> bool:
+    return any(_LABEL_LINE.search(_MARKER.sub("", line).strip()) for line in answer.splitlines())
+
+
+def degenerates(answer: str) -> bool:
+    return _MARKER_RUN.search(answer) is not None
 
 
 def sentence_counts(answer: str) -> Counter:
@@ -43,7 +58,21 @@ def measures(path: Path) -> dict[str, str]:
     def number(key: str, digits: int = 3) -> str:
         return "—" if key not in agg else f"{agg[key]:.{digits}f}"
 
+    claims = Counter()
+    for row in rows:
+        for claim in row.get("claims") or []:
+            claims["all"] += 1
+            text = claim.get("claim", "")
+            claims["label"] += copies_label(text)
+            claims["marker"] += bool(re.fullmatch(r"\s*(?:\d+[.)]\s*)+", text))
     return {
+        "answers copying a label line (as stored)": str(sum(copies_label(a) for a in answers)),
+        "answers the run took label lines out of (`label_lines_removed`)": (
+            str(sum(bool(row.get("label_lines_removed")) for row in rows)) if any("label_lines_removed" in row for row in rows)
+            else "—"),
+        "answers degenerating into list markers": str(sum(degenerates(a) for a in answers)),
+        "answers ended where they degenerated (`gen.degenerate_stopped`)": number("gen.degenerate_stopped", 0),
+        "claims judged: all / copies of a label / bare list numbers": f"{claims['all']} / {claims['label']} / {claims['marker']}",
         "answers with a sentence 3 or more times": str(sum(most_repeated(a) >= 3 for a in answers)),
         "answers with any sentence twice": str(sum(most_repeated(a) >= 2 for a in answers)),
         "answers at the 96-token cap (`gen.length_capped`)": number("gen.length_capped", 0),

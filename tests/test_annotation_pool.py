@@ -5,7 +5,7 @@ the pool chunked as the eval set's header names."""
 from __future__ import annotations
 
 from ragexp.annotation.hints import ChunkMap, category_hints
-from ragexp.annotation.pool import Pooler, heading_only, heading_path, mark_identical
+from ragexp.annotation.pool import Pooler, heading_only, heading_path, mark_identical, pool_order
 from ragexp.chunking.fixed import FixedSizeChunker
 from ragexp.chunking.markdown import markdown_sections
 from ragexp.data import Chunk, Corpus, Document
@@ -65,3 +65,49 @@ def test_the_pool_drops_heading_only_units_and_uses_the_eval_sets_chunking(tmp_p
     fixed = Pooler(["bm25"], depth=10, chunking={"name": "fixed", "size": 40, "overlap": 0})
     assert isinstance(fixed.chunker(), FixedSizeChunker)
     assert all(c["end"] - c["start"] <= 40 for c in fixed.pool(corpus, "reset power button").candidates)
+
+
+def test_the_pool_answers_from_the_first_pipeline_built_and_grows_in_place(tmp_path, monkeypatch) -> None:
+    """A slow second pipeline (held here until released) does not hold the first question back:
+    the pool comes from the one built, names the other as pending, and once it is built the pool
+    holds both pipelines' units, the first ones in the same order (each unit's place is its own)."""
+    import threading
+
+    import ragexp.evaluation.pipeline as pipeline_module
+
+    monkeypatch.chdir(tmp_path)
+    corpus = Corpus([Document(id="m", text=MANUAL)] + [Document(id=f"d{i}", text=f"# Doc {i}\n\nPower cable number {i}.\n")
+                                                        for i in range(8)])
+    release, built = threading.Event(), []
+    real = pipeline_module.build_component
+
+    class Deeper:
+        """A second pipeline that finds other units: ranks 4-6 of BM25."""
+
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def index(self, chunks) -> None:
+            self.inner.index(chunks)
+
+        def search(self, queries, k):
+            return [ranking[k : 2 * k] for ranking in self.inner.search(queries, 2 * k)]
+
+    def build(cfg, group, cache):
+        built.append(cfg.get("k1"))
+        if len(built) == 2:  # the second pipeline: held as a dense index build would be
+            assert release.wait(60)
+            return Deeper(real(cfg, group, cache))
+        return real(cfg, group, cache)
+
+    monkeypatch.setattr(pipeline_module, "build_component", build)
+    pooler = Pooler(["bm25", "bm25"], depth=3, chunking={"name": "markdown", "max_size": 200, "min_size": 5})
+    first = pooler.pool(corpus, "power cable reset")
+    assert first.pending == ["bm25"] and len(first.candidates) == 3
+    release.set()
+    pooler.warm(corpus)
+    grown = pooler.pool(corpus, "power cable reset")
+    shown = [c["unit_id"] for c in first.candidates]
+    assert grown.pending == [] and len(grown.candidates) == 6
+    assert [c["unit_id"] for c in grown.candidates if c["unit_id"] in shown] == shown  # the first three keep their order
+    assert pool_order(["c", "a", "b"], 0, "q") == [u for u in pool_order(["a", "b", "c", "d", "e"], 0, "q") if u in "abc"]

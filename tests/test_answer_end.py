@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from ragexp.llm.answer_end import (
+    degeneration_start,
     end_at_sentence,
     most_repeated_sentence,
     ngram_repeat_start,
@@ -70,6 +71,25 @@ def test_most_repeated_sentence_counts_the_answer_as_it_stands() -> None:
     assert most_repeated_sentence(LOOPING) == 3
     assert most_repeated_sentence("Open it. Close it.") == 1
     assert most_repeated_sentence("") == 0
+
+
+def test_degeneration_into_markers_one_word_or_one_piece_is_caught_where_it_starts() -> None:
+    """The issue's answer of 30 list markers passed both older rules (markers are not words, and a
+    sentence of markers has no letter); the degeneration rule cuts at the first of the run."""
+    markers = "The events are kept for 30 days. " + "1. " * 30
+    assert markers[: first_stop(markers)] == "The events are kept for 30 days. "
+    assert ngram_repeat_start(markers, 10) is None and sentence_repeat_start(markers) is None  # the older rules
+    assert degeneration_start("- - - ") == 0 and degeneration_start("a\n1.\n2.\n3.\n") == 2
+    assert degeneration_start("It is the the the the end ") == 10  # one "the" kept
+    assert degeneration_start("Wait!!!!!!!!!! ") == 5 and degeneration_start("1.1.1.1.1.1.1.1. ") == 2
+    # shapes of the demo run after the label change: citation marks counting up, one list item over and over
+    assert degeneration_start("Kept.\n3. [3] [4] [5] [6] [7] ") == 6
+    looping = "1. 1.1.0\n2. 2.0.0\n3. 5.0.0\n4. 5.0.0\n5. 5.0.0\n6. 5.0.0\n7. "
+    assert end_at_sentence(looping[: degeneration_start(looping)]) == "1. 1.1.0\n2. 2.0.0\n3. 5.0.0"
+    for fine in ("Steps: 1. Open it. 2. Tap it. 3. Done. ", "It costs 100000000 USD. ", "very very very good ",
+                 "The limits are 10 60 300 per minute. ", "Use v1.2.3 or later. ", "| --- | --- | --- |\n"):
+        assert degeneration_start(fine) is None, fine
+    assert degeneration_start("1. 1. 1.") is None  # the last marker is not complete yet (no whitespace after it)
 
 
 # --- the local model's decoding loop, on scripted token streams ---------------------------------
@@ -140,6 +160,7 @@ SCRIPTS = {
     "fine": [" Hold", " the", " button", " for", " ten", " seconds."],
     "ends_on_copy": [" Open", " Settings.", " Open", " Settings."],
     "capped": [" Hold", " the", " button.", " Then", " wait", " for", " the", " light", " to", " turn", " green."],
+    "markers": [" Kept", " 30", " days.", "\n1.", " 1.", " 1.", " 1.", " 1.", " 1.", " 1.", " 1."],
 }
 
 
@@ -153,6 +174,14 @@ def test_decoding_stops_at_the_repetition_and_keeps_the_text_before_it() -> None
     assert (ends.text, ends.finish_reason) == (" Open Settings. ", "repetition")
     [capped] = model.complete_batch(["capped"], max_tokens=10)
     assert (capped.text, capped.finish_reason) == (" Hold the button. Then wait for the light to turn", "length")
+
+
+def test_decoding_stops_where_the_answer_degenerates_and_says_so() -> None:
+    [markers] = scripted_model(SCRIPTS, repeat_ngram=10).complete_batch(["markers"], max_tokens=16)
+    assert (markers.text, markers.finish_reason) == (" Kept 30 days.\n", "degenerate")  # the markers: none kept
+    assert markers.completion_tokens == 7  # stopped once the third marker was complete
+    generator = LLMGenerator(scripted_model(SCRIPTS, repeat_ngram=10), max_new_tokens=16)
+    assert generator._answer(markers) == "Kept 30 days."
 
 
 def test_without_repeat_ngram_the_stream_runs_to_the_cap() -> None:

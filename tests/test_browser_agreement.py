@@ -5,8 +5,8 @@
   a real ``mlflow server`` serves the store and the experiment opens as on a first visit: the
   description above the runs table, folded to its first line, shows both kappas with their
   intervals (not clipped by the fold, above the bottom of the screen) beside the run.
-- The annotation page: ``--queue`` then ``ragexp evalset annotate`` opens on the disputed items,
-  and a third annotator settles one with the keyboard.
+- The annotation page: ``--queue --adjudicator`` then ``ragexp evalset annotate`` shows the
+  disputed items with both sides, and a third annotator settles one with the keyboard.
 
 Screenshots: ``test-artifacts/agreement-mlflow.png`` and ``agreement-adjudication.png``;
 ``RAGEXP_UPDATE_SCREENSHOT=1`` copies them to ``docs/images/`` (docs/agreement.md's)."""
@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragexp.annotation.session import sidecar_path
 from ragexp.tracking.agreement_note import AGREEMENT_TAG
 from tests.helpers.annotator_pair import ALICE, BOB, write
 from tests.helpers.cli import ENV, ragexp
@@ -126,50 +125,45 @@ def test_the_experiments_first_screen_shows_the_agreement(tmp_path, page):
 
 
 def test_a_third_annotator_adjudicates_the_queue_on_the_page(tmp_path, page):
-    """``--queue`` then ``ragexp evalset annotate``: the page opens on the first disputed item with
-    its reasons and the one passage they disputed; ``r`` and ``Ctrl+Enter`` settle it, and the
-    adjudicated eval set holds it with that evidence and the adjudicator's name."""
+    """``--queue --adjudicator`` then ``ragexp evalset annotate``: the settled items are done, the
+    others wait for review; a disputed item shows its reasons, both sides and the one passage they
+    disputed with both verdicts; ``x``, ``u`` and ``Ctrl+Enter`` settle it under the adjudicator's name
+    (the full walk: tests/test_browser_adjudication.py)."""
     corpus, _ = write_tiny_dataset(tmp_path)
     alice, bob = write(tmp_path / "alice.jsonl", ALICE), write(tmp_path / "bob.jsonl", BOB)
     queue = tmp_path / "adjudicated.jsonl"
-    ragexp(tmp_path, "evalset", "agreement", alice, bob, "--corpus", str(corpus), "--queue", str(queue), "--no-log")
+    ragexp(tmp_path, "evalset", "agreement", alice, bob, "--corpus", str(corpus), "--queue", str(queue), "--adjudicator", "carol",
+           "--no-log")
     server, url = start_page(tmp_path, ["evalset", "annotate", str(queue), "--corpus", str(corpus), "--port",
-                                        str(free_port()), "--annotator", "carol", "--pipelines", "bm25"])
+                                        str(free_port()), "--pipelines", "bm25"])
     try:
         page.goto(url)
-        page.wait_for_selector("#candidates .passage")
+        sync_api.expect(page.locator("#queue li .badge")).to_have_text(
+            ["review 2", "done", "review 1", "done", "review 2", "review 2", "done", "review 2", "review 1", "review 1"])
+        page.locator("#queue li[data-id=i3]").click()
         sync_api.expect(page.locator("#query")).to_have_text("question i3?")
-        sync_api.expect(page.locator("#candidates-title")).to_have_text("Passages to judge")  # not "of a run"
+        sync_api.expect(page.locator("#candidates-title")).to_have_text("Passages to judge")
         sync_api.expect(page.locator("#review-reason")).to_contain_text(
             "Judge these queued passages (1 not judged yet): alice and bob disagree: answerable: alice yes, bob no; keys: alice relevant, bob not relevant")
         passages = page.locator("#candidates .passage .passage-text")
-        sync_api.expect(passages).to_have_count(1)  # alice's span, which bob judged not relevant
+        sync_api.expect(passages).to_have_count(1)  # the span alice judged relevant and bob not
         shown = passages.first.evaluate("e => [...e.childNodes].filter(n => !n.classList || !n.classList.contains('context'))"
                                         ".map(n => n.textContent).join('')")
         assert shown == "You can have two active keys at once."  # the passage itself, its context around it
-        # i3, i5, i6, i8, i10 with the passages only one annotator gave (8 in all)
-        sync_api.expect(page.locator("#queue li .badge")).to_have_text(["review 1", "review 2", "review 2", "review 2",
-                                                                        "review 1"])
+        sync_api.expect(page.locator("#candidates .passage .verdict")).to_have_text(["alice: relevant", "bob: not relevant"])
+        sync_api.expect(page.locator("#adjudication")).to_contain_text("answerable")
         screenshot(page, "agreement-adjudication.png")
-        page.keyboard.press("r")
+        page.keyboard.press("x")
         assert settled_save_state(page, UI_TIMEOUT_MS) == "saved"
-        sync_api.expect(page.locator("#queue li .badge").first).to_have_text("review")  # its one unit judged
+        page.keyboard.press("u")
+        assert settled_save_state(page, UI_TIMEOUT_MS) == "saved"
         page.keyboard.press("Control+Enter")
         sync_api.expect(page.locator("#query")).to_have_text("question i5?")
         assert settled_save_state(page, UI_TIMEOUT_MS) == "saved"
-        sync_api.expect(page.locator("#queue li .badge").first).to_have_text("done")
-        sync_api.expect(page.locator("#queue-count")).to_have_text("1 done of 5 · 4 to review")
-        page.keyboard.press("n")  # the next queued review item, units still pending
-        sync_api.expect(page.locator("#query")).to_have_text("question i6?")
-        sync_api.expect(page.locator("#review-reason")).to_contain_text("(2 not judged yet)")
-        page.keyboard.press("Shift+D")  # not in the eval set: leaves the queue, the next one to do opens
-        sync_api.expect(page.locator("#query")).to_have_text("question i5?")
-        assert settled_save_state(page, UI_TIMEOUT_MS) == "saved"
-        sync_api.expect(page.locator("#queue li .badge")).to_have_text(["done", "review 2", "review 2", "review 1"])
+        sync_api.expect(page.locator("#queue li[data-id=i3] .badge")).to_have_text("done")
     finally:
         stop_page(server)
-    [_, adjudicated] = [json.loads(line) for line in queue.read_text().splitlines()]
-    assert adjudicated["id"] == "i3" and adjudicated["annotator"] == "carol" and adjudicated.get("answerable", True)
-    entries = json.loads(sidecar_path(queue).read_text(encoding="utf-8"))["entries"]
-    assert [e["id"] for e in entries] == ["i3", "i5", "i8", "i10"]  # i6 deleted with Shift+D
-    assert [(e["doc_id"], e["start"], e["end"], e.get("grade", 1)) for e in adjudicated["evidence"]] == [("keys", 25, 62, 1)]
+    adjudicated = {obj["id"]: obj for obj in map(json.loads, queue.read_text().splitlines()[1:])}
+    assert sorted(adjudicated) == ["i2", "i3", "i4", "i7"]  # the three settled and i3
+    assert adjudicated["i3"]["annotator"] == "carol" and adjudicated["i3"]["answerable"] is False
+    assert [(e["doc_id"], e["start"], e["end"], e.get("grade", 1)) for e in adjudicated["i3"]["evidence"]] == [("keys", 25, 62, 0)]

@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import signal
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -117,6 +118,18 @@ def saved(page) -> None:
         raise AssertionError(f"not saved: {page.locator('#save-status').inner_text()!r}")
 
 
+def settled_pool(page, candidates_url: str, timeout_s: float = 600) -> list[dict]:
+    """The question's whole pool: asked again until no pipeline is still being built (the page
+    shows BM25's candidates first and the dense ones as they come, ragexp.annotation.pool)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        data = page.request.get(candidates_url, timeout=timeout_s * 1000).json()
+        if not data.get("pending") or time.monotonic() > deadline:
+            assert not data.get("pending"), data["pending"]
+            return data["candidates"]
+        page.wait_for_timeout(1000)
+
+
 def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path):
     items = demo_items()
     by_query = {item["query"]: item for item in items.values()}
@@ -161,7 +174,7 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
             for item_id in answerable:  # the questions whose evidence the pool holds, in queue order
                 query = items[item_id]["query"]
                 entry = next(e for e in page.evaluate("() => window.ragexpAnnotate.state.entries") if e["query"] == query)
-                pool = page.request.get(f"{url}api/entries/{entry['id']}/candidates").json()["candidates"]
+                pool = settled_pool(page, f"{url}api/entries/{entry['id']}/candidates")
                 pool_texts[item_id] = pool
                 quote = short_quote(items[item_id]["evidence"][0]["quote"])
                 if any(quote in p["text"] for p in pool) and len(by_mouse) < 3:

@@ -24,4 +24,6 @@ def test_documents_that_were_not_indexed_are_reported_with_their_count():
     run = RunResults(meta={"docs_not_indexed": ["blank1", "blank2"]}, aggregates={"n_docs_not_indexed": 2.0})
     (line,) = index_warnings(run)
     assert line.startswith("WARNING: 2 documents") and "blank1, blank2" in line
+    # what the run does with gold there (ragexp.evaluation.prepared.blank_gold; tests/test_corpus_edge_cases.py)
+    assert "evidence in them stays gold, which no run can retrieve: a query whose gold lies only there scores 0" in line
     assert index_warnings(RunResults(meta={}, aggregates={"n_docs_not_indexed": 0.0})) == []

@@ -4,9 +4,11 @@ queued in a form the annotation page loads, the note in MLflow, and bad input re
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import shutil
+from pathlib import Path
 
 import mlflow
 import numpy as np
@@ -113,29 +115,48 @@ def test_command_prints_queues_for_the_page_and_notes_in_mlflow(pair, tmp_path, 
     monkeypatch.chdir(tmp_path)  # the pool's stage cache defaults to ./.ragexp_cache
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     queue = tmp_path / "adjudicated.jsonl"
-    assert main(["evalset", "agreement", alice, bob, "--corpus", corpus_dir, "--queue", str(queue), "--tracking-uri", uri]) == 0
+    assert main(["evalset", "agreement", alice, bob, "--corpus", corpus_dir, "--queue", str(queue), "--adjudicator", "carol",
+                 "--tracking-uri", uri]) == 0
     out = capsys.readouterr().out
     kappa = cohen_kappa_score(*ANSWERABLE)
     assert f"answerability       kappa {kappa:.3f} (95% CI " in out
     assert "agreed on 6/8 documents both judged (3 judged by one only, not counted)" in out
     assert "disagreements       5 items" in out and "    i5: refunds: alice not relevant, bob relevant" in out
-    assert f"queued 5 of 5 disagreements (5 new questions, 8 passages to judge) in {queue}" in out
+    # i2, i4, i7 alike; i3 i5 i6 i8 i10 disagree; i1 (F1 0.5) and i9 (grade 2 vs 1) differ less
+    assert (f"{queue}: 3 items both gave alike (settled), 5 disagreements and 2 smaller differences queued "
+            "(11 passages to judge, neither side preselected)") in out
 
-    # the annotation page's own loader and API read the queue: each disputed item is to be reviewed
+    # the annotation page's own loader and API read the queue: each item that differs is to be reviewed
     page = TestClient(create_app(routers(Annotation(Session(queue), LiveCorpus(corpus_dir), Pooler(["bm25"], depth=3))),
                                  "annotate.html"), base_url="http://127.0.0.1")
     state = page.get("/api/state").json()
-    assert [(e["id"], e["status"]) for e in state["entries"]] == [(i, "review") for i in ("i3", "i5", "i6", "i8", "i10")]
+    assert [(e["id"], e["status"]) for e in state["entries"]] == [
+        ("i1", "review"), ("i2", "done"), ("i3", "review"), ("i4", "done"), ("i5", "review"), ("i6", "review"),
+        ("i7", "done"), ("i8", "review"), ("i9", "review"), ("i10", "review")]
     i5 = next(e for e in state["entries"] if e["id"] == "i5")
     assert i5["evidence"] == [{"doc_id": "limits", "start": 0, "end": 30, "quote": TINY_DOCS["limits"][:30]}]  # agreed
     assert i5["review"]["reason"] == "alice and bob disagree: refunds: alice not relevant, bob relevant"
+    assert i5["review"]["adjudication"] == {"names": ["alice", "bob"], "answerable": [True, True], "gold_answer": ["", ""],
+                                            "key_facts": [[], []], "tags": [[], []]}
     candidates = page.get("/api/entries/i5/candidates").json()
     assert candidates["kind"] == "review"
-    assert [(c["doc_id"], c["start"], c["end"]) for c in candidates["candidates"]] == [("refunds", 0, REFUNDS), ("refunds", 0, 20)]
+    assert [(c["doc_id"], c["start"], c["end"], c["verdicts"]) for c in candidates["candidates"]] == [
+        ("refunds", 0, REFUNDS, [{"grade": 0, "how": "document"}, {"grade": 1, "how": "overlap"}]),
+        ("refunds", 0, 20, [{"grade": 0, "how": "document"}, {"grade": 1, "how": "span"}])]
     assert candidates["candidates"][1]["text"] == TINY_DOCS["refunds"][:20]
     i3 = next(e for e in state["entries"] if e["id"] == "i3")
-    assert i3["evidence"] == [] and i3["answerable"] is True  # nothing agreed; the flag is the adjudicator's call
-    assert queue.read_text().count("\n") == 1  # nothing confirmed yet: the eval set holds its header only
+    assert i3["evidence"] == [] and i3.get("answerable") is None  # nothing agreed; the flag is the adjudicator's call
+    i3_units = page.get("/api/entries/i3/candidates").json()["candidates"]
+    assert [c["verdicts"] for c in i3_units] == [[{"grade": 1, "how": "span"}, {"grade": 0, "how": "span"}]]
+    i9 = next(e for e in state["entries"] if e["id"] == "i9")
+    assert i9["review"]["reason"] == "alice and bob differ: evidence (2 entries given by one only)"
+    header, *items = map(json.loads, queue.read_text().splitlines())
+    assert [item["id"] for item in items] == ["i2", "i4", "i7"]  # settled: in the eval set already
+    assert header["name"] == "support-adjudicated"
+    assert header["adjudication"]["adjudicator"] == "carol"
+    assert header["adjudication"]["sources"] == [  # the pair's items record no annotator: the files name them
+        {"file": "alice.jsonl", "sha256": hashlib.sha256(Path(alice).read_bytes()).hexdigest()},
+        {"file": "bob.jsonl", "sha256": hashlib.sha256(Path(bob).read_bytes()).hexdigest()}]
 
     experiment = MlflowClient(uri).get_experiment_by_name(f"support-{load_evalset(alice, load_corpus(corpus_dir)).fingerprint()[:8]}")
     description = experiment.tags[store.DESCRIPTION_TAG]
@@ -170,17 +191,25 @@ def test_without_a_corpus_spans_as_written_give_the_same_numbers(tiny_dataset, t
     assert out.endswith(loaded.render(f"alice ({first})", f"bob ({second})") + "\n")
 
 
-def test_queue_into_a_copy_of_one_annotators_file_reopens_its_items(pair, tmp_path, monkeypatch, capsys):
+def test_the_queue_is_a_new_file_built_from_both_never_an_annotators_copy(pair, tmp_path, monkeypatch, capsys):
+    """A copy of alice's file is refused (its verdicts would start preselected); queueing the same
+    pair again into its own queue adds nothing; the adjudicated set runs under its own name."""
     corpus_dir, alice, bob = pair
     monkeypatch.chdir(tmp_path)
-    copy = tmp_path / "adjudicated.jsonl"
+    copy = tmp_path / "copy.jsonl"
     shutil.copyfile(alice, copy)
-    assert main(["evalset", "agreement", alice, bob, "--corpus", corpus_dir, "--queue", str(copy), "--no-log"]) == 0
-    assert f"queued 5 of 5 disagreements (0 new questions, 8 passages to judge) in {copy}" in capsys.readouterr().out
-    session = Session(copy)
-    assert [e["id"] for e in session.entries if e.get("review")] == ["i3", "i5", "i6", "i8", "i10"]
-    kept = {item["id"]: item["evidence"] for item in map(json.loads, copy.read_text().splitlines()[1:])}
-    assert kept == {item["id"]: item["evidence"] for item in ALICE}  # alice's judgments kept until adjudicated
+    code, err = run_cli(capsys, alice, bob, "--corpus", corpus_dir, "--queue", str(copy), "--adjudicator", "carol")
+    assert code == 2 and "queue into a new file" in err[0]
+    queue = tmp_path / "adjudicated.jsonl"
+    args = ["evalset", "agreement", alice, bob, "--corpus", corpus_dir, "--queue", str(queue), "--adjudicator", "carol", "--no-log"]
+    assert main(args) == 0
+    before = queue.read_bytes(), Session(queue).sidecar.read_bytes()
+    capsys.readouterr()
+    assert main(args) == 0
+    assert ": 0 items both gave alike (settled), 0 disagreements and 0 smaller differences queued (0 passages to judge, " \
+           "neither side preselected), 10 queued before" in capsys.readouterr().out
+    assert (queue.read_bytes(), Session(queue).sidecar.read_bytes()) == before
+    assert load_evalset(queue, load_corpus(corpus_dir)).name == "support-adjudicated"
 
 
 def run_cli(capsys, *args) -> tuple[int, list[str]]:
@@ -200,8 +229,10 @@ def test_bad_input_is_one_line_and_exit_2(pair, tmp_path, capsys):
         "field 'id'": (alice, str(candidates), "--corpus", corpus_dir),
         "alice.jsonl:7: field 'evidence[0]': --corpus DIR is needed: this evidence is a whole document": (alice, bob),
         "the same file": (alice, alice, "--corpus", corpus_dir),
-        "field '--queue': needs --corpus DIR": (alice, bob, "--queue", str(tmp_path / "adjudicated.jsonl")),
-        "copy it first": (alice, bob, "--corpus", corpus_dir, "--queue", bob),
+        "field '--queue': needs --corpus DIR": (alice, bob, "--queue", str(tmp_path / "adjudicated.jsonl"), "--adjudicator", "c"),
+        "name a new file": (alice, bob, "--corpus", corpus_dir, "--queue", bob, "--adjudicator", "carol"),
+        "--queue FILE and --adjudicator NAME go together": (alice, bob, "--corpus", corpus_dir, "--queue",
+                                                            str(tmp_path / "adjudicated.jsonl")),
         "between 0 and 1": (alice, bob, "--corpus", corpus_dir, "--span-threshold", "1.5"),
     }
     for expected, args in cases.items():

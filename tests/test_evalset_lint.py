@@ -178,3 +178,21 @@ def test_documents_without_text_or_title_are_counted_and_gold_only_there_is_an_e
     assert "2 of 4 documents" in warning.message and "'blank1'" in warning.message
     assert [(f.check, f.item_id) for f in report.errors] == [("unindexable-gold", "q2")]  # q3 still has indexed gold
     assert report.exit_code == 1
+
+
+def test_an_unanswerable_item_with_key_facts_is_an_error(tmp_path: Path) -> None:
+    """Key facts of an unanswerable item (an adjudicator turned it unanswerable and the facts stayed)
+    are an error; its gold answer is the reply expected instead ("The docs do not say") and lints clean."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "doc.md").write_text("Alpha beta.", encoding="utf-8")
+    evalset = write_jsonl(tmp_path / "evalset.jsonl", [
+        {"id": "a", "query": "What is alpha?", "evidence": [{"doc_id": "doc"}], "gold_answer": "beta", "key_facts": ["beta"]},
+        {"id": "u1", "query": "Is there gamma?", "answerable": False, "gold_answer": "Gamma is 3.", "key_facts": ["gamma is 3"]},
+        {"id": "u2", "query": "Is there delta?", "answerable": False, "gold_answer": "The docs do not say."},
+        {"id": "u3", "query": "Is there epsilon?", "answerable": False, "evidence": [{"doc_id": "doc", "grade": 0}]},
+    ])
+    report = lint_evalset(evalset, corpus)
+    found = [(f.check, f.line, f.item_id, f.field) for f in report.findings if f.severity == "error"]
+    assert found == [("facts-of-unanswerable", 2, "u1", "key_facts")]
+    assert report.exit_code == 1

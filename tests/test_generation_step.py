@@ -93,3 +93,37 @@ def test_rounds_of_batches_give_the_records_of_one_call_per_question(demo_run, t
         k: v for k, v in single.aggregates.items() if k not in timing
     }
     assert batched.aggregates["n_claims"] > 50 and batched.aggregates["gen.cached_calls"] == 0
+
+
+class CopiesLabels(OneByOne):
+    """Answers every question with its context's first label line copied in front of the extractive answer,
+    and every fifth with markers only (what SmolLM2 did on the demo before #41)."""
+
+    def generate(self, query, contexts):
+        from dataclasses import replace
+
+        from ragexp.data.context import format_context
+
+        generation = self.inner.generate(query, contexts)
+        label = format_context(contexts[:1]).split("\n", 1)[0]
+        answer = f"{label}\n{generation.answer}" if hash(query) % 5 else "1. 1. 1. 1. 1. 1."
+        return replace(generation, answer=answer)
+
+
+def test_label_copies_are_taken_out_before_judging_and_counted(demo_run, tmp_path):
+    """The judge never sees a copied label line as a claim; the run counts the answers that had one
+    (``gen.label_copies``), and the degenerate ones (``gen.degenerate_answers``), whose markers are no claims."""
+    _, _, pipeline, data = demo_run
+    extractive = pipeline.generator  # _execute puts each generator into the shared pipeline
+    results = _execute(demo_run, CopiesLabels(extractive), LexicalJudge(), tmp_path)
+    plain = _execute(demo_run, OneByOne(extractive), LexicalJudge(), tmp_path / "plain")
+    copied = [r for r in results.per_query if r.label_lines_removed]
+    degenerate = [r for r in results.per_query if r.answer == "1. 1. 1. 1. 1. 1."]
+    assert results.aggregates["gen.label_copies"] == len(copied) > 100
+    assert results.aggregates["gen.degenerate_answers"] == len(degenerate) > 10
+    assert all(r.label_lines_removed == 1 for r in copied)
+    by_id = {r.query_id: r for r in plain.per_query}
+    for r in copied:  # exactly the answer without the label: the same claims and verdicts as never copied
+        assert r.answer == by_id[r.query_id].answer and r.claims == by_id[r.query_id].claims
+    assert all(r.n_claims == 0 for r in degenerate)
+    assert plain.aggregates["gen.label_copies"] == 0 == plain.aggregates["gen.degenerate_answers"]

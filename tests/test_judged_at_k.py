@@ -60,3 +60,35 @@ def test_equals_ir_measures_judged_at_k():
 
 def test_logged_under_retrieval():
     assert to_mlflow("judged_at_5") == "retrieval/judged_at_5" and from_mlflow("retrieval/judged_at_5") == "judged_at_5"
+
+
+def test_the_run_mean_is_ir_measures_judged_with_trec_ties_and_unjudged_queries_as_0():
+    """What ``judged_at_k`` is, exactly, on a run with tied scores and queries nobody judged: per
+    query, ir_measures' ``Judged@k`` of the ranking in trec_eval's order (ties by unit id
+    descending; ir_measures breaks them ascending), and the run's mean counts a query without
+    qrels as 0 (ir_measures leaves it out). The raw ir_measures number differs on ties."""
+    rng = random.Random(11)
+    run, qrels = {}, {}
+    for q in range(60):
+        units = [f"u{i:02d}" for i in range(30)]
+        depth = rng.choice([1, 3, 7, 12])
+        run[f"q{q}"] = [(u, float(rng.choice([1, 2, 3]))) for u in rng.sample(units, depth)]  # many ties
+        if q % 4:  # every fourth query has no judgment at all
+            qrels[f"q{q}"] = {u: rng.choice([0, 1]) for u in rng.sample(units, rng.randint(1, 12))}
+    k = 5
+    _, aggregate = judged_metrics(run, qrels, [k])
+    ir_qrels = [ir_measures.Qrel(q, u, g) for q, grades in qrels.items() for u, g in grades.items()]
+
+    def ir_per_query(ranked):
+        return {m.query_id: m.value for m in ir_measures.iter_calc([ir_measures.Judged @ k], ir_qrels, ranked)}
+
+    # the same ranking, its trec_eval order written into the scores: ties no longer decide anything
+    from ragexp.metrics.ranking import trec_order
+
+    ordered = {q: {u: float(len(r) - i) for i, (u, _) in enumerate(trec_order(r))} for q, r in run.items()}
+    exact = ir_per_query(ordered)
+    assert set(exact) == set(qrels)  # ir_measures scores only the judged queries
+    assert aggregate[f"judged_at_{k}"] == pytest.approx(sum(exact.values()) / len(run), abs=1e-12)
+    raw = ir_per_query({q: dict(r) for q, r in run.items()})
+    assert raw != exact  # its own tie order: another top k on tied queries
+    assert sum(raw.values()) / len(raw) != pytest.approx(aggregate[f"judged_at_{k}"])

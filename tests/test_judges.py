@@ -188,6 +188,13 @@ def test_sentence_splitter_keeps_decimals_abbreviations_and_list_items():
     assert split_sentences("") == [] and split_sentences("...") == []
 
 
+def test_list_numbers_alone_are_no_claims():
+    """The issue's degenerate answer of 30 list markers became 45 % of a run's claims, one "1." each."""
+    assert split_sentences("Events are kept 30 days. " + "1. " * 30) == ["Events are kept 30 days."]
+    assert split_sentences("1.\n2)\n3. 4.") == [] and split_sentences("The answer is:\n[6]") == ["The answer is:"]
+    assert split_sentences("1") == ["1"] and split_sentences("The answer is 1.") == ["The answer is 1."]
+
+
 def _bag_of_words_encoder(texts):
     vocabulary = ["webhook", "retry", "long", "limit", "search", "price"]
     return np.array([[float(word in text.lower()) for word in vocabulary] for text in texts])

@@ -405,6 +405,8 @@ def test_beir_scifact_counts_and_graded_qrels_equal_the_file(shared_data: Path) 
     corpus, evalset = load_beir(root, split="test")
     assert len(corpus) == 5183
     assert len(evalset) == 300
+    [warning] = evalset.meta["warnings"]
+    assert warning.startswith("809 of 1109 queries in queries.jsonl have no judgement in qrels/test.tsv") and "799 more" in warning
     with open(root / "qrels" / "test.tsv", newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle, delimiter="\t"))[1:]
     expected: dict[str, dict[str, int]] = {}
@@ -435,6 +437,8 @@ def test_beir_keeps_zero_grades_and_only_judged_queries_in_query_order(tmp_path:
     root = beir_folder(tmp_path / "beir", "q3\td2\t2\nq1\td1\t0\nq3\td1\t1\n")
     _, evalset = load_beir(root)
     assert [i.id for i in evalset] == ["q1", "q3"]
+    assert evalset.meta["warnings"] == ["1 of 3 queries in queries.jsonl have no judgement in qrels/test.tsv and are not "
+                                        "in the eval set: q2"]  # named, not dropped silently
     assert evalset.items[1].evidence == (Evidence("d2", grade=2), Evidence("d1", grade=1))
     assert evalset.items[0].evidence == (Evidence("d1", grade=0),)
     assert evalset.name == "beir-test"

@@ -1,70 +1,149 @@
-"""Two annotators' disagreements queued for adjudication on the annotation page.
+"""Two annotators' files merged into one eval set to adjudicate, neither side's verdicts preselected.
 
-For each item in :attr:`Agreement.disagreements <ragexp.annotation.agreement.Agreement>` the
-annotation session of an eval set ``FILE`` (opened later with ``ragexp evalset annotate FILE``) gets:
+:func:`queue_adjudication` fills a new annotation session ``FILE`` (opened later with ``ragexp
+evalset annotate FILE``) from two annotators' eval sets of the same questions:
 
-- when ``FILE`` does not hold the question yet: a new, unconfirmed entry with the item's id and
-  question, holding only what both annotators gave alike: the evidence entries equal in span and
-  grade, ``answerable`` and ``gold_answer`` when equal, the tags both gave;
-- in either case, the evidence only one of them gave (any grade, each as its span; a whole
-  document as ``[0, len(text))``) attached for review with the reasons, as ``--from-run`` attaches
-  a run's units: the page shows these passages to judge.
+- an item both gave alike (the same evidence with the same grades, answerability, gold answer(s),
+  key facts and tags) is written to ``FILE`` as it is: settled, nothing to adjudicate;
+- any other item is queued with only what both gave alike (the evidence equal in span and grade,
+  ``answerable``, ``gold_answer``, ``answers`` and ``key_facts`` when equal, the tags both gave):
+  nothing one annotator alone said is set, so no verdict starts preselected. Each evidence entry
+  only one gave becomes a unit to judge (a span as itself, a whole document as ``[0, len(text))``)
+  carrying both annotators' verdicts on it (:func:`verdict`), and the item's review record holds
+  both sides' answerability, gold answer, key facts and tags, side by side. An item that is a
+  disagreement of :mod:`ragexp.annotation.agreement` is queued with its reasons; one that differs
+  less (evidence F1 at or above the threshold, a grade, a tag, the answer's wording) with the
+  differences named.
 
-A question ``FILE`` already holds (e.g. ``FILE`` is a copy of one annotator's file) keeps its
-fields and is reopened for review the same way; one it holds under another id (its own
-question) is not queued, and not counted in :attr:`QueuedDisagreements.entries`. Written through
-:class:`~ragexp.annotation.session.Session`, the page's own reader and writer.
+``FILE``'s header records the adjudicator and both source files (name, annotator, SHA-256), and
+its name is the first file's eval-set name with ``-adjudicated``, so runs on it get their own
+MLflow experiment (:func:`ragexp.tracking.experiments.experiment_name`), never an annotator's.
+``FILE`` must not exist yet, or be a queue of the same two files (same bytes): queueing again then
+adds nothing already there. Written through :class:`~ragexp.annotation.session.Session`, the
+page's own reader and writer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ragexp.annotation.agreement import Agreement
 from ragexp.annotation.session import Session
 from ragexp.data import Corpus, EvalItem, Evidence
+from ragexp.data.evalset_schema import AdjudicationRecord, SourceRecord
+from ragexp.errors import RagexpInputError
+from ragexp.stored import limits
 
-ORIGIN = "agreement"
+ORIGIN = "adjudication"
 
 
 @dataclass(frozen=True)
-class QueuedDisagreements:
-    entries: int  # disagreements attached for review
-    new: int  # of which questions the eval set did not hold
+class QueuedAdjudication:
+    settled: int  # items both gave alike, written as they are
+    disagreements: int  # queued: disagreements by the agreement's definition
+    differing: int  # queued: items that differ less
     units: int  # passages to judge
+    already: int  # items the file held already (queued before)
 
 
-def queue_disagreements(session: Session, result: Agreement, items: tuple[dict[str, EvalItem], dict[str, EvalItem]],
-                        names: tuple[str, str], corpus: Corpus) -> QueuedDisagreements:
-    """Queue ``result``'s disagreements in ``session`` and save it (module docstring); ``items``:
-    each annotator's items by id."""
+def source_record(path: Path, annotator: str | None) -> SourceRecord:
+    """The record of an annotator's file as it is now (read through :mod:`ragexp.stored.limits`)."""
+    return SourceRecord(file=path.name, annotator=annotator, sha256=hashlib.sha256(limits.read_bytes(path)).hexdigest())
+
+
+def queue_adjudication(session: Session, result: Agreement, items: tuple[dict[str, EvalItem], dict[str, EvalItem]],
+                       names: tuple[str, str], corpus: Corpus, adjudicator: str,
+                       sources: tuple[SourceRecord, SourceRecord], name: str) -> QueuedAdjudication:
+    """Fill ``session`` from the two annotators' ``items`` (by id, in the first file's order) and save it
+    (module docstring); ``name``: the first file's eval-set name. :class:`RagexpInputError` when the
+    session's file holds something else."""
     first, second = items
-    entries = new = units = 0
+    reasons = {d.item_id: d.reasons for d in result.disagreements}
+    record = AdjudicationRecord(adjudicator=adjudicator, sources=sources)
+    settled = disputed = differing = units = already = 0
     with session.lock:  # held until saved: another server on the file waits
         session.reload_if_changed()
-        for disagreement in result.disagreements:
-            a, b = first[disagreement.item_id], second[disagreement.item_id]
-            if session.entry(a.id) is None:
-                new += session.queue([_agreed_row(a, b, corpus)], ORIGIN)
-            review = [_unit(e, corpus) for e in dict.fromkeys(a.evidence + b.evidence) if (e in a.evidence) != (e in b.evidence)]
+        _check_target(session, record)
+        if session.header.adjudication is None:
+            session.header = replace(session.header, adjudication=record, name=f"{name}-adjudicated")
+        for item_id, a in first.items():
+            b = second[item_id]
+            if session.entry(item_id) is not None:
+                already += 1
+                continue
+            row = _shared_row(a, b, corpus)
+            if _alike(a, b):
+                settled += session.queue([row], ORIGIN, confirmed=True)
+                continue
+            session.queue([row], ORIGIN)
+            review = [_unit(e, corpus, a, b) for e in dict.fromkeys(a.evidence + b.evidence)
+                      if (e in a.evidence) != (e in b.evidence)]
             review = list({unit["unit_id"]: unit for unit in review}.values())
-            reason = f"{names[0]} and {names[1]} disagree: {'; '.join(disagreement.reasons)}"
-            if session.attach_review(a.id, review, reason):
-                entries += 1
-                units += len(review)
-        session.save()
-    return QueuedDisagreements(entries, new, units)
+            if item_id in reasons:
+                disputed += 1
+                reason = f"{names[0]} and {names[1]} disagree: {'; '.join(reasons[item_id])}"
+            else:
+                differing += 1
+                reason = f"{names[0]} and {names[1]} differ: {'; '.join(_differences(a, b))}"
+            session.attach_review(item_id, review, reason, _sides(a, b, names))
+            units += len(review)
+        if already < len(first) or not already:
+            session.save()
+    return QueuedAdjudication(settled, disputed, differing, units, already)
 
 
-def _agreed_row(a: EvalItem, b: EvalItem, corpus: Corpus) -> dict:
+def _check_target(session: Session, record: AdjudicationRecord) -> None:
+    """The file must be new, or a queue of the same two files (module docstring)."""
+    if not session.entries and session.header.adjudication is None:
+        return
+    if session.header.adjudication is None or session.header.adjudication.sources != record.sources:
+        raise RagexpInputError("queue into a new file: the adjudicated set is built from both annotators' files, so "
+                               "that neither side's verdicts start preselected (this file holds other items, or a queue "
+                               "of other files)", file=session.evalset, field="--queue")
+
+
+def _alike(a: EvalItem, b: EvalItem) -> bool:
+    return (set(a.evidence) == set(b.evidence) and a.answerable == b.answerable and a.gold_answer == b.gold_answer
+            and a.answers == b.answers and a.key_facts == b.key_facts and set(a.tags) == set(b.tags))
+
+
+def _differences(a: EvalItem, b: EvalItem) -> list[str]:
+    out = []
+    if set(a.evidence) != set(b.evidence):
+        out.append(f"evidence ({len(set(a.evidence) ^ set(b.evidence))} entries given by one only)")
+    for name in ("gold_answer", "answers", "key_facts"):
+        if getattr(a, name) != getattr(b, name):
+            out.append(name.replace("_", " "))
+    if set(a.tags) != set(b.tags):
+        out.append("tags")
+    return out
+
+
+def _shared_row(a: EvalItem, b: EvalItem, corpus: Corpus) -> dict:
+    """What both annotators gave alike (module docstring), as a queue row."""
     row = {"id": a.id, "query": a.query, "source": a.source if a.source == b.source else None,
            "evidence": [_evidence_line(e, corpus) for e in a.evidence if e in b.evidence],
            "tags": [tag for tag in a.tags if tag in b.tags]}
+    if a.added == b.added and a.added is not None:
+        row["added"] = a.added
     if a.answerable == b.answerable:
         row["answerable"] = a.answerable
     if a.gold_answer == b.gold_answer and a.gold_answer:
         row["gold_answer"] = a.gold_answer
+    if a.answers == b.answers and a.answers:
+        row["answers"] = list(a.answers)
+    if a.key_facts == b.key_facts and a.key_facts:
+        row["key_facts"] = list(a.key_facts)
     return row
+
+
+def _sides(a: EvalItem, b: EvalItem, names: tuple[str, str]) -> dict:
+    """Both annotators' item fields, side by side, as the page shows them."""
+    return {"names": list(names), "answerable": [a.answerable, b.answerable],
+            "gold_answer": [a.gold_answer or "", b.gold_answer or ""], "key_facts": [list(a.key_facts), list(b.key_facts)],
+            "tags": [list(a.tags), list(b.tags)]}
 
 
 def _evidence_line(evidence: Evidence, corpus: Corpus) -> dict:
@@ -78,6 +157,34 @@ def _evidence_line(evidence: Evidence, corpus: Corpus) -> dict:
     return line
 
 
-def _unit(evidence: Evidence, corpus: Corpus) -> dict:
-    start, end = (evidence.start, evidence.end) if evidence.is_span else (0, len(corpus[evidence.doc_id].text))
-    return {"unit_id": f"{evidence.doc_id}:{start}-{end}", "doc_id": evidence.doc_id, "start": start, "end": end}
+def verdict(item: EvalItem, doc_id: str, start: int, end: int, length: int) -> dict:
+    """What one annotator said about the passage ``[start, end)`` of a document of ``length`` characters:
+
+    - ``{"grade": g, "how": "span"}``: evidence over exactly this passage (``"document"``: the
+      passage is the whole document and so was the evidence);
+    - otherwise the highest grade of the evidence that overlaps it, ``"how": "overlap"`` for a
+      span, ``"document"`` for whole-document evidence (a grade-0 span around it counts as well);
+    - ``{"grade": None, "how": "unanswerable"}``: nothing on it, and the question marked unanswerable;
+    - ``{"grade": None, "how": None}``: not judged."""
+    whole = (start, end) == (0, length)
+    grades: dict[str, int] = {}
+    for e in item.evidence:
+        if e.doc_id != doc_id:
+            continue
+        span = (e.start, e.end) if e.is_span else (0, length)
+        if span == (start, end):
+            return {"grade": e.grade, "how": "document" if whole and not e.is_span else "span"}
+        if span[0] < end and span[1] > start:
+            how = "overlap" if e.is_span else "document"
+            grades[how] = max(grades.get(how, 0), e.grade)
+    if grades:
+        how = max(grades, key=lambda h: (grades[h], h == "overlap"))
+        return {"grade": grades[how], "how": how}
+    return {"grade": None, "how": None if item.answerable else "unanswerable"}
+
+
+def _unit(evidence: Evidence, corpus: Corpus, a: EvalItem, b: EvalItem) -> dict:
+    length = len(corpus[evidence.doc_id].text)
+    start, end = (evidence.start, evidence.end) if evidence.is_span else (0, length)
+    return {"unit_id": f"{evidence.doc_id}:{start}-{end}", "doc_id": evidence.doc_id, "start": start, "end": end,
+            "verdicts": [verdict(x, evidence.doc_id, start, end, length) for x in (a, b)]}

@@ -3,8 +3,9 @@
 Each pipeline (default: ``bm25``, ``dense``, ``hybrid_rrf`` from ``conf/retrieval``, over the
 corpus chunked as the eval set's header names (``chunking``), else with the run default
 ``conf/chunking`` ``markdown``) returns its top ``k`` chunks; the pool is their union, shuffled
-with a seed derived from ``seed`` and the question (the same question always shows the same
-order), and which pipeline found a passage is not shown: the person judges the passage, not the
+by a hash of ``seed``, the question and the unit (the same question always shows the same
+order, and a unit found later takes its own place without moving the others), and which
+pipeline found a passage is not shown: the person judges the passage, not the
 system. Units with no text beyond Markdown headings (a ``## CTA-861`` chunk) are dropped and
 counted: there is nothing in them to judge. Each candidate carries its title, the heading path of
 the section it starts in, its page in a paged document ("p. 3"), up to :data:`CONTEXT_CHARS` of
@@ -17,10 +18,9 @@ from __future__ import annotations
 
 import bisect
 import functools
-import random
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ragexp.chunking.markdown import markdown_sections
 from ragexp.data import Chunk, Corpus
@@ -80,10 +80,13 @@ def passage(corpus: Corpus, doc_id: str, start: int, end: int, *, unit_id: str |
 
 @dataclass
 class Pool:
-    """One question's candidates (module docstring) and how many heading-only units were dropped."""
+    """One question's candidates (module docstring), how many heading-only units were dropped,
+    the pipelines still being built (their candidates come later) and those that failed (why)."""
 
     candidates: list[dict]
     heading_only: int = 0
+    pending: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 def mark_identical(candidates: list[dict]) -> None:
@@ -96,8 +99,14 @@ def mark_identical(candidates: list[dict]) -> None:
             candidate["same_text"] = [other["unit_id"] for other in group if other is not candidate]
 
 
+#: The retriever that needs no model: built first, so the first question is pooled in seconds.
+LEXICAL_TARGET = "reference_pipelines.bm25.BM25Retriever"
+
+
 class Pooler:
-    """Builds each pipeline once (lazily, on the first question) over the current corpus."""
+    """Builds each pipeline once per corpus, in a background thread, lexical ones first (see
+    :data:`LEXICAL_TARGET`); :meth:`pool` answers as soon as one pipeline is built, with the
+    pipelines still being built in :attr:`Pool.pending` (the page asks again as they finish)."""
 
     def __init__(self, pipelines: Sequence[str] = DEFAULT_PIPELINES, depth: int = DEFAULT_DEPTH, seed: int = 0,
                  cache=None, chunking: Mapping | None = None) -> None:
@@ -106,48 +115,85 @@ class Pooler:
         self.depth = depth
         self.seed = seed
         self.cache = cache
-        self.lock = threading.Lock()
+        self.changed = threading.Condition()  # guards everything below; notified when a pipeline is built
+        self.search_lock = threading.Lock()  # one search at a time (the retrievers are not thread-safe)
         self._built_for: str | None = None
-        self._retrievers: list = []
+        self._generation = 0
+        self._ready: dict[int, object] = {}  # pipeline index -> built retriever
+        self._failed: dict[int, str] = {}  # pipeline index -> why it could not be built
         self.chunks: list[Chunk] = []
-
-    def _build(self, corpus: Corpus) -> None:
-        from ragexp.config.compose import compose_config
-        from ragexp.evaluation.pipeline import build_component
-        from ragexp.runtime.stage_cache import StageCache
-
-        cache = self.cache or StageCache()
-        self.chunks = self.chunker().chunk_corpus(corpus)
-        self._retrievers = []
-        for name in self.pipelines:
-            cfg = compose_config([f"retrieval={name}"])
-            retriever = build_component(cfg.retrieval, "retrieval", cache)
-            retriever.index(self.chunks)
-            self._retrievers.append(retriever)
-        self._built_for = corpus.fingerprint()
 
     def chunker(self):
         """The chunker the pool's units come from (module docstring)."""
         return default_chunker(self.chunking)
 
-    def warm(self, corpus: Corpus) -> None:
-        """Build the pipelines now (the CLI calls it in a background thread while the page loads)."""
-        with self.lock:
-            if self._built_for != corpus.fingerprint():
-                self._build(corpus)
+    def _start(self, corpus: Corpus) -> None:
+        """Chunk ``corpus`` and start building its pipelines, unless that is under way or done (call holding :attr:`changed`)."""
+        if self._built_for == corpus.fingerprint():
+            return
+        self.chunks = self.chunker().chunk_corpus(corpus)
+        self._built_for, self._ready, self._failed = corpus.fingerprint(), {}, {}
+        self._generation += 1
+        threading.Thread(target=self._build, args=(self._generation, list(self.chunks)), daemon=True,
+                         name="pool-build").start()
+
+    def _build(self, generation: int, chunks: list[Chunk]) -> None:
+        from ragexp.config.compose import compose_config
+        from ragexp.evaluation.pipeline import build_component
+        from ragexp.runtime.stage_cache import StageCache
+
+        cache = self.cache or StageCache()
+        configs = [compose_config([f"retrieval={name}"]).retrieval for name in self.pipelines]
+        order = sorted(range(len(configs)), key=lambda i: configs[i].get("_target_") != LEXICAL_TARGET)
+        for index in order:
+            try:
+                retriever = build_component(configs[index], "retrieval", cache)
+                retriever.index(chunks)
+            except Exception as err:  # noqa: BLE001 - shown on the page; the other pipelines go on
+                with self.changed:
+                    if generation == self._generation:
+                        self._failed[index] = f"{type(err).__name__}: {err}"
+                        self.changed.notify_all()
+                continue
+            with self.changed:
+                if generation != self._generation:
+                    return  # the corpus changed meanwhile: a newer build took over
+                self._ready[index] = retriever
+                self.changed.notify_all()
+
+    def _settled(self) -> bool:
+        return len(self._ready) + len(self._failed) == len(self.pipelines)
+
+    def warm(self, corpus: Corpus, *, first_only: bool = False) -> None:
+        """Build the pipelines for ``corpus`` now; returns when all are built (or failed), or with
+        ``first_only`` as soon as the first one is (the others go on building)."""
+        with self.changed:
+            self._start(corpus)
+            self.changed.wait_for(lambda: (first_only and self._ready) or self._settled())
 
     def pool(self, corpus: Corpus, query: str) -> Pool:
-        """The shuffled union of every pipeline's top :attr:`depth` for ``query``, heading-only units dropped."""
-        with self.lock:
-            if self._built_for != corpus.fingerprint():
-                self._build(corpus)
+        """The union of the built pipelines' top :attr:`depth` for ``query`` (module docstring),
+        heading-only units dropped, in an order fixed by the seed, the question and the unit alone
+        (:func:`pool_order`), so a pool that grows keeps the order of what it showed."""
+        with self.changed:
+            self._start(corpus)
+            self.changed.wait_for(lambda: self._ready or self._settled())
+            retrievers = [self._ready[i] for i in sorted(self._ready)]
+            pending = [self.pipelines[i] for i in range(len(self.pipelines)) if i not in self._ready and i not in self._failed]
+            failed = {self.pipelines[i]: why for i, why in sorted(self._failed.items())}
             by_id = {chunk.id: chunk for chunk in self.chunks}
-            found: dict[str, Chunk] = {}
-            for retriever in self._retrievers:
+        found: dict[str, Chunk] = {}
+        with self.search_lock:
+            for retriever in retrievers:
                 for unit_id, _ in retriever.search([query], self.depth)[0]:
                     found.setdefault(unit_id, by_id[unit_id])
-        ids = sorted(i for i in found if not heading_only(found[i].text))
-        random.Random(stable_hash([self.seed, query])).shuffle(ids)
+        ids = pool_order((i for i in found if not heading_only(found[i].text)), self.seed, query)
         candidates = [passage(corpus, found[i].doc_id, found[i].start, found[i].end, unit_id=i) for i in ids]
         mark_identical(candidates)
-        return Pool(candidates, heading_only=len(found) - len(ids))
+        return Pool(candidates, heading_only=len(found) - len(ids), pending=pending, failed=failed)
+
+
+def pool_order(unit_ids, seed: int, query: str) -> list[str]:
+    """Units sorted by a hash of (seed, question, unit id): a shuffle in which every unit's place
+    depends on itself alone, so adding units never reorders the others."""
+    return sorted(unit_ids, key=lambda unit_id: stable_hash([seed, query, unit_id]))

@@ -2,7 +2,9 @@
 
 ==========================================  ==================================================
 ``GET /api/state``                          entries (with status, units still to review, hints, stale spans), coverage
-``GET /api/entries/{id}/candidates``        the pool for the question, or the run's units to judge
+``GET /api/entries/{id}/candidates``        the pool for the question (``pending``: pipelines still being built,
+                                            ``failed``: those that could not be), or the units queued to judge
+                                            (with each annotator's ``verdicts`` when adjudicating)
 ``GET /api/search?q=``                      ranked full-text search over the corpus (top 20)
 ``GET /api/documents/{doc_id}``             a whole document
 ``PUT /api/entries/{id}``                   ``{"changes": {...}, "before": {...}}``: change one entry
@@ -135,11 +137,13 @@ def routers(annotation: Annotation) -> list:
         review = entry.get("review")
         if review and not entry.get("reviewed"):
             units = [passage(corpus, u["doc_id"], u["start"], u["end"], unit_id=u["unit_id"])
+                     | ({"verdicts": u["verdicts"]} if "verdicts" in u else {})
                      for u in review["units"] if u["doc_id"] in corpus and u["end"] <= len(corpus[u["doc_id"]].text)]
             mark_identical(units)
             return {"kind": "review", "reason": review.get("reason"), "candidates": units}
         pool = annotation.pooler.pool(corpus, entry["query"])
-        return {"kind": "pool", "candidates": pool.candidates, "heading_only": pool.heading_only}
+        return {"kind": "pool", "candidates": pool.candidates, "heading_only": pool.heading_only,
+                "pending": pool.pending, "failed": pool.failed}
 
     @api.get("/search")
     def find(q: str = "") -> dict:

@@ -172,12 +172,42 @@ def check_changes(changes: dict) -> None:
         raise ValueError("gold_answer: a string")
 
 
+#: How an annotator's verdict on an adjudicated unit was given (:mod:`ragexp.annotation.adjudication`).
+VERDICT_HOW = ("span", "overlap", "document", "unanswerable")
+
+
+def _is_verdict(verdict) -> bool:
+    grade = verdict.get("grade") if isinstance(verdict, dict) else 0.5
+    return (isinstance(verdict, dict) and set(verdict) <= {"grade", "how"} and (grade is None or (type(grade) is int and grade >= 0))
+            and verdict.get("how") in (None, *VERDICT_HOW))
+
+
+def _is_pair(value, check) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(check(v) for v in value)
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _is_adjudication(record) -> bool:
+    """Whether a review's ``adjudication`` (each annotator's fields, side by side) has the shape the page reads."""
+    return (isinstance(record, dict) and set(record) == {"names", "answerable", "gold_answer", "key_facts", "tags"}
+            and _is_pair(record["names"], lambda v: isinstance(v, str)) and _is_pair(record["answerable"], lambda v: isinstance(v, bool))
+            and _is_pair(record["gold_answer"], lambda v: isinstance(v, str))
+            and _is_pair(record["key_facts"], _strings) and _is_pair(record["tags"], _strings))
+
+
 def _is_review(review) -> bool:
-    """Whether a sidecar entry's ``review`` (units of a run queued by ``--from-run``) has the shape the page reads."""
+    """Whether a sidecar entry's ``review`` (units queued by ``--from-run`` or for adjudication) has
+    the shape the page reads."""
     units = review.get("units") if isinstance(review, dict) else None
+    adjudication = review.get("adjudication") if isinstance(review, dict) else None
     return isinstance(units, list) and all(
         isinstance(u, dict) and isinstance(u.get("unit_id"), str) and isinstance(u.get("doc_id"), str)
-        and type(u.get("start")) is int and type(u.get("end")) is int and 0 <= u["start"] <= u["end"] for u in units)
+        and type(u.get("start")) is int and type(u.get("end")) is int and 0 <= u["start"] <= u["end"]
+        and ("verdicts" not in u or _is_pair(u["verdicts"], _is_verdict)) for u in units
+    ) and (adjudication is None or _is_adjudication(adjudication))
 
 
 def _check_fields(entry: dict, *, file: Path, line: int | None = None, field: str | None = None) -> None:
@@ -311,9 +341,11 @@ class Session:
         return compare_and_set(self.evalset, item_id, stored, changes, before,
                                canonical=lambda key, value: field_value({key: value}, key))
 
-    def queue(self, rows: Iterable[dict], origin: str) -> int:
+    def queue(self, rows: Iterable[dict], origin: str, confirmed: bool = False) -> int:
         """Append rows (candidates, drafts, failures: ``query`` plus optional eval-set fields) whose
-        question is not an entry yet; returns how many were added. Saves when any was."""
+        question is not an entry yet; returns how many were added. Saves when any was. A row without
+        ``answerable`` leaves it undecided (read as answerable). ``confirmed``: the rows are
+        settled already (items two annotators gave alike), and complete ones join the eval set."""
         with self.lock:
             self.reload_if_changed()
             known = {normalise_query(entry["query"]) for entry in self.entries}
@@ -326,29 +358,33 @@ class Session:
                 if not query or normalise_query(query) in known:
                     continue
                 known.add(normalise_query(query))
-                source = row.get("source") if row.get("source") in ITEM_SOURCES else "hand"
+                # a row that says its source is unknown (null) keeps it unknown; one that says nothing was typed here
+                source = row["source"] if row.get("source") in ITEM_SOURCES else None if "source" in row else "hand"
                 entry = {"id": row.get("id") or entry_id(query), "query": query, "source": source,
                          "added": row.get("added"), "evidence": list(row.get("evidence", [])),
                          "tags": list(row.get("tags", [])), "key_facts": list(row.get("key_facts", [])),
-                         "gold_answer": row.get("gold_answer") or "", "answerable": row.get("answerable", True),
-                         "confirmed": False, "skipped": False,
+                         "gold_answer": row.get("gold_answer") or "", "answerable": row.get("answerable"),
+                         "confirmed": confirmed, "skipped": False,
                          "origin": {"from": origin, **{k: v for k, v in row.items() if k not in ITEM_KEYS}}}
                 while self.entry(entry["id"]) is not None:  # two questions with the same hash prefix
                     entry["id"] += "x"
+                if confirmed and entry["added"] is None and is_complete(entry):
+                    entry["added"] = now()
                 self.entries.append(entry)
                 added += 1
             if added:
                 self.save()
             return added
 
-    def attach_review(self, item_id: str, units: list[dict], reason: str) -> bool:
-        """Queue units of a run for judging on entry ``item_id`` (``units``: ``unit_id``, ``doc_id``,
-        ``start``, ``end``); reopens the entry. Returns whether the entry exists."""
+    def attach_review(self, item_id: str, units: list[dict], reason: str, adjudication: dict | None = None) -> bool:
+        """Queue units for judging on entry ``item_id`` (``units``: ``unit_id``, ``doc_id``, ``start``,
+        ``end``, and each annotator's ``verdicts`` when adjudicating, with ``adjudication`` their
+        fields side by side); reopens the entry. Returns whether the entry exists."""
         with self.lock:
             entry = self.entry(item_id)
             if entry is None:
                 return False
-            entry["review"] = {"reason": reason, "units": units}
+            entry["review"] = {"reason": reason, "units": units} | ({"adjudication": adjudication} if adjudication else {})
             entry["reviewed"] = False
             return True
 

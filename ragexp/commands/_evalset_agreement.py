@@ -1,10 +1,11 @@
-"""``ragexp evalset agreement A B [--corpus DIR] [--queue FILE] [--span-threshold T] [--experiment NAME]
-[--tracking-uri URI] [--no-log]``: how far two annotators of the same questions agree.
+"""``ragexp evalset agreement A B [--corpus DIR] [--queue FILE --adjudicator NAME] [--span-threshold T]
+[--experiment NAME] [--tracking-uri URI] [--no-log]``: how far two annotators of the same questions agree.
 
 Prints Cohen's kappa on answerability and on document relevance (with 95 % intervals), the
 evidence overlap F1 and the items they disagree on (:mod:`ragexp.annotation.agreement`);
-``--queue FILE`` queues those items for adjudication on ``ragexp evalset annotate FILE``
-(:mod:`ragexp.annotation.adjudication`); unless ``--no-log`` the numbers go into the description
+``--queue FILE --adjudicator NAME`` builds a new eval set FILE from both files to adjudicate on
+``ragexp evalset annotate FILE``: what both gave alike settled, every difference queued with both
+sides shown and neither preselected (:mod:`ragexp.annotation.adjudication`); unless ``--no-log`` the numbers go into the description
 of A's MLflow experiment, where its runs are (:mod:`ragexp.tracking.agreement_note`).
 Without ``--corpus`` the files are read as written (:func:`ragexp.annotation.judgments.file_judgments`).
 Exit 0, or 2 on unusable input (each one line).
@@ -18,6 +19,7 @@ import filecmp
 import os
 from pathlib import Path
 
+from ragexp.data.evalset_schema import MAX_ANNOTATOR, valid_annotator
 from ragexp.errors import RagexpInputError
 
 HELP = "agreement of two annotators of the same questions: kappa, evidence overlap, disagreements to adjudicate"
@@ -32,8 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", type=Path, help="corpus folder or corpus .jsonl both resolve against (needed for "
                         "quotes and whole documents, --queue and the default experiment)")
     parser.add_argument("--queue", type=Path, metavar="FILE",
-                        help="queue the disagreements for adjudication in eval set FILE (.jsonl, new or a copy of one "
-                             "annotator's file); then: ragexp evalset annotate FILE --corpus DIR")
+                        help="build eval set FILE (.jsonl, new) from both files to adjudicate: what both gave alike "
+                             "settled, each difference queued with both verdicts and neither preselected; then: "
+                             "ragexp evalset annotate FILE --corpus DIR")
+    parser.add_argument("--adjudicator", metavar="NAME", help="with --queue: who adjudicates (recorded in FILE's header "
+                        "with both source files, and as the annotator of the items settled on the page)")
     parser.add_argument("--span-threshold", type=float, default=DEFAULT_SPAN_THRESHOLD, metavar="T",
                         help=f"an item whose evidence overlap F1 is below T is a disagreement (default {DEFAULT_SPAN_THRESHOLD})")
     parser.add_argument("--experiment", help="MLflow experiment to note the agreement in (default: A's, named as a run on A names it)")
@@ -52,6 +57,11 @@ def _check(args: argparse.Namespace) -> None:
                                file=args.second)
     if args.corpus is None and args.queue is not None:
         raise RagexpInputError("needs --corpus DIR: the page shows the passages to judge from it", field="--queue")
+    if (args.queue is None) != (args.adjudicator is None):
+        raise RagexpInputError("--queue FILE and --adjudicator NAME go together (who adjudicates FILE)",
+                               field="--adjudicator" if args.queue is not None else "--queue")
+    if args.adjudicator is not None and not valid_annotator(args.adjudicator):
+        raise RagexpInputError(f"a name of 1 to {MAX_ANNOTATOR} characters", field="--adjudicator")
     if args.corpus is None and not args.no_log and not args.experiment:
         raise RagexpInputError("needed to note the agreement in A's MLflow experiment, which is named by the fingerprint of "
                                "its resolved evidence; pass --corpus DIR, --experiment NAME or --no-log", field="--corpus")
@@ -60,8 +70,8 @@ def _check(args: argparse.Namespace) -> None:
             raise RagexpInputError("the adjudication queue goes into a .jsonl eval set (the annotation page's format)",
                                    file=args.queue, field="--queue")
         if any(args.queue.exists() and os.path.samefile(args.queue, path) for path in (args.first, args.second)):
-            raise RagexpInputError(f"queueing into an annotator's file would rewrite it; copy it first (cp {args.queue} "
-                                   "adjudicated.jsonl) and queue into the copy", file=args.queue, field="--queue")
+            raise RagexpInputError("queueing into an annotator's file would rewrite it and anchor the adjudication on "
+                                   "its verdicts; name a new file", file=args.queue, field="--queue")
 
 
 def names_of(judgments, paths: tuple[Path, Path]) -> tuple[str, str]:
@@ -91,14 +101,17 @@ def run(args: argparse.Namespace) -> int:
     result = agreement(paired_judgments(*judgments), names, args.span_threshold)
     print(result.render(*(name if name == str(path) else f"{name} ({path})" for name, path in zip(names, paths))))
     if args.queue is not None:
-        from ragexp.annotation.adjudication import queue_disagreements
+        from ragexp.annotation.adjudication import queue_adjudication, source_record
         from ragexp.annotation.session import Session
 
         items = ({item.id: item for item in first}, {item.id: item for item in second})
-        queued = queue_disagreements(Session(args.queue), result, items, names, corpus)
-        print(f"queued {queued.entries} of {len(result.disagreements)} disagreements ({queued.new} new questions, "
-              f"{queued.units} passages to judge) in {args.queue}; adjudicate with: ragexp evalset annotate {args.queue} "
-              f"--corpus {args.corpus}")
+        sources = tuple(source_record(path, j.annotator) for path, j in zip(paths, judgments))
+        q = queue_adjudication(Session(args.queue), result, items, names, corpus, args.adjudicator, sources,
+                               first.name or args.first.stem)
+        print(f"{args.queue}: {q.settled} items both gave alike (settled), {q.disagreements} disagreements and "
+              f"{q.differing} smaller differences queued ({q.units} passages to judge, neither side preselected)"
+              + (f", {q.already} queued before" if q.already else "")
+              + f"; adjudicate with: ragexp evalset annotate {args.queue} --corpus {args.corpus}")
     if not args.no_log:
         _note(args, result, names, corpus, first)
     return 0

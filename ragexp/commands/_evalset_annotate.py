@@ -7,15 +7,18 @@ model is loaded. ``--queries`` queues candidates (``ragexp evalset queries``) or
 (``ragexp evalset draft``); ``--from-run`` queues the run's unjudged top-k units (``--depth``,
 default the run's ``context_k``), or with ``--failures`` its retrieval failures and
 hallucinations. ``--queue-only`` writes the queue and exits without serving. ``--annotator`` is
-written as ``annotator`` on every item this session changes. Each ``--queries`` row is checked
-against the eval-set schema before anything is queued.
+written as ``annotator`` on every item this session changes (on a set queued for adjudication,
+``ragexp evalset agreement --queue``, the header's adjudicator when not given). Each ``--queries`` row is checked
+against the eval-set schema before anything is queued. Before the URL is printed the lexical
+pipeline is built (seconds), so the first question's candidates show at once; the other pipelines
+are built in the background and their candidates join the pool as each is ready
+(:class:`ragexp.annotation.pool.Pooler`).
 """
 
 from __future__ import annotations
 
 import argparse
 import tempfile
-import threading
 from pathlib import Path
 
 from ragexp.annotation.pool import DEFAULT_DEPTH, DEFAULT_PIPELINES
@@ -115,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
         from ragexp.web.app import create_app, serve
 
         session = Session(args.evalset, annotator=args.annotator)
+        if args.annotator is None and session.header.adjudication is not None:
+            session.annotator = session.header.adjudication.adjudicator
+            print(f"adjudicating as {session.annotator} (the adjudicator {args.evalset} names)")
         corpus = LiveCorpus(args.corpus)
         rows = []
         for line, obj in iter_jsonl_objects(args.queries) if args.queries is not None else ():  # bad: before any output
@@ -131,8 +137,9 @@ def run(args: argparse.Namespace) -> int:
         progress.set_enabled(False)  # one bar per pooled question would bury the URL
         pipelines = [name.strip() for name in args.pipelines.split(",") if name.strip()]
         pooler = Pooler(pipelines, args.pool_depth, args.seed, chunking=session.header.chunking)
-        threading.Thread(target=pooler.warm, args=(corpus.current(),), daemon=True, name="pool-warm-up").start()
+        pooler.warm(corpus.current(), first_only=True)  # the lexical pipeline: seconds; the others build meanwhile
         annotation = Annotation(session, corpus, pooler)
+        annotation.chunk_map()  # the page's first request reads it
         app = create_app(routers(annotation), "annotate.html", title="ragexp annotate")
         return serve(app, sock, what=f"annotating {args.evalset} (saved at every change)")
     finally:

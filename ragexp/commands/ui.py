@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
+from ragexp.web.browser_ports import check_browser_port, next_open_port
 
 START_TIMEOUT_S = 180.0  # a loaded 2-core machine needs over a minute to import MLflow and migrate
 STOP_TIMEOUT_S = 10.0
@@ -35,9 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_port_free(host: str, port: int) -> None:
     """Raise :class:`RagexpInputError` naming ``host:port`` when something already listens there
-    (bound the way the server binds it, so a port in TIME_WAIT is not reported busy)."""
+    (bound the way the server binds it, so a port in TIME_WAIT is not reported busy), or when
+    browsers refuse the port (:mod:`ragexp.web.browser_ports`)."""
     if not 0 < port < 65536:
         raise RagexpInputError(f"{port} is not a TCP port (1-65535)", field="--port")
+    check_browser_port(port)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -45,7 +48,7 @@ def check_port_free(host: str, port: int) -> None:
             probe.bind((host, port))
         except OSError as err:
             raise RagexpInputError(f"port {port} on {host} is already in use ({err.strerror}); stop what runs there or "
-                                   f"pick another port, e.g. --port {port + 1}", field="--port") from None
+                                   f"pick another port, e.g. --port {next_open_port(port)}", field="--port") from None
 
 
 def _healthy(base: str) -> bool:

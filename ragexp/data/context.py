@@ -2,29 +2,124 @@
 
 ``format_context(chunks)`` numbers the passages ``[1] title`` / text, separated by blank lines
 (the title line only if the chunk has one; line breaks in a title become spaces, so the label is
-one line), so the judge sees exactly what the generator saw.
+one line), so the judge sees exactly what the generator saw. The title is the chunk's heading path
+(``Refund policy > Annual plans``) with a part that repeats the one before it left out
+(:func:`label_title`): a document whose title is its first heading would read ``Refund policy >
+Refund policy > Annual plans``.
 
 The label lines are ragexp's, not the documents': :func:`passage_spans` finds the document text
-of each passage again, so evidence a judge or the review page points at is document text only.
+of each passage again, so evidence a judge or the review page points at is document text only, and
+:func:`strip_label_copies` takes out of an answer the lines a model copied from them (a small model
+answers "[1] Proration > Prration > Downgrades"): they are not claims about the documents.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 
 from ragexp.data.model import Chunk
 
 _FIRST_LABEL = re.compile(r"\[1\][^\n]*\n")
+#: How a heading path's parts are joined in a chunk title (``ragexp.chunking.markdown``).
+TITLE_PARTS = re.compile(r"\s+[>›»]\s+")
+_NUMBER_MARK = re.compile(r"^\[(\d{1,3})\]\s*")
+_ANSWER_LIST_MARK = re.compile(r"^\s*(?:[-*•–]|\d{1,3}[.)])\s+")
+_EMPHASIS = re.compile(r"^[*_`]+|[*_`]+$")
+#: Two title texts this similar (difflib ratio, case and spacing ignored) are the same label
+#: (a small model misspells what it copies: "Prration").
+SAME_LABEL = 0.85
+
+
+def _key(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _similar(a: str, b: str) -> bool:
+    return difflib.SequenceMatcher(None, _key(a), _key(b), autojunk=False).ratio() >= SAME_LABEL
+
+
+def _title_parts(title: str) -> list[str]:
+    """A heading path's parts, one line, a part that repeats the part before it left out."""
+    parts: list[str] = []
+    for part in TITLE_PARTS.split(" ".join(title.split())):
+        if part and not (parts and _similar(parts[-1], part)):
+            parts.append(part)
+    return parts
+
+
+def label_title(title: str) -> str:
+    """The title as a label line shows it (module docstring): ``A > A > B`` -> ``A > B``."""
+    return " > ".join(_title_parts(title))
 
 
 def format_context(chunks: Sequence[Chunk]) -> str:
     """Numbered passages: ``[i] title\\ntext`` separated by blank lines (title line only if set)."""
     blocks = []
     for number, chunk in enumerate(chunks, start=1):
-        heading = f"[{number}] {' '.join(chunk.title.splitlines())}".rstrip()
+        heading = f"[{number}] {label_title(chunk.title)}".rstrip()
         blocks.append(f"{heading}\n{chunk.text.strip()}")
     return "\n\n".join(blocks)
+
+
+def context_labels(context: str) -> list[str]:
+    """The title of each passage's label line in a context :func:`format_context` wrote (``""``
+    for a label without a title); ``[]`` for any other text."""
+    spans = passage_spans(context)
+    if _FIRST_LABEL.match(context) is None:
+        return []
+    label_starts = [0] + [end + 2 for _, end in spans[:-1]]
+    return [context[at : start - 1].split("]", 1)[1].strip() for at, (start, _) in zip(label_starts, spans)]
+
+
+def _runs(parts: list[str], shortest: int) -> list[str]:
+    """Every run of consecutive ``parts`` of at least ``shortest`` parts, joined as a title."""
+    return [" > ".join(parts[i:j]) for i in range(len(parts)) for j in range(i + shortest, len(parts) + 1)]
+
+
+def _copies_label(line: str, labels: Sequence[str]) -> bool:
+    """Whether an answer line is a copy of a label line (see :func:`strip_label_copies`)."""
+    numbered = _NUMBER_MARK.match(line)
+    rest = _EMPHASIS.sub("", line[numbered.end():] if numbered else line).strip()
+    if numbered and not int(numbered.group(1)) <= len(labels):
+        return False
+    if numbered and not rest:
+        return True
+    raw = TITLE_PARTS.split(rest)
+    if not numbered and len(raw) < 2:  # a heading alone is document text ("Annual plans")
+        return False
+    forms = {" > ".join(raw), " > ".join(_title_parts(rest))}
+    for label in labels:
+        label_raw = TITLE_PARTS.split(" ".join(label.split()))
+        runs = _runs(label_raw, 1) + _runs(_title_parts(label), 1)
+        if any(_similar(form, run) for form in forms for run in runs):
+            return True
+    return False
+
+
+def strip_label_copies(answer: str, context: str) -> tuple[str, int]:
+    """``answer`` without the lines that copy a label line of ``context``, and how many there were.
+
+    A line (a list marker and Markdown emphasis around it ignored) copies a label when it is
+    ``[i]`` alone for a passage number ``i`` of the context, ``[i]`` followed by a label's title or
+    a run of its parts (``[4] Downgrading`` for ``[4] Proration > Downgrading``), or, without
+    ``[i]``, a heading path (two parts or more joined by ``>``) that is a label's title or a run of
+    its parts. Titles are compared as written and with a part that repeats the one before it left
+    out, equal up to :data:`SAME_LABEL` similarity (a copied ``Prration``). A heading alone
+    (``Annual plans``) is document text and stays, as does a line that says anything beyond the
+    label. Any other context (no label lines) removes nothing."""
+    labels = context_labels(context)
+    if not labels or not answer:
+        return answer, 0
+    kept, removed = [], 0
+    for line in answer.split("\n"):
+        body = _ANSWER_LIST_MARK.sub("", line).strip()
+        if body and _copies_label(body, labels):
+            removed += 1
+        else:
+            kept.append(line)
+    return ("\n".join(kept).strip(), removed) if removed else (answer, 0)
 
 
 def passage_spans(context: str) -> list[tuple[int, int]]:

@@ -4,7 +4,9 @@ Every program that reads or writes the eval-set format (the loader, the annotati
 the page's queue) goes through this module, so a line one of them accepts the others accept too.
 
 Records (field meanings: ``docs/evalset-format.md``)
-    :class:`HeaderRecord` ``{"ragexp_evalset": 1, "name", "description", "chunking"}``;
+    :class:`HeaderRecord` ``{"ragexp_evalset": 1, "name", "description", "chunking", "adjudication"}``
+    (``adjudication``: :class:`AdjudicationRecord` ``{"adjudicator", "sources": [{"file", "annotator",
+    "sha256"}, {...}]}``, set on a set adjudicated from two annotators' files);
     :class:`ItemRecord` ``{"id", "query", "evidence", "gold_chunk_ids", "gold_answer", "answers",
     "key_facts", "tags", "category", "answerable", "source", "added", "annotator"}``;
     :class:`EvidenceRecord` ``{"doc_id", "start", "end", "quote", "occurrence", "grade"}``.
@@ -43,7 +45,10 @@ from ragexp.stored import limits
 
 FORMAT_VERSION = 1
 VERSION_KEY = "ragexp_evalset"
-HEADER_FIELDS = (VERSION_KEY, "name", "description", "chunking")
+HEADER_FIELDS = (VERSION_KEY, "name", "description", "chunking", "adjudication")
+ADJUDICATION_FIELDS = ("adjudicator", "sources")
+SOURCE_FIELDS = ("file", "annotator", "sha256")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 ITEM_FIELDS = (
     "id", "query", "evidence", "gold_chunk_ids", "gold_answer", "answers", "key_facts", "tags", "category",
     "answerable", "source", "added", "annotator",
@@ -98,12 +103,30 @@ class ItemRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceRecord:
+    """One annotator's file an adjudicated set was built from: its name, annotator and SHA-256 then."""
+
+    file: str
+    annotator: str | None
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class AdjudicationRecord:
+    """Who adjudicated the set, and the two annotators' files it was built from."""
+
+    adjudicator: str
+    sources: tuple[SourceRecord, SourceRecord]
+
+
+@dataclass(frozen=True, slots=True)
 class HeaderRecord:
     """The optional first line; ``chunking`` is the chunker options ``gold_chunk_ids`` refer to."""
 
     name: str | None = None
     description: str | None = None
     chunking: Mapping | None = None
+    adjudication: AdjudicationRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,8 +214,33 @@ def header_from_json(obj: Mapping, *, file: Path | None = None, line: int | None
     if version != FORMAT_VERSION or isinstance(version, bool):
         fields.fail(VERSION_KEY, f"unsupported eval-set format version {version!r}; this ragexp reads version "
                                  f"{FORMAT_VERSION}")
+    adjudication = fields.value("adjudication", dict)
     return HeaderRecord(name=fields.string("name"), description=fields.string("description"),
-                        chunking=fields.value("chunking", dict))
+                        chunking=fields.value("chunking", dict),
+                        adjudication=None if adjudication is None else _adjudication(adjudication, file, line))
+
+
+def _adjudication(obj: Mapping, file: Path | None, line: int | None) -> AdjudicationRecord:
+    fields = Fields(obj, file, line, prefix="adjudication")
+    fields.reject_unknown(ADJUDICATION_FIELDS, "adjudication")
+    adjudicator = fields.string("adjudicator", required=True)
+    if not valid_annotator(adjudicator):
+        fields.fail("adjudicator", f"a name of 1 to {MAX_ANNOTATOR} characters")
+    sources = fields.objects("sources")
+    if len(sources) != 2:
+        fields.fail("sources", "the two annotators' files it was adjudicated from")
+    records = []
+    for i, source in enumerate(sources):
+        entry = Fields(source, file, line, prefix=f"adjudication.sources[{i}]")
+        entry.reject_unknown(SOURCE_FIELDS, "source")
+        annotator = entry.string("annotator")
+        if annotator is not None and not valid_annotator(annotator):
+            entry.fail("annotator", f"a name of 1 to {MAX_ANNOTATOR} characters")
+        digest = entry.string("sha256", required=True)
+        if not _SHA256.fullmatch(digest):
+            entry.fail("sha256", "64 lower-case hex digits")
+        records.append(SourceRecord(file=entry.string("file", required=True), annotator=annotator, sha256=digest))
+    return AdjudicationRecord(adjudicator=adjudicator, sources=(records[0], records[1]))
 
 
 def item_from_json(obj: Mapping, *, file: Path | None = None, line: int | None = None) -> ItemRecord:
@@ -264,6 +312,10 @@ def header_to_json(header: HeaderRecord) -> dict:
     for key in ("name", "description", "chunking"):
         if getattr(header, key) is not None:
             obj[key] = getattr(header, key)
+    if header.adjudication is not None:
+        obj["adjudication"] = {"adjudicator": header.adjudication.adjudicator, "sources": [
+            {"file": s.file, **({"annotator": s.annotator} if s.annotator else {}), "sha256": s.sha256}
+            for s in header.adjudication.sources]}
     return obj
 
 

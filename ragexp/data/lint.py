@@ -5,7 +5,10 @@ Errors (exit 1) — the eval set would measure the wrong thing:
     no longer resolves in the live corpus (unknown document, quote gone or ambiguous, span out of
     range, chunk index out of range — the method article's stale-export pitfall), duplicate item
     ids, empty queries, evidence contradicting ``answerable``; plus evidence spans that hold only
-    whitespace, and items whose gold lies only in documents with neither text nor title.
+    whitespace, items whose gold lies only in documents with neither text nor title, and
+    unanswerable items with ``key_facts`` (facts an answer must contain, for a question the corpus
+    does not answer: key-fact recall would score a correct refusal as wrong; the ``gold_answer`` of
+    an unanswerable item is the reply expected instead, such as "The docs do not say ...").
 Warnings — the eval set is usable but weaker than it should be:
     documents with neither text nor title (no run indexes them; their count is reported),
     duplicate or near-duplicate queries (equal after Unicode NFKC, case folding and collapsing
@@ -171,6 +174,7 @@ def lint_evalset(
     findings += _unindexable_documents(reading, corpus)
     findings += _duplicate_queries(reading)
     findings += _missing_gold_answers(reading)
+    findings += _answers_of_unanswerable(reading)
     findings += _category_coverage(reading)
     findings.sort(key=lambda f: (f.line is None, f.line or 0))
     n_answerable = sum(item.answerable for item in items)
@@ -306,6 +310,13 @@ def _missing_gold_answers(reading: EvalSetReading) -> list[LintFinding]:
         for line, item in _lines_and_items(reading)
         if item.answerable and not item.reference_answers and not item.key_facts
     ]
+
+
+def _answers_of_unanswerable(reading: EvalSetReading) -> list[LintFinding]:
+    message = ('"answerable": false, yet the item has key_facts, the facts an answer must contain: a correct refusal '
+               'would score key-fact recall 0; remove them, or remove "answerable": false if the corpus does answer it')
+    return [_finding(ERROR, "facts-of-unanswerable", message, reading, line, item, "key_facts")
+            for line, item in _lines_and_items(reading) if not item.answerable and item.key_facts]
 
 
 def _category_coverage(reading: EvalSetReading) -> list[LintFinding]:

@@ -10,6 +10,8 @@ Over the generations of one run (failed calls left out)::
     gen.length_capped         = # answers (cached or not) that stopped at max_new_tokens
     gen.repetition_stopped    = # answers (cached or not) a local model ended where they started
                                 repeating themselves (``repeat_ngram``, :mod:`ragexp.llm.answer_end`)
+    gen.degenerate_stopped    = # answers (cached or not) a local model ended where they degenerated
+                                into list markers or one token over and over (the same stop)
 
 A call answered in a batch carries its share of the batch's time (see
 :class:`~ragexp.llm.base.LLMResponse`), so these are throughputs of the batched work. Calls whose
@@ -34,6 +36,7 @@ def speed_metrics(generations: Iterable[Any]) -> dict[str, float]:
         "gen.cached_calls": float(len(answered) - len(fresh)),
         "gen.length_capped": float(sum(g.finish_reason == "length" for g in answered)),
         "gen.repetition_stopped": float(sum(g.finish_reason == "repetition" for g in answered)),
+        "gen.degenerate_stopped": float(sum(g.finish_reason == "degenerate" for g in answered)),
         "gen.latency_s": sum(g.latency_s for g in fresh),
         "gen.prefill_s": prefill_s,
         "gen.decode_s": decode_s,

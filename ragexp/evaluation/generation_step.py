@@ -6,6 +6,12 @@ judge's reconstructed question vs the query, by embedding cosine), correctness a
 (SQuAD EM/F1, key-fact recall, refusals) and gets a failure class: ``retrieval_failure`` when no
 gold chunk reached the generator, ``generation_failure`` when it did and the answer is still
 wrong or unfaithful, ``ok``; ``unanswerable_ok`` / ``hallucinated`` for unanswerable items.
+Lines of an answer that copy a context label line (``[1] Refund policy > Annual plans``) are taken
+out before anything reads it (:func:`~ragexp.data.context.strip_label_copies`): they are ragexp's
+labels, not claims about the documents. ``gen.label_copies`` counts the answers that had one,
+``gen.degenerate_answers`` the answers that degenerated into list markers or one token over and
+over (:func:`~ragexp.llm.answer_end.degeneration_start`, on the answer as kept: a local model's stop
+cuts it there first, ``gen.degenerate_stopped``).
 Judge verdicts are cached by (judge config, query, answer, context), so a new judge never
 re-generates and a re-run never re-judges.
 
@@ -28,7 +34,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp.config.schema import component_config
-from ragexp.data.context import format_context
+from ragexp.data.context import format_context, strip_label_copies
 from ragexp.evaluation.generation_speed import speed_metrics
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
@@ -53,7 +59,7 @@ from ragexp.judging.faithfulness import (
     faithfulness_batch,
 )
 from ragexp.judging.judges import warn_if_self_judging
-from ragexp.llm.answer_end import most_repeated_sentence
+from ragexp.llm.answer_end import degeneration_start, most_repeated_sentence
 from ragexp.llm.usage import TokenUsage, metered
 from ragexp.metrics.per_tag import per_source_means, per_tag_means
 from ragexp.runtime.stage_cache import StageCache
@@ -145,6 +151,7 @@ def generation_step(
     chunks_by_id = data.chunks_by_id
     faith_results, relevance_results, classes, generations, rows = [], [], [], [], []
     generate_s = judge_s = 0.0
+    label_copies = 0
     items = data.evalset.items
     with tqdm(total=len(items), desc="generate+judge", unit="q", disable=not cfg.progress) as bar:
         for start in range(0, len(items), ROUND):
@@ -155,8 +162,12 @@ def generation_step(
                 counted.queries += len(round_items)
                 round_generations = _generate_all(generator, [(item.query, ctx) for item, ctx in zip(round_items, contexts)])
             generate_s += time.perf_counter() - t0
-            generations.extend(round_generations)
             context_texts = [format_context(ctx) for ctx in contexts]
+            stripped = [strip_label_copies(g.answer, text) for g, text in zip(round_generations, context_texts)]
+            round_generations = [replace(g, answer=answer) if removed else g
+                                 for g, (answer, removed) in zip(round_generations, stripped)]
+            label_copies += sum(removed > 0 for _, removed in stripped)
+            generations.extend(round_generations)
             judged = [i for i, g in enumerate(round_generations) if not g.error] if judge is not None else []
             t0 = time.perf_counter()
             records = _judge_records(
@@ -167,7 +178,7 @@ def generation_step(
             record_of = dict(zip(judged, records))
             for i, (item, row, generation) in enumerate(zip(round_items, round_rows, round_generations)):
                 fields: dict[str, Any] = {"answer": generation.answer, "generation_error": generation.error or None,
-                                          **generation_tokens(generation)}
+                                          "label_lines_removed": stripped[i][1], **generation_tokens(generation)}
                 # A failed call has no answer: no correctness, judging or refusal is read into it.
                 scores = {} if generation.error else correctness_metrics(generation.answer, item.reference_answers, item.key_facts)
                 faith = None
@@ -216,6 +227,10 @@ def generation_step(
     aggregates["gen.completion_tokens"] = float(sum(g.completion_tokens for g in generations))
     aggregates["gen.repeating_answers"] = float(
         sum(most_repeated_sentence(g.answer) >= REPEATING for g in generations if not g.error)
+    )
+    aggregates["gen.label_copies"] = float(label_copies)
+    aggregates["gen.degenerate_answers"] = float(
+        sum(degeneration_start(g.answer + " ") is not None for g in generations if not g.error)
     )
     aggregates.update(speed_metrics(generations))
     aggregates["gen.generate_wall_s"] = generate_s

@@ -33,7 +33,7 @@ class PreparedData:
     chunking_label: str
     chunking_config: dict
     not_indexed: list[str]  # documents without text and title: no chunk, never retrievable
-    corpus_warnings: list[str] = field(default_factory=list)  # files skipped, empty, noted; converter changes; blank gold
+    corpus_warnings: list[str] = field(default_factory=list)  # files skipped, empty, noted; converter changes; the loader's; blank gold
 
     @property
     def chunks_by_id(self) -> dict[str, Chunk]:
@@ -76,7 +76,7 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True, chun
     by_chunk = chunk_qrels(evalset.items, by_doc, rule) if chunked else {item.id: {} for item in evalset.items}
     by_document = doc_qrels(evalset.items)
     blank = blank_gold(by_document, set(not_indexed))
-    for warning in blank_gold_warnings(blank):
+    for warning in [*evalset.meta.get("warnings", []), *blank_gold_warnings(blank)]:
         log.warning("%s", warning)
     for qid, grades in blank.items():
         for doc_id, grade in grades.items():
@@ -91,7 +91,7 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True, chun
         chunking_label=chunker.describe(),
         chunking_config=chunker.config,
         not_indexed=not_indexed,
-        corpus_warnings=[*corpus_warnings, *blank_gold_warnings(blank)],
+        corpus_warnings=[*corpus_warnings, *evalset.meta.get("warnings", []), *blank_gold_warnings(blank)],
     )
 
 

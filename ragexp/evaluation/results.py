@@ -105,6 +105,8 @@ class QueryResult:
     - ``relevant`` / ``doc_relevant``: graded qrels at chunk and document level;
     - ``first_relevant_rank``: 1-based rank of the first unit with grade >= 1, ``None`` if none retrieved;
     - ``metrics``: the per-query metric values by flat name (``hit_rate_at_5``, ``doc_mrr``, ``f1``);
+    - ``answer``: the generated answer without the lines that copied a context label line, and
+      ``label_lines_removed`` how many there were (:func:`ragexp.data.context.strip_label_copies`);
     - ``failure_class``: the generation run's class (:mod:`ragexp.judging.failure`).
     """
 
@@ -124,6 +126,7 @@ class QueryResult:
     generation_error: str | None = None
     prompt_tokens: int | None = None  # the generation call's, as the model reported them
     completion_tokens: int | None = None
+    label_lines_removed: int | None = None
     claims: tuple[Verdict, ...] | None = None
     judge_context: str | None = None
     n_claims: int | None = None
@@ -247,6 +250,7 @@ _ROW_READERS = {
     "prompt_tokens": _Check.integer,
     "completion_tokens": _Check.integer,
     "generation_error": _Check.text,
+    "label_lines_removed": _Check.integer,
     "claims": lambda check, v, path: tuple(_verdict(check, x, f"{path}[{i}]")
                                            for i, x in enumerate(check.array(v, path, "a list of claim verdicts"))),
     "judge_context": _Check.text,

@@ -32,7 +32,8 @@ def index_warnings(results) -> list[str]:
         return []
     shown = ", ".join(results.meta.get("docs_not_indexed", [])[:5])
     return [f"WARNING: {missing} documents have neither text nor title and were not indexed ({shown}); "
-            "evidence in them counts at neither chunk nor document level"]
+            "evidence in them stays gold, which no run can retrieve: a query whose gold lies only there scores 0 "
+            "(the run's warnings name those queries)"]
 
 
 def system_line(system: dict, agg: dict) -> str:

@@ -7,7 +7,9 @@ Two splitters, chosen by the judge config's ``claim_splitter``:
   digit, quote or bracket, or at a line break; decimals (``1.5``), versions, host names and the
   usual abbreviations (``e.g.``, ``i.e.``, ``etc.``, ``vs.``) do not end one. List markers
   (``-``, ``*``, ``•``, ``1.``, ``2)``) are stripped. Fragments without a letter or digit are
-  dropped.
+  dropped, and so are fragments that are nothing but list numbers or citation marks (``1.``,
+  ``1. 2.``, ``[6]``: a degenerate answer's markers, which state nothing; a bare ``1`` is an answer
+  and stays a claim).
 - ``llm`` (:class:`LLMClaimSplitter`): the chat model is asked for one atomic claim per line
   (:data:`CLAIM_SPLIT_PROMPT`). If the call fails or yields no line, the answer is split into
   sentences instead; each fallback is logged and counted in ``fallbacks``.
@@ -39,6 +41,7 @@ _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "approx.", "incl.", "cf.", "no.
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9`])")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•–]|\d{1,3}[.)])\s+")
 _HAS_WORD = re.compile(r"\w")
+_ONLY_MARKERS = re.compile(r"(?:(?:\d{1,3}[.)]|\[\d{1,3}\])\s*)+")
 
 
 class ClaimSplitter(Protocol):
@@ -73,7 +76,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         rest = body[start:]
         skipped = len(rest) - len(rest.lstrip())
         spans.append((base + start + skipped, base + start + skipped + len(rest.strip())))
-    return [(s, e) for s, e in spans if _HAS_WORD.search(text[s:e])]
+    return [(s, e) for s, e in spans if _HAS_WORD.search(text[s:e]) and not _ONLY_MARKERS.fullmatch(text[s:e])]
 
 
 def split_sentences(answer: str) -> list[str]:

@@ -13,7 +13,19 @@ only (a word counts once whitespace follows it, so a half-made word never matche
   (``-``, ``*``, ``•``, ``4.``, ``4)``) ignored: the repetition starts where the later one does.
 
 Words are compared with list markers left out too (a marker word first on its line or after a
-sentence end), so numbered copies (``4. X`` / ``5. X``) match.
+sentence end), so numbered copies (``4. X`` / ``5. X``) match. That leaves the loops with no word
+at all to the third rule, :func:`degeneration_start` (degeneration: the model emits markers or one
+token over and over, e.g. ``1. 1. 1. 1. ...``):
+
+- **markers**: :data:`MARKER_RUN` list or citation markers (``-``, ``*``, ``•``, ``4.``, ``4)``,
+  ``#``, ``[4]``) in a row with nothing else between them; the answer keeps the text before them;
+- **word**: one word :data:`WORD_RUN` times in a row, list markers between them not counted
+  (``the the the the``, ``2. 5.0.0 3. 5.0.0 4. 5.0.0 5. 5.0.0``); the answer keeps the first;
+- **token**: a piece of 1 to 4 characters, not all digits, :data:`TOKEN_RUN` times back to back
+  inside one word (``!!!!!!!!``, ``1.1.1.1.1.1.1.1.``; ``100000000`` is a number, not a loop);
+  the answer keeps the first piece.
+
+Each counts complete words only.
 The answer keeps the text before the repetition. :func:`end_at_sentence` then cuts a cut-off
 answer (a repetition, or the token cap) after its last whole sentence, so it ends where the
 answer ends rather than mid-sentence or on a dangling list number.
@@ -29,6 +41,17 @@ _SENTENCE_END = re.compile(r"(?:[.!?][\"')\]]*(?=\s)|\n)")
 _LEADING_MARKER = re.compile(r"^\s*(?:(?:[-*•–]|\d{1,3}[.)])\s+)*")
 _LAST_SENTENCE = re.compile(r"[.!?][\"')\]]*(?=\s|$)")
 _TRAILING_MARKER = re.compile(r"(?:^|\n|[.!?:][\"')\]]*\s)\s*(?:[-*•–]|\d{1,3}[.)])$")
+RULES_VERSION = 3
+"""Part of a local model's call-cache key with ``repeat_ngram``: an answer cut by older rules is not reused
+(version 2 added the degeneration rule, 3 citation markers and word runs across list markers)."""
+MARKER_RUN = 3
+"""List markers in a row (nothing between them) that make a degenerate answer."""
+WORD_RUN = 4
+"""Times one word in a row that make a degenerate answer."""
+TOKEN_RUN = 8
+"""Times a short piece back to back inside one word that make a degenerate answer."""
+_MARKER_RUN = re.compile(r"(?<!\S)(?:(?:[-*•–]|\d{1,3}[.)]|#{1,6}|\[\d{1,3}\])\s+){%d,}" % MARKER_RUN)
+_TOKEN_RUN = re.compile(r"(\S{1,4}?)\1{%d,}(?=\S*\s)" % (TOKEN_RUN - 1))
 
 
 def _words(text: str) -> list[tuple[str, int]]:
@@ -84,9 +107,28 @@ def most_repeated_sentence(answer: str) -> int:
     return max(counts.values(), default=0)
 
 
+def _word_run_start(text: str) -> int | None:
+    """Offset of the second word of the first run of :data:`WORD_RUN` equal words (list markers left out)."""
+    words = _words(text)
+    for i in range(len(words) - WORD_RUN + 1):
+        if all(words[i + j][0] == words[i][0] for j in range(1, WORD_RUN)):
+            return words[i + 1][1]
+    return None
+
+
+def degeneration_start(text: str) -> int | None:
+    """Where ``text`` degenerated into markers, one word or one short piece over and over (module
+    docstring): the earliest cut of the three rules, else ``None``."""
+    markers = _MARKER_RUN.search(text)
+    found = [at for at in (markers.start() if markers else None, _word_run_start(text)) if at is not None]
+    found += [m.start() + len(m.group(1)) for m in _TOKEN_RUN.finditer(text) if not m.group(1).isdigit()][:1]
+    return min(found) if found else None
+
+
 def repetition_start(text: str, n: int) -> int | None:
-    """Where ``text`` started repeating itself by either rule (the earlier offset), else ``None``."""
-    found = [at for at in (ngram_repeat_start(text, n), sentence_repeat_start(text)) if at is not None]
+    """Where ``text`` started repeating itself by any rule (the earliest offset), else ``None``."""
+    found = [at for at in (ngram_repeat_start(text, n), sentence_repeat_start(text), degeneration_start(text))
+             if at is not None]
     return min(found) if found else None
 
 

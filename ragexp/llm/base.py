@@ -30,7 +30,8 @@ class LLMResponse:
     ``finish_reason``: ``eos`` (the model ended its turn), ``stop`` (a stop string; HTTP
     endpoints say ``stop`` for either), ``length`` (``max_tokens`` reached), ``repetition`` (a
     local model with ``repeat_ngram`` found the answer repeating itself and kept the text before
-    it: :mod:`ragexp.llm.answer_end`), or ``None`` when unknown. ``prefill_s`` / ``decode_s`` (local models,
+    it: :mod:`ragexp.llm.answer_end`), ``degenerate`` (the same, where the answer turned into list
+    markers or one token over and over), or ``None`` when unknown. ``prefill_s`` / ``decode_s`` (local models,
     uncached calls; 0 otherwise) split the model time into the pass over the prompt, which also
     yields the first new token, and the passes that make the other ``completion_tokens - 1``.
     A call answered in a batch carries its share of the batch's time: prefill in proportion to

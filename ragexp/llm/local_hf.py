@@ -28,7 +28,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
 from ragexp.errors import RagexpInputError
-from ragexp.llm.answer_end import repetition_start
+from ragexp.llm.answer_end import RULES_VERSION, degeneration_start, repetition_start
 from ragexp.llm.base import LLMCallError, LLMResponse, Prompt, as_messages
 from ragexp.llm.call_cache import CallCache, cached_batch
 from ragexp.llm.usage import record
@@ -146,7 +146,8 @@ class LocalHFModel:
     continuations scored together; with ``auto`` threads each batch of work first leaves the cores
     other processes keep busy (:func:`ragexp.runtime.threads.recheck_threads`). ``repeat_ngram``:
     ``None``, or ``n`` to end an answer where it starts repeating itself (``n`` words or a whole
-    sentence again: :mod:`ragexp.llm.answer_end`); the text before the repetition is kept and ``finish_reason`` is ``repetition``.
+    sentence again: :mod:`ragexp.llm.answer_end`); the text before the repetition is kept and ``finish_reason`` is ``repetition``,
+    or ``degenerate`` where the answer turned into markers or one token over and over.
 
     ``model_id`` is ``<model>`` for folders and hub ids, ``<model>@<gguf sha256[:16]>`` for GGUF.
     """
@@ -270,6 +271,7 @@ class LocalHFModel:
         }  # fmt: skip
         if self.repeat_ngram is not None:  # absent when off, so earlier cache entries stay valid
             params["repeat_ngram"] = self.repeat_ngram
+            params["answer_end_rules"] = RULES_VERSION
         return cached_batch(
             self.cache, self.model_id, conversations, params,
             lambda todo: self._generate(todo, max_tokens, temperature, stop),
@@ -349,7 +351,7 @@ class LocalHFModel:
         if self.repeat_ngram is not None:
             at = repetition_start(text + " ", self.repeat_ngram)
             if at is not None:
-                return text[:at], "repetition"
+                return text[:at], "degenerate" if degeneration_start(text + " ") == at else "repetition"
         return text, finish_reason
 
     def logprob(self, prefix: str, continuation: str) -> float:

@@ -36,7 +36,7 @@ _CI = re.compile(r"(?P<metric>.+)_(?P<bound>ci_low|ci_high)")
 #: Measures where less is better: failures, errors, time, answers at the cap or repeating a sentence.
 _LOWER = re.compile(r"(judge_failures|retrieval_failure|generation_failure|generation_error|hallucinated"
                     r"|n_retrieval_failure|n_generation_failure|n_hallucinated).*|time\..+|gen\..+_s"
-                    r"|gen\.length_capped|gen\.repeating_answers")
+                    r"|gen\.length_capped|gen\.repeating_answers|gen\.label_copies|gen\.degenerate_answers")
 
 
 @dataclass(frozen=True)

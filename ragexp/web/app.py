@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
+from ragexp.web.browser_ports import check_browser_port, next_open_port
 from ragexp.web.local_only import LocalOnly
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -70,9 +71,11 @@ def create_app(routers: Iterable, home: Path | str, *, title: str = "ragexp"):
 
 def reserve_port(port: int, host: str = LOOPBACK) -> socket.socket:
     """A listening socket on ``host:port``; :class:`RagexpInputError` naming the port when it is
-    taken or not a port (call it first: the command fails before loading anything)."""
+    taken, not a port, or one browsers refuse (:mod:`ragexp.web.browser_ports`; call it first: the
+    command fails before loading anything)."""
     if not 0 <= port < 65536:  # 0: any free port (tests)
         raise RagexpInputError(f"{port} is not a TCP port (1-65535)", field="--port")
+    check_browser_port(port)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT is free
     try:
@@ -81,7 +84,7 @@ def reserve_port(port: int, host: str = LOOPBACK) -> socket.socket:
     except OSError as err:
         sock.close()
         raise RagexpInputError(f"port {port} on {host} is already in use ({err.strerror}); stop what runs there or "
-                               f"pick another port, e.g. --port {port + 1}", field="--port") from None
+                               f"pick another port, e.g. --port {next_open_port(port)}", field="--port") from None
     sock.set_inheritable(True)
     return sock
 

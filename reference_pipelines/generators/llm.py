@@ -43,7 +43,7 @@ GROUNDED_QA_TEMPLATE = (
 )
 PLACEHOLDERS = ("{context}", "{query}")
 DEFAULT_STOP = ("\n\n", "Question:")
-CUT_OFF = ("length", "repetition")
+CUT_OFF = ("length", "repetition", "degenerate")
 """Finish reasons of an answer that did not end by itself."""
 
 

@@ -79,10 +79,17 @@ _TEXT_BOX_JS = """async ([selector, text]) => {
 }"""
 
 
-def drag_select(page, container_selector: str, text: str) -> None:
-    """Drag the mouse over the first occurrence of ``text`` inside the element, as a person selects."""
+def text_box(page, container_selector: str, text: str) -> dict:
+    """Where the first occurrence of ``text`` inside the element is drawn, scrolled into view:
+    ``x1, y1`` (its first character) and ``x2, y2`` (its last)."""
     box = page.evaluate(_TEXT_BOX_JS, [container_selector, text])
     assert box is not None, f"{text!r} not shown in {container_selector}"
+    return box
+
+
+def drag_select(page, container_selector: str, text: str) -> None:
+    """Drag the mouse over the first occurrence of ``text`` inside the element, as a person selects."""
+    box = text_box(page, container_selector, text)
     page.mouse.move(box["x1"], box["y1"])
     page.mouse.down()
     page.mouse.move(box["x2"], box["y2"], steps=5)

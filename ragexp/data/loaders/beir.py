@@ -3,7 +3,9 @@
 - Documents: ``{"_id", "title", "text"}`` per line; ``Document.title`` and ``Document.text`` are
   taken verbatim (see :func:`ragexp.data.loaders.corpus.read_jsonl_corpus`).
 - Queries: ``{"_id", "text"}`` per line; only queries that appear in the split's qrels are kept, in
-  ``queries.jsonl`` order (as BEIR's ``GenericDataLoader`` does).
+  ``queries.jsonl`` order (as BEIR's ``GenericDataLoader`` does). The others are named, not dropped
+  silently: the eval set's ``meta["warnings"]`` says how many there are and which (the first
+  :data:`NAMED`), and a run reports it with its warnings (usually another split's queries).
 - Qrels: a header line, then ``query-id <TAB> corpus-id <TAB> score``. Every judgement becomes
   document-level :class:`~ragexp.data.Evidence` with ``grade = score`` — grades are kept as given,
   0 (judged non-relevant) included, so graded metrics (nDCG) match trec_eval on the same qrels. A
@@ -20,6 +22,9 @@ from ragexp.data import Corpus, EvalItem, EvalSet, Evidence
 from ragexp.data.loaders.corpus import read_jsonl_corpus
 from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
 from ragexp.errors import RagexpInputError
+
+NAMED = 10
+"""Queries without a judgement named by id in the warning (the rest counted)."""
 
 
 def load_beir(path: str | PathLike[str], split: str = "test") -> tuple[Corpus, EvalSet]:
@@ -50,9 +55,13 @@ def load_beir(path: str | PathLike[str], split: str = "test") -> tuple[Corpus, E
         for query_id, text in queries.items()
         if query_id in judgements
     ]
-    evalset = EvalSet(
-        items=items, source=str(qrels_file), name=f"{root.name}-{split}", meta={"format": "beir", "split": split}
-    )
+    meta: dict = {"format": "beir", "split": split}
+    unjudged = [query_id for query_id in queries if query_id not in judgements]
+    if unjudged:
+        named = ", ".join(unjudged[:NAMED]) + (f" and {len(unjudged) - NAMED} more" if len(unjudged) > NAMED else "")
+        meta["warnings"] = [f"{len(unjudged)} of {len(queries)} queries in {queries_file.name} have no judgement in "
+                            f"qrels/{split}.tsv and are not in the eval set: {named}"]
+    evalset = EvalSet(items=items, source=str(qrels_file), name=f"{root.name}-{split}", meta=meta)
     return corpus, evalset
 
 

@@ -6,13 +6,18 @@
   const DEFAULTS = {evidence: [], gold_answer: "", key_facts: [], tags: [], answerable: true, skipped: false,
                     confirmed: false, reviewed: false};
   const $ = (id) => document.getElementById(id);
-  const state = {entries: [], current: null, candidates: [], candidatesOf: null, focus: -1, coverage: null, generation: 0};
+  const state = {entries: [], current: null, candidates: [], candidatesOf: null, focus: -1, coverage: null, generation: 0,
+                 pending: [], dragging: false, renderHeld: false};
+  const shownPassage = new WeakMap();  // a passage box on the page -> the passage it shows (its offsets)
   let saver = null;
   const unanswered = [];  // changes sent whose reply has not come yet: {id, changes}, in order
 
   const el = RagexpText.el;  // every value reaches the page as a text node (text.js)
 
   function entry() { return state.entries.find((e) => e.id === state.current) || null; }
+
+  /* A line under the question that says why a key did nothing, or what it also did. */
+  function say(text) { $("page-message").textContent = text || ""; }
 
   async function getJSON(url) {
     const reply = await fetch(url);
@@ -76,26 +81,43 @@
     renderReason();
     state.searchHits = null;
     state.document = null;
+    say("");
     $("search").value = "";
     $("search-results").replaceChildren();
     $("document-panel").hidden = true;
     renderQueue();
     renderItem();
+    state.candidates = [];
+    state.candidatesOf = null;
+    state.pending = [];
     $("candidates").replaceChildren(el("p", {className: "muted"}, "pooling candidates…"));
+    await loadCandidates(id);
+  }
+
+  /* The question's candidates; while pipelines are still being built (a cold start: the lexical
+     one answers first) the pool is asked again every 2 s and grows in place: the passages shown
+     keep their order and the focus stays on the same passage. */
+  async function loadCandidates(id) {
     let data = null;
     while (data === null) {  // a restarting server: try again until it answers (or another question is opened)
       data = await getJSON(`/api/entries/${encodeURIComponent(id)}/candidates`).catch(() => null);
       if (state.current !== id) return;
       if (data === null) await new Promise((resolve) => setTimeout(resolve, 1000));
     }
+    const focused = state.candidatesOf === id ? state.candidates[state.focus] : null;
     state.candidates = data.candidates;
     state.candidatesOf = id;
-    state.focus = state.candidates.length ? 0 : -1;
+    state.pending = data.pending || [];
+    const refocus = focused ? state.candidates.findIndex((p) => p.unit_id === focused.unit_id) : -1;
+    state.focus = refocus >= 0 ? refocus : state.candidates.length ? 0 : -1;
     $("candidates-title").textContent = data.kind === "review" ? "Passages to judge" : "Candidate passages";
     const dropped = data.heading_only ? `; ${data.heading_only} heading-only left out` : "";
+    const growing = state.pending.length ? `; still pooling ${state.pending.join(", ")}: more passages will appear` : "";
+    const failed = Object.entries(data.failed || {}).map(([name, why]) => `; ${name} not pooled (${why})`).join("");
     $("candidates-note").textContent = data.kind === "review" ? `(${data.candidates.length})`
-      : `(${data.candidates.length}, pooled from several pipelines, shuffled${dropped})`;
+      : `(${data.candidates.length}, pooled from several pipelines, shuffled${dropped}${growing}${failed})`;
     renderCandidates();
+    if (state.pending.length) setTimeout(() => { if (state.current === id) loadCandidates(id); }, 2000);
   }
 
   function renderReason() {
@@ -168,16 +190,98 @@
       el("span", {className: "muted"}, p.doc_id, p.page ? ` · ${p.page}` : ""),
       same ? el("span", {className: "same-text", title: `the same text: ${p.same_text.join(", ")}`},
         `identical text ×${same + 1}`) : null,
+      verdictBadges(p),
       el("span", {className: "buttons"},
         el("button", {dataset: {act: "relevant"}, title: "r"}, "relevant"),
         el("button", {dataset: {act: "negative"}, title: "x"}, negative ? "judged not relevant" : "not relevant"),
         el("button", {dataset: {act: "document"}, title: "o"}, "document")));
     const path = (p.headings || []).length
       ? el("div", {className: "heading-path muted small"}, p.headings.join(" › ")) : null;
-    return el("div", {className: classes, dataset: {kind, index: String(index)}}, head, path, text);
+    const box = el("div", {className: classes + adjudicationClasses(p), dataset: {kind, index: String(index)}}, head, path, text);
+    shownPassage.set(box, p);
+    return box;
+  }
+
+  /* --- adjudication: two annotators' verdicts side by side, the adjudicator's own apart --- */
+
+  /* The open question's adjudication record (names and each side's fields), while it is being adjudicated. */
+  function adjudicating(e = entry()) { return e && e.review && !e.reviewed ? e.review.adjudication || null : null; }
+
+  function verdictClass(v) { return v.grade === null ? "not-judged" : v.grade >= 1 ? "relevant" : "not-relevant"; }
+
+  function verdictText(v) {
+    if (v.grade === null) return v.how === "unanswerable" ? "unanswerable, not judged" : "not judged";
+    if (v.grade === 0) return "not relevant";
+    const how = {overlap: ", a span within", document: ", whole document"}[v.how] || "";
+    return `relevant${v.grade > 1 ? ` (grade ${v.grade})` : ""}${how}`;
+  }
+
+  /* The adjudicator's verdict on passage p: the grade of the span over it, else none yet. */
+  function mine(p) {
+    const e = entry();
+    const span = e ? e.evidence.find((x) => sameSpan(x, p)) : null;
+    return span ? verdictText({grade: span.grade ?? 1, how: "span"}) : "not judged yet";
+  }
+
+  function verdictBadges(p) {
+    const record = adjudicating();
+    if (!record || !p.verdicts) return null;
+    return el("span", {className: "verdicts"},
+      ...record.names.map((n, i) => el("span", {className: `verdict ${verdictClass(p.verdicts[i])}`}, `${n}: ${verdictText(p.verdicts[i])}`)),
+      el("span", {className: "mine"}, `yours: ${mine(p)}`));
+  }
+
+  function adjudicationClasses(p) {
+    if (!adjudicating() || !p.verdicts) return "";
+    return ` adjudicated first-${verdictClass(p.verdicts[0])} second-${verdictClass(p.verdicts[1])}`;
+  }
+
+  /* The fields the two annotators gave differently, side by side; an answer or key facts can be taken. */
+  function renderAdjudication() {
+    const record = adjudicating();
+    $("adjudication").hidden = !record;
+    if (!record) return;
+    const yesNo = (v) => (v ? "answerable" : "unanswerable");
+    const rows = [];
+    const differ = (key) => JSON.stringify(record[key][0]) !== JSON.stringify(record[key][1]);
+    if (differ("answerable")) rows.push(["answerable", ...record.answerable.map(yesNo), null]);
+    if (differ("gold_answer")) rows.push(["gold answer", ...record.gold_answer, "gold_answer"]);
+    if (differ("key_facts")) rows.push(["key facts", ...record.key_facts.map((f) => f.join("\n")), "key_facts"]);
+    if (differ("tags")) rows.push(["tags", ...record.tags.map((t) => t.join(", ")), null]);
+    const take = (field, side) => el("button", {dataset: {take: field, side: String(side)}}, "take");
+    $("adjudication").replaceChildren(el("table", {},
+      el("tr", {}, el("th", {}, ""), ...record.names.map((n) => el("th", {}, n))),
+      ...rows.map(([label, a, b, field]) => el("tr", {}, el("td", {}, label),
+        ...[a, b].map((value, side) => el("td", {}, value || "—", " ", field && value ? take(field, side) : null))))));
+  }
+  $("adjudication").addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-take]");
+    const record = adjudicating();
+    if (!button || !record) return;
+    const value = record[button.dataset.take][Number(button.dataset.side)];
+    if (button.dataset.take === "key_facts" && entry().answerable === false) {
+      say("this question is unanswerable: no key facts (u to change it)");
+      return;
+    }
+    save({[button.dataset.take]: value});
+  });
+
+  /* Why Ctrl+Enter cannot settle the question yet (null when it can). */
+  function adjudicationUnsettled(e) {
+    const record = adjudicating(e);
+    if (!record) return null;
+    const open = state.candidatesOf === e.id ? state.candidates.filter((p) => !judged(p)).length : e.pending;
+    if (open) return `${open} disputed passage(s) not judged yet: r relevant, x not relevant, Shift+X the rest not relevant`;
+    const positive = e.evidence.some((x) => (x.grade ?? 1) >= 1);
+    if (record.answerable[0] !== record.answerable[1] && e.answerable !== false && !positive) {
+      return "answerability is disputed: mark the evidence that answers it, or press u if the corpus does not";
+    }
+    return null;
   }
 
   function renderCandidates() {
+    if (state.dragging) { state.renderHeld = true; return; }  // a selection in progress keeps its passages
+    state.renderHeld = false;
     $("candidates").replaceChildren(...(state.candidates.length ? state.candidates.map((p, i) => passageNode(p, i, "candidate"))
       : [el("p", {className: "muted"}, "no candidate: search the corpus below")]));
     if (state.searchHits) {
@@ -188,12 +292,10 @@
     focusCandidate(state.focus, false);
   }
 
+  /* The passage a box shows (the one it was drawn from, even if the lists changed since). */
   function passageOf(el) {
     const box = el.closest(".passage");
-    if (!box) return null;
-    const index = Number(box.dataset.index);
-    const list = box.dataset.kind === "hit" ? state.searchHits : box.dataset.kind === "document" ? [state.document] : state.candidates;
-    return list[index];
+    return box ? shownPassage.get(box) || null : null;
   }
 
   function focusCandidate(index, scroll = true) {
@@ -211,13 +313,27 @@
     return range.toString().length;
   }
 
+  /* A drag that starts in a passage holds every re-render of the passages (a save's reply, search
+     results, a pool that grew) until the mouse is released, so the selection is never lost. */
+  document.addEventListener("mousedown", (event) => {
+    state.dragging = event.button === 0 && !!event.target.closest && !!event.target.closest(".passage-text");
+  });
   document.addEventListener("mouseup", () => {
+    const dragged = state.dragging;
+    state.dragging = false;
+    try { markSelection(dragged); } finally { if (state.renderHeld) renderCandidates(); }
+  });
+
+  function markSelection(dragged) {
     const selection = window.getSelection();
     if (!selection || selection.isCollapsed || !entry()) return;
     const range = selection.getRangeAt(0);
     const start = range.startContainer.parentElement && range.startContainer.parentElement.closest(".passage-text");
     const end = range.endContainer.parentElement && range.endContainer.parentElement.closest(".passage-text");
-    if (!start || start !== end) return;
+    if (!start || start !== end) {
+      if (dragged) say("not marked: a selection must lie within one passage (select again inside it)");
+      return;
+    }
     const p = passageOf(start);
     const full = p.before + p.text + p.after;
     selection.removeAllRanges();
@@ -233,9 +349,13 @@
     while (b > a && /\s/u.test(chars[b - 1])) b--;
     if (a >= b) return;
     const base = Number(start.dataset.base);
+    if (entry().answerable === false) {
+      say("not marked: this question is unanswerable; press u first if the corpus does answer it");
+      return;
+    }
     addSpan({doc_id: start.dataset.doc, start: base + a, end: base + b, quote: chars.slice(a, b).join(""), grade: 1});
     if (p === state.candidates[state.focus]) focusNextUnjudged();  // the focused passage is judged now: x/r go on
-  });
+  }
 
   /* Whether the person judged passage p: a span over it (either grade) or positive evidence inside it. */
   function judged(p) {
@@ -272,6 +392,10 @@
   function judgePassage(p, grade) {
     if (!p) return;
     const e = entry();
+    if (grade >= 1 && e.answerable === false) {
+      say("not marked relevant: this question is unanswerable; press u first if the corpus does answer it");
+      return;
+    }
     const span = {doc_id: p.doc_id, start: p.start, end: p.end, quote: p.text, grade};
     const evidence = e.evidence.filter((x) => !sameSpan(x, span));
     const already = e.evidence.some((x) => sameSpan(x, span) && (x.grade ?? 1) === grade);
@@ -340,8 +464,12 @@
       {className: (e.tags || []).includes(c) ? "tag on" : "tag", dataset: {tag: c}, title: `Alt+${i + 1}`},
       `${c} `, el("kbd", {}, `Alt+${i + 1}`))));
     $("unanswerable").checked = e.answerable === false;
+    $("facts").disabled = e.answerable === false;  // no facts to an unanswerable question: its gold answer says why
+    $("gold").placeholder = e.answerable === false ? "what a good reply says (\"The docs do not say ...\"), optional"
+      : "a, type the answer, Enter";
     if (document.activeElement !== $("gold")) $("gold").value = e.gold_answer || "";
     if (document.activeElement !== $("facts")) $("facts").value = (e.key_facts || []).join("\n");
+    renderAdjudication();
   }
 
   $("spans").addEventListener("change", (event) => {
@@ -370,8 +498,45 @@
     save({tags: [...tags], confirmed: true});
   }
 
-  function setUnanswerable(value) { save({answerable: !value, confirmed: true, skipped: false}); }
+  /* Unanswerable and an answer never stand together: marking a question unanswerable clears its
+     gold answer and key facts in the same save (and says so; its gold answer may then say why the
+     corpus does not answer it, and key facts stay off); one with evidence marked relevant is
+     refused, as the eval set could not hold it. */
+  function setUnanswerable(value) {
+    const e = entry();
+    if (!e) return;
+    if (value && e.evidence.some((x) => (x.grade ?? 1) >= 1)) {
+      say("not unanswerable: evidence is marked relevant; judge it not relevant (x) or remove it (Delete) first");
+      renderItem();
+      return;
+    }
+    leaveFields();
+    const changes = {answerable: !value, confirmed: true, skipped: false};
+    const cleared = value && ((e.gold_answer || "") !== "" || (e.key_facts || []).length > 0);
+    if (value) Object.assign(changes, {gold_answer: "", key_facts: []});
+    say(cleared ? "unanswerable: its gold answer and key facts were cleared" : "");
+    save(changes);
+  }
   $("unanswerable").addEventListener("change", (event) => setUnanswerable(event.target.checked));
+
+  /* a / f: into the answer fields, the caret at the end of what they hold. */
+  function write(id) {
+    const e = entry();
+    if (!e) return;
+    if (id === "facts" && e.answerable === false) { say("this question is unanswerable: no key facts (u to change it)"); return; }
+    const field = $(id);
+    field.focus();
+    field.setSelectionRange(field.value.length, field.value.length);
+  }
+
+  /* While the focus is in a text field, the page says so and how to leave it (keys.js). */
+  const FIELD_NAMES = {gold: "the gold answer", facts: "the key facts", search: "the corpus search", "new-query": "a new question"};
+  document.addEventListener("focusin", (event) => {
+    const name = FIELD_NAMES[event.target.id];
+    $("typing").hidden = !name;
+    if (name) $("typing").textContent = `Typing into ${name}: keys are typed here; ${RagexpKeys.leaving(event.target)} leaves.`;
+  });
+  document.addEventListener("focusout", () => { $("typing").hidden = true; });
 
   const timers = {};
   function textField(id, toChanges) {
@@ -405,6 +570,8 @@
   function done() {
     leaveFields();
     const e = entry();
+    const unsettled = adjudicationUnsettled(e);
+    if (unsettled) { say(unsettled); return; }
     const changes = {confirmed: true, skipped: false};
     if (e.review && !e.reviewed) changes.reviewed = true;
     save(changes);
@@ -482,15 +649,15 @@
     {key: "k", help: "previous candidate passage", run: shown(() => focusCandidate(Math.max(state.focus - 1, 0)))},
     {key: "r", help: "the focused passage is relevant (grade 1), then the next unjudged one", run: shown(() => judgeFocused(1))},
     {key: "x", help: "the focused passage is not relevant (judged negative), then the next unjudged one", run: shown(() => judgeFocused(0))},
-    {key: "Shift+x", help: "every candidate not judged yet is not relevant", run: shown(restNotRelevant)},
+    {key: "Shift+x", help: "every passage shown and not judged yet is not relevant", run: shown(restNotRelevant)},
     {key: "o", help: "open the focused passage's whole document", run: shown(() => openDocument(focusedPassage()))},
     {key: "1", help: "grade 1 for the last evidence", run: () => gradeLast(1)},
     {key: "2", help: "grade 2 for the last evidence", run: () => gradeLast(2)},
     {key: "3", help: "grade 3 for the last evidence", run: () => gradeLast(3)},
     {key: "Delete", help: "remove the last evidence", run: () => setEvidence(entry().evidence.slice(0, -1))},
     {key: "/", help: "search the corpus", run: () => $("search").focus()},
-    {key: "a", help: "write the gold answer", run: () => $("gold").focus()},
-    {key: "f", help: "write key facts", run: () => $("facts").focus()},
+    {key: "a", help: "write the gold answer (Enter or Esc leaves the field)", run: () => write("gold")},
+    {key: "f", help: "write key facts, one a line (Enter: next fact; Esc leaves the field)", run: () => write("facts")},
     {key: "t", help: "add the hinted categories as tags", run: acceptHints},
     ...CATEGORIES.map((c, i) => ({key: `Alt+${i + 1}`, help: `toggle tag ${c}`, run: () => toggleTag(c)})),
     {key: "u", help: "unanswerable on/off", run: () => setUnanswerable(entry().answerable !== false)},

@@ -4,8 +4,13 @@
  *
  * A key is named by its modifiers (Ctrl, Alt, Meta, and Shift for a letter: "X" is "Shift+x")
  * and the key, lowercased when it is one character ("?" stays "?").
- * Plain keys are ignored while the focus is in a text field (typing stays typing); keys with
- * Ctrl/Alt/Meta and Escape work everywhere. Escape also leaves a text field.
+ *
+ * Text fields: a plain key pressed while the focus is in a text field is typed there (single-key
+ * commands never act, and never type, while typing); only keys with Ctrl/Alt/Meta work there too.
+ * A field is left explicitly: Escape leaves any text field and keeps what it holds (also a search
+ * box, whose browser default would clear it); a field marked data-exit="enter" (a one-line answer)
+ * is left by Enter as well (Shift+Enter types a line break). After leaving, the next key is a
+ * command again. RagexpKeys.leaving(field) says how a field is left, for the page to show.
  */
 (function () {
   "use strict";
@@ -48,8 +53,16 @@
     document.body.append(overlay);
   }
 
+  /* How the person leaves a text field (shown while typing in it). */
+  function leaving(field) { return field && field.dataset.exit === "enter" ? "Enter or Esc" : "Esc"; }
+
   document.addEventListener("keydown", (event) => {
     const key = name(event);
+    if (typing(event.target) && event.target.dataset.exit === "enter" && key === "Enter") {
+      event.preventDefault();  // Enter leaves a one-line field (Shift+Enter is a line break)
+      event.target.blur();
+      return;
+    }
     const modified = event.ctrlKey || event.altKey || event.metaKey || event.key === "Escape";
     if (typing(event.target) && !modified) return;
     if (key === "?" || (key === "Escape" && document.getElementById("keys-help"))) {
@@ -60,6 +73,7 @@
       event.preventDefault();
       binding.run(event);
     } else if (key === "Escape" && typing(event.target)) {
+      event.preventDefault();  // a search box's default clears it: Escape leaves, the text stays
       event.target.blur();
     }
   });
@@ -68,5 +82,7 @@
     bind(list) { bindings.push(...list); },
     bindings,
     toggleHelp,
+    typing,
+    leaving,
   };
 })();
