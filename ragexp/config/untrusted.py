@@ -17,8 +17,6 @@ matched in raw arguments.
   secrets only (so none is copied into ``outputs/``, MLflow or folder names); stored data is never
   passed this way (``ragexp reproduce`` and ``ragexp upload`` read it through the gate).
 
-:func:`hand_given_config` tells a job its config was not composed from this machine's ``conf/``
-alone, so its endpoints must be named here (:mod:`ragexp.config.endpoints`);
 :func:`local_hydra_overrides` gives a saved primary config this machine's run settings back.
 """
 
@@ -42,19 +40,6 @@ from ragexp.stored.limits import parse_yaml, read_text
 
 #: The name of the gated copy of a saved primary config.
 GATED_NAME = "resolved"
-
-
-def hand_given_config() -> bool:
-    """Whether the running Hydra job's config came from outside this machine's ``conf/``
-    (``--config-path``, ``--config-dir``): then its endpoints must be named here
-    (:mod:`ragexp.config.endpoints`)."""
-    from hydra.core.hydra_config import HydraConfig
-
-    if not HydraConfig.initialized():
-        return False
-    local = f"file://{CONFIG_DIR}"
-    return any(source.provider in ("main", "command-line") and source.path != local and source.schema == "file"
-               for source in HydraConfig.get().runtime.config_sources)
 
 
 @contextmanager

@@ -25,7 +25,7 @@ from ragexp.config.endpoints import ALLOWED_ENDPOINTS_ENV
 from ragexp.config.hydra_errors import CONFIG_ERRORS, config_error_line
 from ragexp.config.schema import register_schema
 from ragexp.config.secrets import screen_overrides
-from ragexp.config.untrusted import gated_primary_config, hand_given_config, local_hydra_overrides, screen_config_dirs
+from ragexp.config.untrusted import gated_primary_config, local_hydra_overrides, screen_config_dirs
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, TrackingUnavailable
 from ragexp.runtime import interrupt
 
@@ -53,7 +53,9 @@ def run_one_job(cfg: DictConfig) -> None:
     overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
     parent = current_parent_run()
     log_to = LogTo(parent_run_id=parent, axes=current_sweep_axes(), resume=bool(parent and cfg.resume))
-    result = run_job(cfg, output_dir=output_dir, overrides=overrides, log_to=log_to, untrusted=hand_given_config())
+    # endpoints typed on the command line are checked too: a key variable is sent only where the
+    # machine's conf/ or allow-list says (ragexp.config.endpoints)
+    result = run_job(cfg, output_dir=output_dir, overrides=overrides, log_to=log_to, untrusted=True)
     if not result.skipped:
         print_run_summary(result.output, result.run_id, cfg.tracking.uri)
 

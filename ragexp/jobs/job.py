@@ -85,8 +85,9 @@ def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: S
             log_to: LogTo | None = LogTo(), untrusted: bool = False, allowed_endpoints: Sequence[str] = ()) -> JobResult:
     """Evaluate the pipeline ``cfg`` describes, save it to ``output_dir`` and log it (module
     docstring). ``cache`` defaults to ``cfg.cache_dir``; ``log_to=None`` evaluates and saves without
-    touching MLflow. ``untrusted``: the config was not typed on this machine, so its endpoints must
-    be named here or in ``allowed_endpoints``."""
+    touching MLflow. ``untrusted``: its endpoints must be named by this machine's ``conf/`` or
+    ``allowed_endpoints`` (every ``ragexp run`` and ``reproduce``; a caller of this function
+    vouches for its own ``cfg``)."""
     started_at = time.time()
     memory.reset_peak()  # the run's peak RSS (cost.peak_rss_bytes) counts from here, not from the process start
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
