@@ -10,6 +10,7 @@ from ragexp.annotation.live_corpus import LiveCorpus
 from ragexp.annotation.pool import Pooler
 from ragexp.annotation.server import Annotation, routers
 from ragexp.annotation.session import Session, sidecar_path
+from ragexp.errors import RagexpInputError
 from ragexp.web.app import create_app
 from tests.helpers.tiny_dataset import TINY_DOCS, write_tiny_dataset
 
@@ -123,21 +124,31 @@ def test_a_conflict_names_theirs_and_the_before_that_keeps_mine(client) -> None:
     assert (Session(evalset).entry("a")["gold_answer"], Session(evalset).entry("a")["tags"]) == ("mine", ["boundary"])
 
 
-def test_the_runs_chunking_is_read_as_data_from_a_folder_removed_afterwards(tmp_path, monkeypatch) -> None:
+def test_the_runs_chunking_is_read_through_the_gate_from_a_folder_removed_afterwards(tmp_path, monkeypatch) -> None:
+    """The saved config is downloaded to a temporary folder, read through the whole gate (an edited
+    file with an interpolation is refused, naming the run: tests/security/test_parse_bounds.py has
+    the family), and the folder is gone afterwards, after a refusal too."""
     import argparse
 
     from ragexp.commands import _evalset_annotate
     from ragexp.tracking import store
 
     folders = []
+    saved_text = ("dataset: {_target_: ragexp.data.dataset.DemoDataset, name: demo}\n"
+                  "retrieval: {name: bm25, _target_: reference_pipelines.bm25.BM25Retriever}\n")
 
     def download(run_id, artifact, uri, dst_dir):
         folders.append(dst_dir)
         saved = dst_dir / "resolved.yaml"
-        saved.write_text("chunking:\n  name: fixed\n  size: ${oc.env:HOME}\n  overlap: null\n", encoding="utf-8")
+        saved.write_text(saved_text + chunking, encoding="utf-8")
         return saved
 
     monkeypatch.setattr(store, "download_artifact", download)
     args = argparse.Namespace(from_run="0" * 32, tracking_uri=f"sqlite:///{tmp_path / 'm.db'}")
-    assert _evalset_annotate._run_chunking(args) == {"name": "fixed", "size": "${oc.env:HOME}"}  # never resolved
-    assert folders and not folders[0].exists()
+    chunking = "chunking: {name: fixed, size: 300, overlap: 30}\n"
+    options = _evalset_annotate._run_chunking(args)
+    assert (options["name"], options["size"], options["overlap"]) == ("fixed", 300, 30)
+    chunking = "chunking:\n  name: fixed\n  size: ${oc.env:HOME}\n"
+    with pytest.raises(RagexpInputError, match=r"run 0{32}: config/resolved.yaml.*interpolation"):
+        _evalset_annotate._run_chunking(args)
+    assert len(folders) == 2 and not any(folder.exists() for folder in folders)
