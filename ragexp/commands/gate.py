@@ -36,6 +36,7 @@ from ragexp.comparison.gate import (
     QueryRegression,
     run_gate,
 )
+from ragexp.config.machine import default_tracking_uri
 from ragexp.cost.budgets import OVER
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import RunResults
@@ -116,7 +117,7 @@ def _review_of(results: RunResults, args: argparse.Namespace) -> ReviewStatus | 
     if not isinstance(record, dict):
         return None
     key = judge_key(record)
-    uri = args.tracking_uri or store.default_tracking_uri()
+    uri = args.tracking_uri or default_tracking_uri()
     try:
         client = store.connect(uri, create=False)
     except RagexpInputError:
@@ -134,7 +135,7 @@ def _corrected(ref: str, results: RunResults, rows: list, answer_rows: list, arg
                                            (corrected.LABELS_ARTIFACT, read_labels, rows),
                                            (corrected.ANSWER_LABELS_ARTIFACT, read_answer_labels, answer_rows)):
                 try:
-                    path = store.download_artifact(ref, artifact, args.tracking_uri or store.default_tracking_uri(),
+                    path = store.download_artifact(ref, artifact, args.tracking_uri or default_tracking_uri(),
                                                    dst_dir=Path(scratch) / artifact.replace("/", "_"))
                 except Exception:  # noqa: BLE001 - a run without labels has no such artifact
                     continue
