@@ -7,7 +7,7 @@ import random
 import pytest
 
 from ragexp.data import Chunk, EvalItem, Evidence
-from ragexp.evaluation.relevance import chunk_qrels
+from ragexp.metrics.relevance import chunk_qrels
 from ragexp.metrics.judged import judged_at_k, judged_metrics
 from ragexp.tracking.metric_names import from_mlflow, to_mlflow
 

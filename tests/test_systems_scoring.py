@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ragexp.chunking import make_chunker
 from ragexp.data import Chunk, Document, EvalItem, Evidence
-from ragexp.evaluation.relevance import OverlapRule, chunk_qrels
+from ragexp.metrics.relevance import OverlapRule, chunk_qrels
 from ragexp.systems.locate import Placement
 from ragexp.systems.response import Passage
 from ragexp.systems.scoring import pooled_qrels, ranked, trimmed_span, unit_of

@@ -41,7 +41,7 @@ from collections import Counter
 from pathlib import Path
 
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
-from ragexp.comparison import stats, vs_best
+from ragexp.comparison import vs_best
 from ragexp.comparison.per_query_diff import format_html, format_text, per_query_diff
 from ragexp.comparison.table import cost_metrics, format_table, headline_metrics
 from ragexp.cost import keys as cost_keys
@@ -49,6 +49,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.judging import corrected
 from ragexp.judging.review.status import is_judge_metric
+from ragexp.metrics import stats
 from ragexp.metrics.measure import CHUNK, Measure, measure
 from ragexp.tracking import experiments, run_names, store
 from ragexp.tracking.metric_names import results_view

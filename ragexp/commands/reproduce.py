@@ -39,7 +39,7 @@ from ragexp.tracking import experiments, run_names, store
 from ragexp.errors import RagexpInputError
 from ragexp.systems.build import is_black_box
 from ragexp.systems.replay import drift_report, replay_config, stored_drift
-from ragexp.systems.step import RESPONSES_ARTIFACT
+from ragexp.evaluation.system_step import RESPONSES_ARTIFACT
 from ragexp.tracking.metric_names import HEADLINE, results_view
 
 

@@ -42,7 +42,7 @@ from ragexp.evaluation.results import RunResults
 from ragexp.evaluation.runner import RunOutput, config_hash, execute, semantic_config
 from ragexp.runtime import interrupt, progress
 from ragexp.runtime.stage_cache import StageCache
-from ragexp.systems.step import fetch_responses
+from ragexp.evaluation.system_step import fetch_responses
 from ragexp.tracking import experiments, run_names, store
 from ragexp.tracking.run_logger import log_evaluation, save_local
 from ragexp.tracking.trace_content import Passages

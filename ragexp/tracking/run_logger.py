@@ -95,7 +95,7 @@ def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float],
 
 
 TOP_IDS = 3
-#: A black-box system's per-query share of passages placed in the corpus (:mod:`ragexp.systems.step`).
+#: A black-box system's per-query share of passages placed in the corpus (:mod:`ragexp.evaluation.system_step`).
 LOCATED = "black_box.located_rate"
 #: Generation columns of the per-query table, when the run has a generator (scalars and text).
 GENERATION_COLUMNS = ("answer", "faithfulness", "answer_relevance", "f1", "exact_match", "key_fact_recall",
