@@ -9,9 +9,9 @@ metric the candidate did not measure).
 
 Judge metrics: each run's human labels (the run's ``judge_review/labels.csv`` artifact for a run
 id, and the rows of ``--labels FILE`` that label its claims) give its PPI estimates
-(:mod:`ragexp.judging.corrected`), which the gate compares where both runs have them; each run's
+(:mod:`ragexp.evaluation.corrected`), which the gate compares where both runs have them; each run's
 judge key (``meta.judge``) finds the judge's last human review in the tracking store
-(:func:`ragexp.judging.review.status.last_review`). The second line of the report names the
+(:func:`ragexp.judging.review_status.last_review`). The second line of the report names the
 judge metrics that are unverified, or says that they are verified.
 """
 
@@ -39,12 +39,12 @@ from ragexp.comparison.gate import (
 from ragexp.config.machine import default_tracking_uri
 from ragexp.cost.budgets import OVER
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation import corrected
 from ragexp.evaluation.results import RunResults
-from ragexp.judging import corrected
 from ragexp.judging.answer_labels import read_answer_labels
 from ragexp.judging.calibration.labels import read_labels
 from ragexp.judging.calibration.record import judge_key
-from ragexp.judging.review.status import FAIL, WARN, ReviewStatus, is_judge_metric, last_review
+from ragexp.judging.review_status import FAIL, WARN, ReviewStatus, is_judge_metric, last_review
 from ragexp.tracking import store
 
 

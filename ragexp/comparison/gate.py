@@ -25,10 +25,10 @@ tolerance widened to the latency repeats' spread; ``budgets`` (the spec's list, 
 are limits the candidate alone must keep (:mod:`ragexp.cost.budgets`). Either failing makes the
 gate's status ``regression``; a budget on a metric the candidate lacks is an error.
 
-Judge metrics (:func:`ragexp.judging.review.status.is_judge_metric`):
+Judge metrics (:func:`ragexp.judging.review_status.is_judge_metric`):
 
 - **corrected by human labels** where both runs have a PPI estimate of the metric
-  (:mod:`ragexp.judging.corrected`): baseline and candidate are the PPI estimates, ``delta`` their
+  (:mod:`ragexp.evaluation.corrected`): baseline and candidate are the PPI estimates, ``delta`` their
   difference; its CI adds the eval-set noise (the paired bootstrap CI of the judge's own per-query
   delta, as above) and each run's label noise (its PPI interval) by MOVER::
 
@@ -63,7 +63,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.judging.calibration.record import MIN_KAPPA
 from ragexp.judging.ppi import PPIEstimate, z_of
-from ragexp.judging.review.status import FAIL, WARN, is_judge_metric
+from ragexp.judging.review_status import FAIL, WARN, is_judge_metric
 from ragexp.metrics import RELEVANCE_LEVEL, stats
 from ragexp.metrics.measure import LOWER, measure
 from ragexp.metrics.ranking import trec_order

@@ -42,15 +42,15 @@ from ragexp.evaluation.checks import PIPELINE_GROUPS
 from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult
 from ragexp.evaluation.runner import RunOutput, semantic_config
 from ragexp.judging.calibration.record import judge_key
-from ragexp.judging.review.status import TAG_JUDGE_KEY
+from ragexp.judging.review_status import TAG_JUDGE_KEY
 from ragexp.models.device import devices_tag
 from ragexp.runtime import interrupt
 from ragexp.tracking import store
+from ragexp.tracking.evalset_dataset import evalset_input
 from ragexp.tracking.experiments import gold_level
-from ragexp.tracking.run_names import run_params
 from ragexp.tracking.metric_names import split_for_mlflow, to_mlflow
 from ragexp.tracking.recall_plot import recall_curve_svg
-from ragexp.tracking.evalset_dataset import evalset_input
+from ragexp.tracking.run_names import run_params
 from ragexp.tracking.trace_content import Passages
 from ragexp.tracking.traces import log_run_traces, reranks
 
