@@ -85,7 +85,7 @@ def _row(**fields) -> QueryResult:
 
 
 def _passages():
-    from ragexp.data import Chunk
+    from ragexp.datamodel import Chunk
 
     chunks = {cid: Chunk(cid, cid.split("#")[0], 0, 0, 5, f"text of {cid}") for cid in ("d#chunk_0", "d#chunk_1", "e#chunk_0")}
     return Passages(chunks, {})

@@ -12,9 +12,9 @@ from omegaconf import DictConfig
 
 from ragexp.chunking import make_chunker
 from ragexp.config.schema import chunker_options
-from ragexp.data import Chunk, Corpus, EvalSet
 from ragexp.data.dataset import load_dataset
 from ragexp.data.loaders.corpus import persist_conversions
+from ragexp.datamodel import Chunk, Corpus, EvalSet
 from ragexp.metrics.relevance import OverlapRule, chunk_qrels, doc_qrels
 from ragexp.runtime.stage_cache import StageCache
 

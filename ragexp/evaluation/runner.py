@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp import __version__
 from ragexp.cost.run_cost import measure_run
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.evaluation.generation_step import generation_step
 from ragexp.evaluation.pipeline import Pipeline, build_encoder
 from ragexp.evaluation.prepared import PreparedData

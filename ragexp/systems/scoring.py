@@ -34,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ragexp.data import Chunk, Corpus, EvalItem
+from ragexp.datamodel import Chunk, Corpus, EvalItem
 from ragexp.metrics.relevance import OverlapRule, Qrels
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.systems.locate import Placement

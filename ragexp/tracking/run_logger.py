@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 from ragexp.chunking import make_chunker
 from ragexp.config.schema import chunker_options
 from ragexp.cost.settings import settings_key
-from ragexp.data import EvalSet
+from ragexp.datamodel import EvalSet
 from ragexp.evaluation.checks import PIPELINE_GROUPS
 from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult
 from ragexp.evaluation.runner import RunOutput, semantic_config
