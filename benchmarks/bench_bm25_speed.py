@@ -23,7 +23,7 @@ import numpy as np
 from rank_bm25 import BM25L, BM25Okapi, BM25Plus
 
 from benchmarks import shared_data_dir
-from ragexp.data import Chunk  # noqa: E402
+from ragexp.datamodel import Chunk  # noqa: E402
 from ragexp.text.tokenize import Tokenizer  # noqa: E402
 from reference_pipelines.bm25 import BM25Retriever  # noqa: E402
 

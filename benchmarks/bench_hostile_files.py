@@ -89,7 +89,7 @@ CASES = [
          "from ragexp.data.evalset_schema import read_file", "read_file({path!r})",
          "jsonl_many_values(Path({path!r}), 4_000_000)", "jsonl_many_values(Path({path!r}), 1_950_000)"),
     Case("saved resolved.yaml of 350,000 empty lists (1 MiB)", "20,000 YAML nodes",
-         "from ragexp.stored.run_config import parse_run_config", "parse_run_config({path!r})",
+         "from ragexp.config.run_config import parse_run_config", "parse_run_config({path!r})",
          "yaml_many_nodes(Path({path!r}), 349_000)", "yaml_many_nodes(Path({path!r}), 19_990)"),
     Case("gzip query log of 4 GiB of one query (4 MB)", "200x the compressed bytes",
          "from ragexp.candidates.log_reader import read_log", "for _ in read_log(__import__('pathlib').Path({path!r})): pass",

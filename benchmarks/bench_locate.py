@@ -43,7 +43,7 @@ import time
 from collections import Counter
 
 from benchmarks import shared_data_dir
-from ragexp.data import Document
+from ragexp.datamodel import Document
 from ragexp.systems.locate import Locator
 
 WINDOW, STRIDE = 512, 448

@@ -55,7 +55,7 @@ from benchmarks import REPO, shared_data_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from ragexp.data import Chunk  # noqa: E402
+from ragexp.datamodel import Chunk  # noqa: E402
 from reference_pipelines.dense import INDEX_TYPES, DenseRetriever, auto_nlist  # noqa: E402
 
 DIM = 384

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ragexp.evaluation import corrected
 from ragexp.evaluation.results import RunResults
-from ragexp.judging import corrected
 from ragexp.judging.calibration.labels import read_labels
 from ragexp.judging.ppi import draw_across, ppi_estimate
 

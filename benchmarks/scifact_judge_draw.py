@@ -25,8 +25,8 @@ from os import PathLike
 from pathlib import Path
 
 from ragexp.chunking.whole import WholeDocumentChunker
-from ragexp.data import Corpus
 from ragexp.data.loaders.beir import load_beir
+from ragexp.datamodel import Corpus
 from ragexp.metrics.ranking import document_id
 from reference_pipelines.bm25 import BM25Retriever
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 
 Ranking = list[tuple[str, float]]
 

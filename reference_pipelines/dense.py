@@ -37,7 +37,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.models.encoders import BATCH_SIZE
 from ragexp.runtime.fingerprint import stable_hash

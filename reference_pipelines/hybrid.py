@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.stage_clock import FUSION, stage

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.fingerprint import stable_hash
 from reference_pipelines.base import Ranking

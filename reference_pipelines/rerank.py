@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.models.device import resolve_device
 from ragexp.models.resolve import model_identity, resolve_model, unloadable_model_error

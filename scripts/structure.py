@@ -5,7 +5,12 @@ Every ``import`` and ``from ... import`` statement of a module counts, also one 
 ``if TYPE_CHECKING:``. ``from package import name`` is an edge to ``package.name`` when that is a
 module, else to ``package``.
 
-    python scripts/structure.py            # the circles, if any (exit 1 when there is one)
+The same graph between packages (:func:`package_graph`: a module's package is the first two parts of
+its name, ``ragexp.data.loaders.beir`` -> ``ragexp.data``; ``ragexp.errors`` and ``ragexp.cli`` are
+packages of their own, ``ragexp.datamodel`` too) follows :data:`LAYERS`: a package imports only packages of lower layers
+(:func:`layer_breaks`), so there is no circle between packages either.
+
+    python scripts/structure.py            # the package graph, its circles and layer breaks (exit 1 when any)
     python scripts/structure.py --doc      # write docs/structure.md, "where things live", from the code
 
 docs/structure.md lists each package of ragexp/ with the packages it imports and each module with
@@ -78,6 +83,54 @@ def import_graph(root: Path = REPO, package: str = PACKAGE) -> dict[str, set[str
     return {name: imported_modules(name, path, known) for name, path in known.items()}
 
 
+#: ragexp's packages, bottom layer first. A package imports only packages of the layers below its own
+#: (never one beside it in its layer, never one above): the gate (``stored``, then ``config``) sits
+#: under everything that reads data, the data model under the chunkers and loaders, and the commands on top.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("ragexp", "ragexp.errors"),  # the version; the one error type
+    ("ragexp.runtime", "ragexp.text"),  # files, caches, threads, progress; tokens and BM25
+    ("ragexp.stored", "ragexp.web"),  # the gate's primitives (bounded reads, canonical URLs); the pages' server
+    ("ragexp.config", "ragexp.datamodel"),  # the config schema and the run-config gate; documents, chunks, evidence
+    ("ragexp.chunking", "ragexp.metrics", "ragexp.models"),
+    ("ragexp.data", "ragexp.llm"),
+    ("ragexp.candidates", "ragexp.judging", "ragexp.systems"),
+    ("ragexp.cost",),
+    ("ragexp.evaluation",),
+    ("ragexp.annotation", "ragexp.comparison"),
+    ("ragexp.tracking",),
+    ("ragexp.jobs", "ragexp.judge_review"),
+    ("ragexp.commands",),
+    ("ragexp.cli",),
+)
+
+
+def package_of(module: str) -> str:
+    """A module's package in :func:`package_graph`: the first two parts of its dotted name."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(graph: Mapping[str, Iterable[str]]) -> dict[str, set[str]]:
+    """``{package: the other packages its modules import}`` of a module graph (:func:`import_graph`)."""
+    packages: dict[str, set[str]] = {package_of(name): set() for name in graph}
+    for name, targets in graph.items():
+        packages[package_of(name)].update(package_of(t) for t in targets if package_of(t) != package_of(name))
+    return packages
+
+
+def layer_breaks(graph: Mapping[str, Iterable[str]], layers: Iterable[Iterable[str]] = LAYERS) -> list[str]:
+    """Each import of the module graph that breaks ``layers`` (bottom first), as ``importer -> imported
+    (layer i -> layer j)`` (layers counted from 1): one into the importer's own layer or a higher one, or from or into a package
+    that no layer names; ``[]`` when the layers hold."""
+    rank = {package: i for i, layer in enumerate(layers, 1) for package in layer}
+    found = []
+    for name in sorted(graph):
+        for target in sorted(graph[name]):
+            low, high = package_of(target), package_of(name)
+            if low != high and (low not in rank or high not in rank or rank[low] >= rank[high]):
+                found.append(f"{name} -> {target} (layer {rank.get(high, '?')} -> layer {rank.get(low, '?')})")
+    return found
+
+
 def circles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
     """The strongly connected components of more than one node (Tarjan, iterative), each sorted;
     a graph without circles has none."""
@@ -145,7 +198,10 @@ def where_things_live(root: Path = REPO, package: str = PACKAGE) -> str:
              f"Generated from the code by `python scripts/structure.py --doc` (tests/test_structure.py fails when it",
              "is stale). Each package of `ragexp/`, the other packages it imports, and each module with the first",
              "sentence of its docstring. Import circles between modules: "
-             + ("none." if not found else "; ".join(" -> ".join(c) for c in found) + "."), ""]
+             + ("none." if not found else "; ".join(" -> ".join(c) for c in found) + "."), "",
+             "Package layers, bottom first (a package imports only packages of lower layers; `LAYERS` in",
+             "scripts/structure.py, checked by tests/test_structure.py):", "",
+             *[f"{i}. " + ", ".join(f"`{p}`" for p in layer) for i, layer in enumerate(LAYERS, 1)], ""]
     for pkg in sorted({group(name) for name in files}):
         members = sorted(name for name in files if group(name) == pkg)
         uses = sorted({group(target) for name in members for target in graph[name]} - {pkg})
@@ -162,10 +218,20 @@ def main(argv: list[str]) -> int:
         DOC.write_text(where_things_live(), encoding="utf-8")
         print(f"wrote {DOC}")
         return 0
-    found = circles(import_graph())
+    graph = import_graph()
+    packages = package_graph(graph)
+    for package in sorted(packages):
+        print(f"{package} -> {', '.join(sorted(packages[package])) or '(nothing of ragexp)'}")
+    found = circles(graph)
     for circle in found:
         print("import circle: " + " -> ".join(circle))
-    return 1 if found else 0
+    package_circles = circles(packages)
+    for circle in package_circles:
+        print("package circle (each imports the others, directly or not): " + ", ".join(circle))
+    breaks = layer_breaks(graph)
+    for line in breaks:
+        print("layer broken: " + line)
+    return 1 if found or package_circles or breaks else 0
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 
 from ragexp.config import targets
 from ragexp.config.targets import RENAMED, check_component
-from ragexp.stored.run_config import parse_run_config
+from ragexp.config.run_config import parse_run_config
 from ragexp.errors import RagexpInputError
 from ragexp.tracking.metric_names import results_view
 from tests.helpers.cli import ENV, dataset_args, job_runs

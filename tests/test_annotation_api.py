@@ -20,7 +20,7 @@ from ragexp.chunking import make_chunker
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import load_evalset
 from ragexp.errors import RagexpInputError
-from ragexp.evaluation.relevance import chunk_qrels
+from ragexp.metrics.relevance import chunk_qrels
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.metrics.judged import judged_at_k
 from ragexp.web.app import create_app

@@ -8,7 +8,7 @@ from ragexp.annotation.hints import ChunkMap, category_hints
 from ragexp.annotation.pool import Pooler, heading_only, heading_path, mark_identical, pool_order
 from ragexp.chunking.fixed import FixedSizeChunker
 from ragexp.chunking.markdown import markdown_sections
-from ragexp.data import Chunk, Corpus, Document
+from ragexp.datamodel import Chunk, Corpus, Document
 
 MANUAL = ("# Manual\n\n## CTA-861\n\n## Setup\n\nPlug the cable into port HDMI 1.\n\n### Reset\n\n"
           "Hold the power button for ten seconds.\n\n## Appendix\n\n### Reset\n\nHold the power button for ten seconds.\n")

@@ -82,7 +82,7 @@ def test_units_queued_on_a_done_item_show_as_review_with_a_count_until_reviewed(
 
 def test_failures_of_a_retrieval_only_run_are_its_misses_and_the_report_says_why(tmp_path) -> None:
     from ragexp.annotation.from_run import queue_failures
-    from ragexp.data import Chunk
+    from ragexp.datamodel import Chunk
     from ragexp.evaluation.results import QueryResult, RunResults
 
     rows = [{"query_id": "hit", "query": "q hit", "ranking": [["d#chunk_0", 2.0], ["d#chunk_1", 1.0]], "relevant": {"d#chunk_0": 1}},

@@ -24,10 +24,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ragexp.chunking import CHUNKERS, make_chunker
-from ragexp.data import Corpus, Document
-from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.evalset_schema import EVIDENCE_FIELDS, ITEM_FIELDS
+from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import load_evalset
+from ragexp.datamodel import Corpus, Document
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
 from tests.helpers.bad_input_cases import (

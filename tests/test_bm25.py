@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25L, BM25Okapi, BM25Plus
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.text.bm25 import build_index

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from ragexp.judge_review.sample import ReviewClaim
+from ragexp.judge_review.session import ReviewSession
 from ragexp.judging.calibration.labels import LabelledClaim
-from ragexp.judging.review.sample import ReviewClaim
-from ragexp.judging.review.session import ReviewSession
 from ragexp.web.app import STATIC_DIR
 from tests.helpers.page_server import BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS
 

@@ -16,7 +16,7 @@ from ragexp.chunking.text_units import (
     sentence_spans,
     word_token_spans,
 )
-from ragexp.data import Chunk, Corpus, Document, chunk_id
+from ragexp.datamodel import Chunk, Corpus, Document, chunk_id
 from ragexp.errors import RagexpInputError
 from tests.helpers.chunk_strategies import TEXTS, chunker_configs
 

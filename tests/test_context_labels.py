@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragexp.data.context import context_labels, format_context, label_title, strip_label_copies
-from ragexp.data.model import Chunk
+from ragexp.datamodel import Chunk
 
 TITLES = ["Proration > Proration > Downgrades", "Plan comparison > Plan comparison > Changing plans",
           "Prration > Prration > Frequently asked questions", "Downgrading", "Payment methods and failed payments"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.models.resolve import SHORT_NAMES, resolve_model
 from ragexp.runtime.fingerprint import stable_hash

@@ -14,10 +14,10 @@ import pytest
 
 from ragexp.chunking import make_chunker
 from ragexp.config.compose import compose_config
-from ragexp.data import Chunk
 from ragexp.data.datasets import demo_paths
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import load_evalset
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.pipeline import build_component
 from ragexp.jobs.job import run_job

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.llm.base import LLMCallError, LLMResponse, refused_by_endpoint
 from ragexp.llm.openai_compat import OpenAIChatModel

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from reference_pipelines.dense import DenseRetriever, faiss_threads
 from reference_pipelines.encoders import Encoder
 

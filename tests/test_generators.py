@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.judging.correctness import is_refusal
 from ragexp.runtime.stage_cache import StageCache

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
 from reference_pipelines.hybrid import HybridRetriever, rrf_fuse, weighted_fuse

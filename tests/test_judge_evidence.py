@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragexp.data.context import format_context, passage_spans
-from ragexp.data.model import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.evaluation.results import QueryResult
+from ragexp.judge_review.sample import EVIDENCE_BY_OVERLAP, review_claims
 from ragexp.judging.evidence import document_sentence_spans, document_text
 from ragexp.judging.judges import EmbeddingJudge, LexicalJudge, LLMJudge, LocalLikelihoodJudge
-from ragexp.judging.review.sample import EVIDENCE_BY_OVERLAP, review_claims
 from ragexp.llm.base import LLMResponse
 
 CHUNKS = [

@@ -27,12 +27,12 @@ from ragexp.judging.calibration.labels import (
 )
 from ragexp.judging.claims import sentence_spans, split_sentences
 from ragexp.judging.judges import LexicalJudge
-from ragexp.judging.review.sample import (
+from ragexp.judge_review.sample import (
     EVIDENCE_BY_JUDGE,
     EVIDENCE_BY_OVERLAP,
     review_claims,
 )
-from ragexp.judging.review.session import SKIP, ReviewSession
+from ragexp.judge_review.session import SKIP, ReviewSession
 from ragexp.web.edit_session import Conflict
 
 S, N = SUPPORTED, NOT_SUPPORTED
@@ -252,7 +252,7 @@ def test_a_verdict_written_before_the_server_died_is_retried_without_conflict(tm
     the etag from before its own write, and the retry was a 409 against its own save."""
     from fastapi.testclient import TestClient
 
-    from ragexp.judging.review.router import review_router
+    from ragexp.judge_review.router import review_router
     from ragexp.web.app import create_app
 
     labels = tmp_path / "labels.csv"
@@ -346,7 +346,7 @@ def test_embedding_verdict_points_at_the_sentence_its_score_comes_from() -> None
 def test_the_page_api_answers_409_404_and_422(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from ragexp.judging.review.router import review_router
+    from ragexp.judge_review.router import review_router
     from ragexp.web.app import create_app
 
     review = session(tmp_path, Recorder())

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from ragexp.data import Chunk, EvalItem, Evidence
-from ragexp.evaluation.relevance import chunk_qrels
+from ragexp.datamodel import Chunk, EvalItem, Evidence
 from ragexp.metrics.judged import judged_at_k, judged_metrics
+from ragexp.metrics.relevance import chunk_qrels
 from ragexp.tracking.metric_names import from_mlflow, to_mlflow
 
 ir_measures = pytest.importorskip("ir_measures")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ragexp.data import Document, Evidence
 from ragexp.data.loaders import load_beir, load_corpus, load_evalset, load_squad
 from ragexp.data.loaders.evalset import evalset_to_jsonl, read_evalset
+from ragexp.datamodel import Document, Evidence
 from ragexp.errors import RagexpInputError
 
 RETRY_SENTENCE = "Webhooks retry with exponential backoff for 24 hours before being marked failed."
@@ -586,7 +586,7 @@ def test_bad_provenance_is_one_error_naming_the_field(tmp_path: Path, corpus, ex
 
 
 def test_page_of_maps_offsets_to_one_based_pages() -> None:
-    from ragexp.data import Document
+    from ragexp.datamodel import Document
 
     doc = Document("manual", "p1 text\fp2 text\fp3", page_starts=(0, 8, 16))
     assert [doc.page_of(offset) for offset in (0, 7, 8, 15, 16, 99)] == [1, 1, 2, 2, 3, 3]

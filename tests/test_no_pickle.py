@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.runtime.stage_cache import StageCache
 
 REPO = Path(__file__).resolve().parents[1]

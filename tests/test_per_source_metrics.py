@@ -7,7 +7,7 @@ import json
 import pytest
 from mlflow.tracking import MlflowClient
 
-from ragexp.data.model import EvalItem
+from ragexp.datamodel import EvalItem
 from ragexp.evaluation.results import RunResults
 from ragexp.evaluation.runner import source_warnings
 from ragexp.metrics.per_tag import per_source_means

@@ -1,4 +1,4 @@
-"""Where a run's human-corrected judge metrics are read: the run adapter (:mod:`ragexp.judging.corrected`),
+"""Where a run's human-corrected judge metrics are read: the run adapter (:mod:`ragexp.evaluation.corrected`),
 ``compare``'s table, the sweep summary's first lines and the gate's comparison of PPI estimates."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pytest
 
 from ragexp.commands.compare import use_corrected
 from ragexp.comparison.gate import FROM_PPI, GateSpec, run_gate
+from ragexp.evaluation import corrected
 from ragexp.evaluation.results import QueryResult, RunResults
-from ragexp.judging import corrected
 from ragexp.judging.calibration.labels import LabelledClaim
 from ragexp.judging.faithfulness import Verdict
 from ragexp.judging.ppi import ppi_estimate
-from ragexp.judging.review.status import ReviewStatus, is_judge_metric
+from ragexp.judging.review_status import ReviewStatus, is_judge_metric
 from ragexp.tracking.sweep_summary import ChildRun, best_by_metric, describe, judge_lines
 
 CONTEXT = "Deliveries are retried for 24 hours."

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from ragexp.chunking import make_chunker
 from ragexp.chunking.base import CandidateSpan, Chunker
-from ragexp.data import Chunk, Document, EvalItem, Evidence, chunk_id
+from ragexp.datamodel import Chunk, Document, EvalItem, Evidence, chunk_id
 from ragexp.errors import RagexpInputError
-from ragexp.evaluation.relevance import OverlapRule, chunk_qrels, doc_qrels
+from ragexp.metrics.relevance import OverlapRule, chunk_qrels, doc_qrels
 from tests.helpers.chunk_strategies import TEXTS, chunker_configs
 
 LETTERS = "".join(chr(ord("a") + i % 26) for i in range(200))  # no whitespace: sizes are plain lengths

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ragexp.comparison import stats
+from ragexp.metrics import stats
 
 
 def brute_force_sign_flip_p(a, b) -> float:

@@ -1,4 +1,5 @@
-"""ragexp's modules import one another in one direction: no import circle (``scripts/structure.py``)."""
+"""ragexp's modules import one another in one direction: no import circle between modules or between
+packages, and the packages keep the declared layers (``scripts/structure.py``)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,30 @@ def test_ragexp_has_no_import_circle():
     found = structure.circles(structure.import_graph())
     assert found == [], "import circles in ragexp/ (python scripts/structure.py):\n" + "\n".join(
         " -> ".join(circle) for circle in found)
+
+
+def test_ragexp_packages_keep_their_layers_and_have_no_circle():
+    """An import-linter-style layers contract (``structure.LAYERS``): a package imports only packages
+    of lower layers, so the gate (``ragexp.stored``, ``ragexp.config``) imports nothing above it and the
+    package graph has no circle. Fails before (1c332ca): 15 packages formed one circle."""
+    graph = structure.import_graph()
+    packages = structure.package_graph(graph)
+    assert structure.circles(packages) == [], f"package circles: {structure.circles(packages)}"
+    assert sorted(p for layer in structure.LAYERS for p in layer) == sorted(packages), "LAYERS names each package once"
+    breaks = structure.layer_breaks(graph)
+    assert breaks == [], "imports against the layers (python scripts/structure.py):\n" + "\n".join(breaks)
+
+
+def test_layer_breaks_see_upward_sideways_and_unknown_imports():
+    graph = {"pkg.low.a": set(), "pkg.mid.b": {"pkg.low.a"}, "pkg.mid2": {"pkg.mid.b"}, "pkg.top": {"pkg.mid.b"}}
+    layers = (("pkg.low",), ("pkg.mid", "pkg.mid2"), ("pkg.top",))
+    assert structure.package_graph(graph) == {"pkg.low": set(), "pkg.mid": {"pkg.low"}, "pkg.mid2": {"pkg.mid"},
+                                              "pkg.top": {"pkg.mid"}}
+    assert structure.layer_breaks(graph, layers) == ["pkg.mid2 -> pkg.mid.b (layer 2 -> layer 2)"]
+    graph["pkg.low.a"] = {"pkg.top"}
+    assert structure.layer_breaks(graph, layers)[0] == "pkg.low.a -> pkg.top (layer 1 -> layer 3)"
+    assert structure.circles(structure.package_graph(graph)) == [["pkg.low", "pkg.mid", "pkg.top"]]
+    assert structure.layer_breaks({"pkg.x": {"pkg.low.a"}}, layers) == ["pkg.x -> pkg.low.a (layer ? -> layer 1)"]
 
 
 def test_the_graph_sees_deferred_relative_and_from_imports(tmp_path):

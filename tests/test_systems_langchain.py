@@ -12,7 +12,7 @@ import pytest
 from ragexp.data.datasets import demo_paths
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import load_evalset
-from ragexp.evaluation.relevance import OverlapRule
+from ragexp.metrics.relevance import OverlapRule
 from ragexp.evaluation.results import RunResults
 from tests.helpers.cli import job_runs, ragexp
 from tests.helpers.system_server import serve

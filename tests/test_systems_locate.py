@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragexp.data import Document
+from ragexp.datamodel import Document
 from ragexp.systems.locate import Locator
 from ragexp.systems.normalised_text import comparable
 

@@ -5,8 +5,8 @@ black box needs (trimmed span size, unreturned evidence) on cases built by hand.
 from __future__ import annotations
 
 from ragexp.chunking import make_chunker
-from ragexp.data import Chunk, Document, EvalItem, Evidence
-from ragexp.evaluation.relevance import OverlapRule, chunk_qrels
+from ragexp.datamodel import Chunk, Document, EvalItem, Evidence
+from ragexp.metrics.relevance import OverlapRule, chunk_qrels
 from ragexp.systems.locate import Placement
 from ragexp.systems.response import Passage
 from ragexp.systems.scoring import pooled_qrels, ranked, trimmed_span, unit_of

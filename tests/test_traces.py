@@ -85,7 +85,7 @@ def _row(**fields) -> QueryResult:
 
 
 def _passages():
-    from ragexp.data import Chunk
+    from ragexp.datamodel import Chunk
 
     chunks = {cid: Chunk(cid, cid.split("#")[0], 0, 0, 5, f"text of {cid}") for cid in ("d#chunk_0", "d#chunk_1", "e#chunk_0")}
     return Passages(chunks, {})
@@ -255,7 +255,7 @@ def test_a_run_logs_one_trace_per_query_equal_to_its_results(traced_run):
 
 @pytest.mark.slow
 def test_review_verdicts_land_beside_the_judges_as_human_feedback(traced_run):
-    from ragexp.judging.review.sample import review_claims
+    from ragexp.judge_review.sample import review_claims
     from ragexp.tracking.review_assessments import log_review_labels
 
     _, corpus, _, _, client, run = traced_run

@@ -31,8 +31,8 @@ from pathlib import Path
 
 from ragexp.annotation.agreement import Agreement
 from ragexp.annotation.session import Session
-from ragexp.data import Corpus, EvalItem, Evidence
 from ragexp.data.evalset_schema import AdjudicationRecord, SourceRecord
+from ragexp.datamodel import Corpus, EvalItem, Evidence
 from ragexp.errors import RagexpInputError
 from ragexp.stored import limits
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ragexp.annotation.session import Session
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.evaluation.results import RunResults
 from ragexp.judging.failure import FailureClass
 from ragexp.metrics.ranking import trec_order

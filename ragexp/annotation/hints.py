@@ -18,7 +18,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from operator import attrgetter
 
-from ragexp.data import Chunk, Corpus
+from ragexp.datamodel import Chunk, Corpus
 from ragexp.text.tokenize import content_stems
 
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
-from ragexp.data import Corpus, EvalSet
 from ragexp.data.evalset_schema import read_file
 from ragexp.data.lint import normalise_query
+from ragexp.datamodel import Corpus, EvalSet
 from ragexp.errors import RagexpInputError
 
 Interval = tuple[int, int]

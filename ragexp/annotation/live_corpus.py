@@ -13,8 +13,8 @@ import os
 import threading
 from pathlib import Path
 
-from ragexp.data import Corpus
 from ragexp.data.loaders.corpus import load_corpus
+from ragexp.datamodel import Corpus
 from ragexp.runtime.stage_cache import StageCache
 
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ragexp.chunking.markdown import markdown_sections
-from ragexp.data import Chunk, Corpus
+from ragexp.datamodel import Chunk, Corpus
 from ragexp.runtime.fingerprint import stable_hash
 
 DEFAULT_PIPELINES = ("bm25", "dense", "hybrid_rrf")

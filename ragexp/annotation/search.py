@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass
 
 from ragexp.annotation.pool import passage
-from ragexp.data import Corpus
+from ragexp.datamodel import Corpus
 from ragexp.text.bm25 import build_index
 from ragexp.text.tokenize import word_stems
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from ragexp.data import evalset_schema as schema
 from ragexp.data.evalset_schema import VERSION_KEY, HeaderRecord, ItemRecord
 from ragexp.data.lint import normalise_query
-from ragexp.data.model import ITEM_SOURCES
+from ragexp.datamodel import ITEM_SOURCES
 from ragexp.errors import RagexpInputError
 from ragexp.stored.limits import parse_json
 from ragexp.web.edit_session import EditLock, atomic_write, compare_and_set

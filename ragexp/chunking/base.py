@@ -1,7 +1,7 @@
 """The chunker contract and what every chunker shares: trimming, ids, config validation.
 
 A chunker yields candidate spans ``(start, end, title)`` of a document in document order; the base
-class turns them into :class:`~ragexp.data.Chunk` objects such that
+class turns them into :class:`~ragexp.datamodel.Chunk` objects such that
 
 - ``chunk.text == doc.text[chunk.start:chunk.end]`` (offsets move, text is never edited);
 - no chunk starts or ends with whitespace, none is empty (whitespace is trimmed by moving offsets,
@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from tqdm import tqdm
 
 from ragexp.chunking.text_units import strip_span
-from ragexp.data import Chunk, Document, chunk_id
+from ragexp.datamodel import Chunk, Document, chunk_id
 from ragexp.errors import RagexpInputError
 
 CandidateSpan = tuple[int, int, str]

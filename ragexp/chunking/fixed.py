@@ -17,7 +17,7 @@ from ragexp.chunking.text_units import (
     load_hf_tokenizer,
     token_boundaries,
 )
-from ragexp.data import Document
+from ragexp.datamodel import Document
 from ragexp.errors import RagexpInputError
 
 UNITS = ("chars", "tokens")

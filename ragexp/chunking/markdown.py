@@ -31,7 +31,7 @@ from ragexp.chunking.recursive import (
     validated_separators,
 )
 from ragexp.chunking.text_units import stripped_length
-from ragexp.data import Document
+from ragexp.datamodel import Document
 from ragexp.errors import RagexpInputError
 
 HeadingPath = tuple[str, ...]

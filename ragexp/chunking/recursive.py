@@ -29,7 +29,7 @@ from typing import ClassVar
 
 from ragexp.chunking.base import CandidateSpan, Chunker, require_size_and_overlap
 from ragexp.chunking.text_units import Span, sentence_spans, stripped_length
-from ragexp.data import Document
+from ragexp.datamodel import Document
 from ragexp.errors import RagexpInputError
 
 SENTENCE_SEPARATOR = "<sentence>"

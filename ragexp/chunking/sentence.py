@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from ragexp.chunking.base import CandidateSpan, Chunker, require_int
 from ragexp.chunking.text_units import Span, non_space_runs, sentence_spans
-from ragexp.data import Document
+from ragexp.datamodel import Document
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ragexp.chunking.base import CandidateSpan, Chunker
-from ragexp.data import Document
+from ragexp.datamodel import Document
 
 log = logging.getLogger(__name__)
 

@@ -118,11 +118,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _note(args: argparse.Namespace, result, names: tuple[str, str], corpus, evalset) -> None:
+    from ragexp.config.machine import default_tracking_uri
     from ragexp.tracking import store
     from ragexp.tracking.agreement_note import write_note
     from ragexp.tracking.experiments import describe_once, experiment_name
 
-    uri = args.tracking_uri or store.default_tracking_uri()
+    uri = args.tracking_uri or default_tracking_uri()
     client = store.connect(uri)
     name = experiment_name(args.experiment, evalset)
     experiment_id = store.ensure_experiment(client, name)

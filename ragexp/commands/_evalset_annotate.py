@@ -73,13 +73,14 @@ def _check(args: argparse.Namespace) -> None:
 
 def _run_chunking(args: argparse.Namespace) -> dict:
     """The ``chunking`` options of the run's saved config, read through the whole gate
-    (:func:`ragexp.stored.run_config.read_run_config`: bounded, closed typed schema, no
+    (:func:`ragexp.evaluation.saved_config.read_run_config`: bounded, closed typed schema, no
     interpolation, every check a job makes) from a temporary folder removed afterwards."""
+    from ragexp.config.machine import default_tracking_uri, local_cache_dir
     from ragexp.config.schema import chunker_options
-    from ragexp.stored.run_config import local_cache_dir, read_run_config
+    from ragexp.evaluation.saved_config import read_run_config
     from ragexp.tracking import store
 
-    uri = args.tracking_uri or store.default_tracking_uri()
+    uri = args.tracking_uri or default_tracking_uri()
     with tempfile.TemporaryDirectory(prefix="ragexp-") as scratch:
         saved = store.download_artifact(args.from_run, store.CONFIG_ARTIFACT, uri, dst_dir=Path(scratch))
         try:

@@ -3,9 +3,9 @@
 Reads the run's results (an MLflow run id, or a results JSON file) and a labels CSV through the
 labels reader (:func:`ragexp.judging.calibration.labels.read_labels`: bounded, strict UTF-8,
 closed columns), keeps the rows that label this run's own claims
-(:func:`ragexp.judging.corrected.labels_for`), prints the judge's value, the PPI estimate and its
+(:func:`ragexp.evaluation.corrected.labels_for`), prints the judge's value, the PPI estimate and its
 interval per metric beside each other, and logs the ``ppi.*`` metrics and the ``ragexp.ppi`` tag
-to the run, with the rows that labelled it as the artifacts :data:`ragexp.judging.corrected.LABELS_ARTIFACT`
+to the run, with the rows that labelled it as the artifacts :data:`ragexp.evaluation.corrected.LABELS_ARTIFACT`
 and ``ANSWER_LABELS_ARTIFACT`` (which ``ragexp gate`` recomputes the estimates from) (a run id
 only; ``--no-log`` prints only). ``--answer-labels`` (a person's failure class of
 whole answers, :mod:`ragexp.judging.answer_labels`) corrects ``generation_failure_rate`` and ``ok_rate``. A run none of whose claims is labelled is
@@ -14,7 +14,7 @@ of the run's claims, drawn within each judge verdict (``ragexp judge sample`` an
 review`` draw so; docs/ppi.md).
 
 ``--labels-from OTHER`` (a run id or results file) uses the labels of OTHER's claims instead
-(:func:`ragexp.judging.corrected.transferred`): refused unless both runs have the same judge key
+(:func:`ragexp.evaluation.corrected.transferred`): refused unless both runs have the same judge key
 (model + prompt + threshold), and valid only where a person's support rate given the judge's
 verdict is the same in both runs (docs/ppi.md); the printout and the tag say so.
 """
@@ -25,7 +25,7 @@ import argparse
 
 from ragexp.commands._runs import RUN_ID, client_for, load_results
 from ragexp.errors import RagexpInputError
-from ragexp.judging import corrected
+from ragexp.evaluation import corrected
 from ragexp.judging.answer_labels import answer_labels_csv, read_answer_labels
 from ragexp.judging.calibration.labels import labels_csv, read_labels
 from ragexp.judging.calibration.record import judge_key

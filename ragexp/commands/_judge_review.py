@@ -35,15 +35,15 @@ def review(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, sock) -> int:
-    from ragexp.judging.review.router import review_router
-    from ragexp.judging.calibration.record import judge_key
-    from ragexp.judging.ppi import draw_across
-    from ragexp.judging.review.sample import review_claims
-    from ragexp.judging.review.session import (
+    from ragexp.judge_review.router import review_router
+    from ragexp.judge_review.sample import review_claims
+    from ragexp.judge_review.session import (
         ReviewSession,
         mlflow_logger,
         read_existing,
     )
+    from ragexp.judging.calibration.record import judge_key
+    from ragexp.judging.ppi import draw_across
     from ragexp.web.app import create_app, serve
 
     read_existing(args.labels)

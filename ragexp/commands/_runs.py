@@ -10,6 +10,7 @@ from pathlib import Path
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from ragexp.config.machine import default_tracking_uri
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.tracking import store
@@ -24,7 +25,7 @@ def add_tracking_argument(parser: argparse.ArgumentParser) -> None:
 
 def client_for(args: argparse.Namespace) -> tuple[MlflowClient, str]:
     """A client on an existing store (a reading command never creates an empty one)."""
-    uri = args.tracking_uri or store.default_tracking_uri()
+    uri = args.tracking_uri or default_tracking_uri()
     return store.connect(uri, create=False), uri
 
 
@@ -44,7 +45,7 @@ def load_results(ref: str, tracking_uri: str | None = None) -> RunResults:
     path = Path(ref)
     if path.exists() or not RUN_ID.fullmatch(ref):
         return RunResults.load(path)
-    uri = tracking_uri or store.default_tracking_uri()
+    uri = tracking_uri or default_tracking_uri()
     get_run(store.connect(uri, create=False), ref)
     with tempfile.TemporaryDirectory(prefix="ragexp-") as scratch:
         return RunResults.load(store.download_artifact(ref, ARTIFACT_NAME, uri, dst_dir=Path(scratch)))

@@ -25,7 +25,7 @@ encoder runs at a precision other than fp32 is labelled with it (``· int8``) wh
 not say so (runs named before names carried it).
 
 A judge metric with a human-corrected estimate (``ppi.<metric>``, logged by ``ragexp judge
-review`` or ``ragexp judge ppi``: :mod:`ragexp.judging.corrected`) shows that estimate in place of
+review`` or ``ragexp judge ppi``: :mod:`ragexp.evaluation.corrected`) shows that estimate in place of
 the judge's value for that run, and a line under the table says, per judge metric, which runs
 show the PPI estimate (with its interval and label count) and which the judge's value alone
 ("judge only, uncorrected"); tie marks of such a column still come from the judge's per-query values.
@@ -41,14 +41,15 @@ from collections import Counter
 from pathlib import Path
 
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run
-from ragexp.comparison import stats, vs_best
+from ragexp.comparison import vs_best
 from ragexp.comparison.per_query_diff import format_html, format_text, per_query_diff
 from ragexp.comparison.table import cost_metrics, format_table, headline_metrics
 from ragexp.cost import keys as cost_keys
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation import corrected
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
-from ragexp.judging import corrected
-from ragexp.judging.review.status import is_judge_metric
+from ragexp.judging.review_status import is_judge_metric
+from ragexp.metrics import stats
 from ragexp.metrics.measure import CHUNK, Measure, measure
 from ragexp.tracking import experiments, run_names, store
 from ragexp.tracking.metric_names import results_view

@@ -9,9 +9,9 @@ metric the candidate did not measure).
 
 Judge metrics: each run's human labels (the run's ``judge_review/labels.csv`` artifact for a run
 id, and the rows of ``--labels FILE`` that label its claims) give its PPI estimates
-(:mod:`ragexp.judging.corrected`), which the gate compares where both runs have them; each run's
+(:mod:`ragexp.evaluation.corrected`), which the gate compares where both runs have them; each run's
 judge key (``meta.judge``) finds the judge's last human review in the tracking store
-(:func:`ragexp.judging.review.status.last_review`). The second line of the report names the
+(:func:`ragexp.judging.review_status.last_review`). The second line of the report names the
 judge metrics that are unverified, or says that they are verified.
 """
 
@@ -36,14 +36,15 @@ from ragexp.comparison.gate import (
     QueryRegression,
     run_gate,
 )
+from ragexp.config.machine import default_tracking_uri
 from ragexp.cost.budgets import OVER
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation import corrected
 from ragexp.evaluation.results import RunResults
-from ragexp.judging import corrected
 from ragexp.judging.answer_labels import read_answer_labels
 from ragexp.judging.calibration.labels import read_labels
 from ragexp.judging.calibration.record import judge_key
-from ragexp.judging.review.status import FAIL, WARN, ReviewStatus, is_judge_metric, last_review
+from ragexp.judging.review_status import FAIL, WARN, ReviewStatus, is_judge_metric, last_review
 from ragexp.tracking import store
 
 
@@ -116,7 +117,7 @@ def _review_of(results: RunResults, args: argparse.Namespace) -> ReviewStatus | 
     if not isinstance(record, dict):
         return None
     key = judge_key(record)
-    uri = args.tracking_uri or store.default_tracking_uri()
+    uri = args.tracking_uri or default_tracking_uri()
     try:
         client = store.connect(uri, create=False)
     except RagexpInputError:
@@ -134,7 +135,7 @@ def _corrected(ref: str, results: RunResults, rows: list, answer_rows: list, arg
                                            (corrected.LABELS_ARTIFACT, read_labels, rows),
                                            (corrected.ANSWER_LABELS_ARTIFACT, read_answer_labels, answer_rows)):
                 try:
-                    path = store.download_artifact(ref, artifact, args.tracking_uri or store.default_tracking_uri(),
+                    path = store.download_artifact(ref, artifact, args.tracking_uri or default_tracking_uri(),
                                                    dst_dir=Path(scratch) / artifact.replace("/", "_"))
                 except Exception:  # noqa: BLE001 - a run without labels has no such artifact
                     continue

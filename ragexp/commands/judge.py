@@ -13,10 +13,10 @@ applies a threshold fitted elsewhere (e.g. fit on the demo set, measure on your 
 ``ragexp judge review RUN_ID -n 20 --labels LABELS.csv`` does the same in the browser: a person
 labels the sampled claims with the keyboard, the verdicts go to the labels CSV, and the agreement
 (accuracy, kappa with its 95 % interval) is logged to the run (:mod:`ragexp.commands._judge_review`,
-:mod:`ragexp.judging.review`).
+:mod:`ragexp.judge_review`).
 
 ``ragexp judge ppi RUN_ID --labels LABELS.csv`` corrects the run's faithfulness by those labels
-(prediction-powered inference, :mod:`ragexp.commands._judge_ppi`, :mod:`ragexp.judging.corrected`).
+(prediction-powered inference, :mod:`ragexp.commands._judge_ppi`, :mod:`ragexp.evaluation.corrected`).
 
 ``ragexp judge calibrate LABELS.csv --judge lexical|local [--method M] --out CALIB.json`` scores
 every row once with the judge's continuous score (cached in the stage cache), fits the verdict
@@ -61,8 +61,8 @@ from ragexp.judging.judges import (
     LLMJudge,
     LocalLikelihoodJudge,
 )
+from ragexp.judge_review.sample import judged_claims
 from ragexp.judging.ppi import draw_across
-from ragexp.judging.review.sample import judged_claims
 from ragexp.llm.base import LLMCallError
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.tracking import store

@@ -1,7 +1,7 @@
 """``ragexp reproduce RUN_ID``: re-run a logged run from its saved config and diff the metrics.
 
 The saved ``config/resolved.yaml`` is read as data through the one gate
-(:mod:`ragexp.stored.run_config`: never composed by Hydra, no interpolation, a closed schema,
+(:mod:`ragexp.config.run_config`: never composed by Hydra, no interpolation, a closed schema,
 registered classes, this machine's store and cache) and re-executed as is (no defaults are
 re-composed, so later changes to ``conf/`` do not leak in). Differences in code version or data fingerprints are
 warned about first. By default a fresh, empty stage cache is used so nothing cached is trusted.
@@ -33,12 +33,13 @@ from ragexp.commands._runs import add_tracking_argument, client_for, get_run
 from ragexp.comparison.table import format_table
 from ragexp.metrics.measure import Measure, measure
 from ragexp.runtime import interrupt
-from ragexp.stored.run_config import local_cache_dir, read_run_config
+from ragexp.config.machine import local_cache_dir
+from ragexp.evaluation.saved_config import read_run_config
 from ragexp.tracking import experiments, run_names, store
 from ragexp.errors import RagexpInputError
 from ragexp.systems.build import is_black_box
 from ragexp.systems.replay import drift_report, replay_config, stored_drift
-from ragexp.systems.step import RESPONSES_ARTIFACT
+from ragexp.evaluation.system_step import RESPONSES_ARTIFACT
 from ragexp.tracking.metric_names import HEADLINE, results_view
 
 

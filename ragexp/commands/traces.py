@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragexp.stored.run_config import local_cache_dir
+    from ragexp.config.machine import local_cache_dir
     from ragexp.tracking.logged_traces import has_traces, prepared_cache, trace_logged_run
 
     for run_id in args.run_ids:

@@ -4,7 +4,7 @@
 and ``ragexp_results.json`` before touching MLflow. Nothing is recomputed; the eval set is
 reloaded only to log it as the run's input, and must still have the saved fingerprint. The folder
 is untrusted data (it may come from elsewhere): its config and overrides are read through the one
-gate (:mod:`ragexp.stored.run_config`) before anything is logged, and the run goes to this
+gate (:mod:`ragexp.config.run_config`) before anything is logged, and the run goes to this
 machine's store (``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else ``sqlite:///mlflow.db``),
 never to the URI saved in the folder, which would receive this machine's MLflow credentials.
 """
@@ -24,11 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragexp.config.machine import default_tracking_uri, local_cache_dir
+    from ragexp.config.run_config import read_overrides
     from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+    from ragexp.evaluation.saved_config import read_run_config
     from ragexp.jobs.job import log_saved_run
-    from ragexp.stored.run_config import local_cache_dir, read_overrides, read_run_config
     from ragexp.tracking.run_logger import LOCAL_CONFIG, LOCAL_OVERRIDES
-    from ragexp.tracking.store import default_tracking_uri
 
     folder = args.output_dir
     for name in (LOCAL_CONFIG, ARTIFACT_NAME):

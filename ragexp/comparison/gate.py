@@ -7,7 +7,7 @@ For each metric of the :class:`GateSpec`, over the queries where both runs have 
 - ``delta = mean(candidate) - mean(baseline)``; ``worse = -delta`` for higher-is-better metrics,
   ``+delta`` for lower-is-better ones.
 - ``tolerance``: absolute, relative (``r * |mean(baseline)|``) or auto
-  (:func:`ragexp.comparison.stats.auto_tolerance` of the per-query differences).
+  (:func:`ragexp.metrics.stats.auto_tolerance` of the per-query differences).
 - CI of ``delta`` by paired bootstrap; p-value by the sign-flip test (exact for few changes).
 - family-wise error over the gated metrics (:func:`holm`): the ``m`` metrics with a p-value are
   one family; Holm's step-down adjusted p-value of the ``i``-th smallest raw p (1-based) is
@@ -25,10 +25,10 @@ tolerance widened to the latency repeats' spread; ``budgets`` (the spec's list, 
 are limits the candidate alone must keep (:mod:`ragexp.cost.budgets`). Either failing makes the
 gate's status ``regression``; a budget on a metric the candidate lacks is an error.
 
-Judge metrics (:func:`ragexp.judging.review.status.is_judge_metric`):
+Judge metrics (:func:`ragexp.judging.review_status.is_judge_metric`):
 
 - **corrected by human labels** where both runs have a PPI estimate of the metric
-  (:mod:`ragexp.judging.corrected`): baseline and candidate are the PPI estimates, ``delta`` their
+  (:mod:`ragexp.evaluation.corrected`): baseline and candidate are the PPI estimates, ``delta`` their
   difference; its CI adds the eval-set noise (the paired bootstrap CI of the judge's own per-query
   delta, as above) and each run's label noise (its PPI interval) by MOVER::
 
@@ -55,17 +55,16 @@ from statistics import NormalDist
 import numpy as np
 import yaml
 
-from ragexp.comparison import stats
 from ragexp.comparison.cost_gate import CostVerdict, compare_cost
+from ragexp.config.bounds import MAX_RESAMPLES
 from ragexp.cost import budgets as cost_budgets
 from ragexp.cost.keys import is_cost, results_key
-from ragexp.config.bounds import MAX_RESAMPLES
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.judging.calibration.record import MIN_KAPPA
 from ragexp.judging.ppi import PPIEstimate, z_of
-from ragexp.judging.review.status import FAIL, WARN, is_judge_metric
-from ragexp.metrics import RELEVANCE_LEVEL
+from ragexp.judging.review_status import FAIL, WARN, is_judge_metric
+from ragexp.metrics import RELEVANCE_LEVEL, stats
 from ragexp.metrics.measure import LOWER, measure
 from ragexp.metrics.ranking import trec_order
 from ragexp.stored.limits import parse_yaml, read_text

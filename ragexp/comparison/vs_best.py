@@ -4,14 +4,14 @@ For a metric and K runs scored on the same queries (paired by ``query_id``, over
 run has a value for): the best run is the one with the highest mean (lowest for a lower-is-better
 metric; the first such run on equal means). Every other run ``r`` is tested against it with the
 paired sign-flip permutation test of ``mean(best - r) = 0``
-(:func:`ragexp.comparison.stats.sign_flip_p_value`: exact enumeration up to 20 non-zero
+(:func:`ragexp.metrics.stats.sign_flip_p_value`: exact enumeration up to 20 non-zero
 differences, else 10,000 seeded random flips). The K - 1 tests are corrected by **Bonferroni**:
 ``r`` is ``worse`` when ``p < alpha / (K - 1)``, else ``tied`` (the data cannot tell it from the
 best at family-wise error ``alpha``). Bonferroni rather than Holm because every run gets its own
 verdict and a tie must not depend on how the other runs did.
 
 The noise line (:func:`noise_line`) states the smallest difference the eval set can detect, the
-gate's planning tolerance (:func:`ragexp.comparison.stats.recommended_tolerance`):
+gate's planning tolerance (:func:`ragexp.metrics.stats.recommended_tolerance`):
 ``1.96 * sqrt(p (1 - p) / n)``, at least one query's worth ``1 / n``, for a rate near ``p``. At a
 ceiling or floor (``p`` = 1 or 0: every query hits, or none does) that arithmetic has nothing to
 say (no query varies, so ``1 / n`` would be a made-up floor): the line says so instead
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragexp.comparison import stats
+from ragexp.metrics import stats
 
 BEST, TIED, WORSE = "best", "tied", "worse"
 DEFAULT_ALPHA = 0.05

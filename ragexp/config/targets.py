@@ -59,7 +59,7 @@ SHIPPED_BY_KIND: dict[str, tuple[str, ...]] = {
 SHIPPED = frozenset(name for names in SHIPPED_BY_KIND.values() for name in names)
 #: Targets that runs saved by earlier releases name, and the shipped class that replaced each with
 #: the same parameters (the embedding group built its encoder through a factory function until
-#: 2026-12-04). :func:`ragexp.stored.run_config.parse_run_config` reads a saved config with the new
+#: 2026-12-04). :func:`ragexp.config.run_config.parse_run_config` reads a saved config with the new
 #: name and says so; anywhere else the old name is refused with the new one in the message.
 RENAMED: dict[str, str] = {"reference_pipelines.encoders.make_encoder": "reference_pipelines.encoders.Embedding"}
 

@@ -6,7 +6,7 @@ matched in raw arguments.
 
 - ``--config-path DIR --config-name NAME`` names **a saved config** (a run's ``resolved.yaml``,
   one handed over): data. Before Hydra starts, the file is read through the one gate
-  (:func:`ragexp.stored.run_config.parse_run_config`: bounded YAML, no interpolation, no ``hydra``
+  (:func:`ragexp.config.run_config.parse_run_config`: bounded YAML, no interpolation, no ``hydra``
   node, no defaults list, a closed typed schema) and written, as plain values on ragexp's schema,
   into a fresh folder that Hydra is pointed at instead (:func:`gated_primary_config`). Nothing of
   the original file (package headers, comments, neighbouring files, resolvers) reaches Hydra.
@@ -34,6 +34,8 @@ from omegaconf import OmegaConf
 
 from ragexp.config.command_line import RunCommandLine
 from ragexp.config.compose import CONFIG_DIR
+from ragexp.config.machine import default_tracking_uri, local_cache_dir
+from ragexp.config.run_config import parse_run_config
 from ragexp.config.secrets import expand_env, screen_config
 from ragexp.errors import RagexpInputError
 from ragexp.stored.limits import parse_yaml, read_text
@@ -50,9 +52,6 @@ def gated_primary_config(command: RunCommandLine) -> Iterator[RunCommandLine]:
     if command.config_path is None:
         yield command
         return
-    from ragexp.stored.run_config import local_cache_dir, parse_run_config
-    from ragexp.tracking.store import default_tracking_uri
-
     name = command.config_name or "config"
     source = command.config_path / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
     cfg = parse_run_config(source)

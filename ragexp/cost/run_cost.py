@@ -47,7 +47,7 @@ def measure_run(cfg: Any, data: Any, pipeline: Any, cache: StageCache, *, index_
     record: dict[str, Any] = {"notes": []}
     if getattr(pipeline, "system", None) is not None:
         # A black box has no index here and is timed where it runs: cost.endpoint_latency_* per
-        # query (ragexp.systems.step); its own tokens are not reported to ragexp.
+        # query (ragexp.evaluation.system_step); its own tokens are not reported to ragexp.
         record["notes"].append("black-box system: no index or served-latency probe here; the endpoint's latency per "
                                "query is cost/endpoint_latency_*")
         return _finish(out, record, usage, settings)

@@ -1,17 +1,6 @@
-"""Everything a run reads: the data model, the loaders, the built-in datasets, and eval-set lint.
+"""Everything a run reads: the loaders, document conversion, the built-in datasets, and eval-set lint.
 
-The data model (:mod:`ragexp.data.model`) is re-exported here: ``from ragexp.data import Chunk``.
+What they read into is the data model, :mod:`ragexp.datamodel` (``from ragexp.datamodel import Chunk``),
+which sits below the chunkers: an eval set's evidence given by chunk index is resolved here with
+the chunking its header names (:mod:`ragexp.data.loaders.evalset`).
 """
-
-from ragexp.data.model import (
-    CHUNK_SEPARATOR,
-    Chunk,
-    Corpus,
-    Document,
-    EvalItem,
-    EvalSet,
-    Evidence,
-    chunk_id,
-)
-
-__all__ = ["CHUNK_SEPARATOR", "Chunk", "Corpus", "Document", "EvalItem", "EvalSet", "Evidence", "chunk_id"]

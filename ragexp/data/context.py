@@ -19,7 +19,7 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from ragexp.data.model import Chunk
+from ragexp.datamodel import Chunk
 
 _FIRST_LABEL = re.compile(r"\[1\][^\n]*\n")
 #: How a heading path's parts are joined in a chunk title (``ragexp.chunking.markdown``).

@@ -15,7 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from ragexp.data import Corpus, EvalSet
+from ragexp.datamodel import Corpus, EvalSet
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
 

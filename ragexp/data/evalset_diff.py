@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ragexp.data.model import EvalItem, EvalSet
+from ragexp.datamodel import EvalItem, EvalSet
 
 #: Item fields compared, in report order (``added`` is left out on purpose).
 COMPARED_FIELDS = ("query", "evidence", "gold_answer", "answers", "key_facts", "tags", "answerable", "source")

@@ -16,7 +16,7 @@ and field): unknown keys refused; every field of its JSON type (``null`` = absen
 empty; ``grade`` an integer in ``[0, MAX_GRADE]``; ``start``/``end`` both or neither;
 ``occurrence >= 1`` and only with a quote (and not with a span); a quote not empty; each tag (and
 the category) matches :data:`TAG_PATTERN` (tags become metric names such as ``tag/<t>/recall@5``);
-``source`` one of :data:`~ragexp.data.model.ITEM_SOURCES`; ``added`` ISO 8601; ``annotator`` a
+``source`` one of :data:`~ragexp.datamodel.ITEM_SOURCES`; ``added`` ISO 8601; ``annotator`` a
 non-empty name of at most 64 characters. Whether an item fits its corpus is the loader's concern.
 
 Files are read through :mod:`ragexp.stored.limits` (regular file, size cap, depth, duplicate keys,
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import yaml
 
-from ragexp.data.model import ITEM_SOURCES
+from ragexp.datamodel import ITEM_SOURCES
 from ragexp.errors import RagexpInputError
 from ragexp.stored import limits
 

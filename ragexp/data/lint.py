@@ -42,9 +42,9 @@ from dataclasses import asdict, dataclass, field
 from os import PathLike
 from pathlib import Path
 
-from ragexp.data import Corpus, EvalItem
 from ragexp.data.loaders.corpus import load_corpus
 from ragexp.data.loaders.evalset import EvalSetReading, read_evalset
+from ragexp.datamodel import Corpus, EvalItem
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
 

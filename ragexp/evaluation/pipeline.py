@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ragexp.config.schema import component_config
 from ragexp.config.targets import check_component
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.text_vectors import with_text_vectors

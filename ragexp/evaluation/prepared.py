@@ -12,10 +12,10 @@ from omegaconf import DictConfig
 
 from ragexp.chunking import make_chunker
 from ragexp.config.schema import chunker_options
-from ragexp.data import Chunk, Corpus, EvalSet
 from ragexp.data.dataset import load_dataset
 from ragexp.data.loaders.corpus import persist_conversions
-from ragexp.evaluation.relevance import OverlapRule, chunk_qrels, doc_qrels
+from ragexp.datamodel import Chunk, Corpus, EvalSet
+from ragexp.metrics.relevance import OverlapRule, chunk_qrels, doc_qrels
 from ragexp.runtime.stage_cache import StageCache
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class PreparedData:
 
 def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True, chunked: bool = True) -> PreparedData:
     """Load the dataset, chunk it (cached) and derive chunk- and document-level qrels.
-    ``chunked=False`` (a black-box system, whose passages are its units: :mod:`ragexp.systems.step`)
+    ``chunked=False`` (a black-box system, whose passages are its units: :mod:`ragexp.evaluation.system_step`)
     leaves the corpus unchunked: no chunks, no chunk qrels, nothing cached.
 
     A document with neither text nor title gets no chunk; it is listed in ``not_indexed`` and its

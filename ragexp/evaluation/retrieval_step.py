@@ -30,7 +30,7 @@ from omegaconf import DictConfig
 
 from ragexp.config.schema import component_config
 from ragexp.cost.index import IndexBuild, timed_index
-from ragexp.data import EvalItem
+from ragexp.datamodel import EvalItem
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.metrics.ranking import Ranking, doc_level, trec_order

@@ -2,7 +2,7 @@
 
 Data flow (:mod:`~ragexp.evaluation.prepared` made the chunks and their relevance,
 :mod:`~ragexp.evaluation.pipeline` built the components): retrieval once at the largest depth needed
-(for a black-box system: its responses, placed in the corpus, :mod:`ragexp.systems.step`, which
+(for a black-box system: its responses, placed in the corpus, :mod:`ragexp.evaluation.system_step`, which
 also replaces the chunks and their relevance by its units') -> optional reranking -> retrieval metrics at every
 k, chunk-level and document-level (``doc_``), overall, per tag and per item source -> optional generation and
 judging -> per-query records -> the run's cost (``cost.*`` aggregates and ``meta.cost``:
@@ -22,24 +22,24 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp import __version__
-from ragexp.comparison.stats import bootstrap_cis
-from ragexp.data import Chunk
 from ragexp.cost.run_cost import measure_run
+from ragexp.datamodel import Chunk
 from ragexp.evaluation.generation_step import generation_step
 from ragexp.evaluation.pipeline import Pipeline, build_encoder
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.evaluation.retrieval_step import retrieval_step
+from ragexp.evaluation.system_step import system_step
 from ragexp.judging.calibration.record import judge_run_record
 from ragexp.llm.usage import TokenUsage
 from ragexp.metrics.evaluate import evaluate_run
 from ragexp.metrics.judged import judged_metrics
 from ragexp.metrics.per_tag import UNRECORDED_SOURCE, per_source_means, per_tag_means
+from ragexp.metrics.stats import bootstrap_cis
 from ragexp.runtime.fingerprint import file_hash, stable_hash
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.text_vectors import encoding_counts, encodings_since
 from ragexp.systems.build import is_black_box, unused_groups
-from ragexp.systems.step import system_step
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
             responses=None) -> RunOutput:
     """Evaluate ``pipeline`` on ``data`` as ``cfg`` (validated by the caller) describes; ``run_name``
     labels the results (:func:`ragexp.tracking.run_names.run_name`); ``responses``: a black-box
-    system's, fetched already (:func:`ragexp.systems.step.fetch_responses`)."""
+    system's, fetched already (:func:`ragexp.evaluation.system_step.fetch_responses`)."""
     started = time.perf_counter()
     encodings_before = encoding_counts()
     system_run = system_step(cfg, data, pipeline.system, cache, responses) if pipeline.system is not None else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragexp.comparison.table import format_table, headline_metrics
-from ragexp.judging.corrected import UNCORRECTED
+from ragexp.evaluation.corrected import UNCORRECTED
 
 
 def print_run_summary(output, run_id: str, tracking_uri: str) -> None:

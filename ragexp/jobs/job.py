@@ -33,16 +33,16 @@ from omegaconf import DictConfig
 
 from ragexp.cost import memory
 from ragexp.cost.settings import settings_key
-from ragexp.data import EvalSet
+from ragexp.datamodel import EvalSet
 from ragexp.errors import RagexpInputError, TrackingUnavailable
 from ragexp.evaluation.checks import validate_job
 from ragexp.evaluation.pipeline import build_pipeline
 from ragexp.evaluation.prepared import PreparedData, prepare_data
 from ragexp.evaluation.results import RunResults
 from ragexp.evaluation.runner import RunOutput, config_hash, execute, semantic_config
+from ragexp.evaluation.system_step import fetch_responses
 from ragexp.runtime import interrupt, progress
 from ragexp.runtime.stage_cache import StageCache
-from ragexp.systems.step import fetch_responses
 from ragexp.tracking import experiments, run_names, store
 from ragexp.tracking.run_logger import log_evaluation, save_local
 from ragexp.tracking.trace_content import Passages

@@ -8,8 +8,10 @@ judges), :mod:`~ragexp.judging.failure`, :mod:`~ragexp.judging.calibration.label
 agreement), :mod:`~ragexp.judging.calibration.threshold` (threshold fit and grouped cross-validation),
 :mod:`~ragexp.judging.calibration.record` (the calibration file a judge and a run use),
 :mod:`~ragexp.judging.calibration.kappa_interval` (kappa's confidence interval),
-:mod:`~ragexp.judging.evidence` (the context sentence a verdict rests on), :mod:`~ragexp.judging.review`
-(``ragexp judge review``: a person spot-checks a run's judge in the browser).
+:mod:`~ragexp.judging.evidence` (the context sentence a verdict rests on), :mod:`~ragexp.judging.ppi`
+(a judge metric corrected by a labelled sample), :mod:`~ragexp.judging.review_status` (was the judge
+checked by a person). A run's corrected judge metrics are :mod:`ragexp.evaluation.corrected`; the
+review page (``ragexp judge review``) is :mod:`ragexp.judge_review`.
 """
 
 from ragexp.judging.answer_relevance import (

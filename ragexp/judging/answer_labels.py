@@ -6,7 +6,7 @@ reached the generator and the answer is still refused, wrong or unfaithful), so 
 file. ``ragexp judge sample RUN_ID --answers -n 20 --out answers.csv`` writes one (drawn across the
 run's classes); a person fills ``human_class``; ``ragexp judge ppi RUN_ID --answer-labels
 answers.csv`` corrects the run's ``generation_failure_rate`` and ``ok_rate`` by it
-(:mod:`ragexp.judging.corrected`).
+(:mod:`ragexp.evaluation.corrected`).
 
 CSV (UTF-8, header row): ``id, query, answer, judge_class, human_class, note``.
 

@@ -79,6 +79,9 @@ from statistics import NormalDist
 
 import numpy as np
 
+#: The results keys of a run's PPI estimates start with it (``ppi.faithfulness``: :mod:`ragexp.evaluation.corrected`).
+PREFIX = "ppi."
+
 
 def z_of(confidence: float) -> float:
     """The two-sided normal quantile of ``confidence``."""

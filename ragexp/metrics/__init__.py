@@ -1,8 +1,10 @@
 """Retrieval metrics that equal trec_eval's, one metric per module over a vectorised gain matrix.
 
-:func:`evaluate_run` scores a run against qrels; :func:`trec_order` and :func:`doc_level` put
-rankings in trec_eval's order and collapse chunk rankings into document rankings. A unit is
-relevant iff its grade is >= :data:`RELEVANCE_LEVEL`.
+:func:`evaluate_run` scores a run against qrels (made from the eval set's evidence by
+:mod:`~ragexp.metrics.relevance`); :func:`trec_order` and :func:`doc_level` put rankings in
+trec_eval's order and collapse chunk rankings into document rankings. A unit is relevant iff its
+grade is >= :data:`RELEVANCE_LEVEL`. :mod:`~ragexp.metrics.stats` holds the small-sample
+statistics of per-query metric values (confidence intervals of a run's means, paired tests between runs).
 """
 
 from ragexp.metrics._matrix import RELEVANCE_LEVEL

@@ -4,7 +4,7 @@
 
 A unit is judged when the qrels give it any grade, 0 (judged non-relevant) included; in a run
 these are the chunk qrels derived from the item's evidence spans, positive and grade-0, under the
-run's overlap rule (:mod:`ragexp.evaluation.relevance`), so "judged" means exactly "its relevance
+run's overlap rule (:mod:`ragexp.metrics.relevance`), so "judged" means exactly "its relevance
 comes from a person's verdict, not from the default that an unjudged unit is not relevant".
 Rankings are read in :func:`~ragexp.metrics.ranking.trec_order`. The denominator is
 ``min(k, number retrieved)``, as ir_measures' ``Judged@k``. A query with an empty ranking has no

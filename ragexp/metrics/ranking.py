@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from operator import itemgetter
 
-from ragexp.data import CHUNK_SEPARATOR
+from ragexp.datamodel import CHUNK_SEPARATOR
 
 Ranking = list[tuple[str, float]]
 

@@ -20,7 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from ragexp.data import EvalItem
+from ragexp.datamodel import EvalItem
 from ragexp.errors import RagexpInputError
 from ragexp.runtime import progress
 from ragexp.runtime.fingerprint import stable_hash

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ragexp.data import EvalItem
+from ragexp.datamodel import EvalItem
 from ragexp.errors import RagexpInputError
 from ragexp.llm.retry import BackoffPolicy, is_retryable, parse_retry_after
 from ragexp.stored.limits import parse_json

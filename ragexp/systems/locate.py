@@ -37,7 +37,7 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 from rapidfuzz import fuzz
 
-from ragexp.data import Corpus
+from ragexp.datamodel import Corpus
 from ragexp.errors import RagexpInputError
 from ragexp.systems.normalised_text import Comparable, comparable, has_markup, passage_forms
 from ragexp.text.bm25 import InvertedIndex, build_index

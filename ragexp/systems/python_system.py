@@ -20,7 +20,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from ragexp.config.targets import ENTRY_POINT_GROUP, check_component, component_class
-from ragexp.data import EvalItem
+from ragexp.datamodel import EvalItem
 from ragexp.stored.limits import parse_json
 from ragexp.systems.response import ResponseFields, SystemCallError
 

@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ragexp.data import EvalItem
+from ragexp.datamodel import EvalItem
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.stored.limits import parse_json, read_text

@@ -1,7 +1,7 @@
 """Re-scoring a logged black-box run from the responses stored with it, and what changed live.
 
 - :func:`replay_config`: a saved run's ``system`` block turned into ``system=recorded`` over its
-  own ``system/responses.jsonl`` artifact (:data:`ragexp.systems.step.RESPONSES_ARTIFACT`), with
+  own ``system/responses.jsonl`` artifact (:data:`ragexp.evaluation.system_step.RESPONSES_ARTIFACT`), with
   the same response fields and locate options: ``ragexp reproduce RUN_ID`` scores exactly what the
   system answered then, without calling it.
 - :func:`drift`: per query, how a live call's answer differs from the stored one (``ragexp

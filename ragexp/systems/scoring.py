@@ -7,7 +7,7 @@ a unit no evidence matches, so it keeps its rank and counts as not relevant at b
 query's ranking is its units in the order the system returned them (a unit repeated within a query
 is kept once, at its first rank), scored ``n - rank`` so trec_eval keeps that order.
 
-Relevance (:func:`pooled_qrels`) is :class:`~ragexp.evaluation.relevance.OverlapRule` applied to
+Relevance (:func:`pooled_qrels`) is :class:`~ragexp.metrics.relevance.OverlapRule` applied to
 the run's POOL: every unit the system returned for any query, which is its index as far as the
 run saw it (TREC pooling). Two counts differ from a ragexp chunking, because a black box does not
 give its tiling:
@@ -34,8 +34,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ragexp.data import Chunk, Corpus, EvalItem
-from ragexp.evaluation.relevance import OverlapRule, Qrels
+from ragexp.datamodel import Chunk, Corpus, EvalItem
+from ragexp.metrics.relevance import OverlapRule, Qrels
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.systems.locate import Placement
 from ragexp.systems.response import Passage

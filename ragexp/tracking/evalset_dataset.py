@@ -22,7 +22,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.genai.datasets import EvaluationDataset
 from mlflow.tracking import MlflowClient
 
-from ragexp.data import EvalSet
+from ragexp.datamodel import EvalSet
 
 log = logging.getLogger(__name__)
 TAG_FINGERPRINT = "ragexp.evalset_fingerprint"

@@ -26,11 +26,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from mlflow.tracking import MlflowClient
 
-from ragexp.data import Corpus, EvalSet
+from ragexp.datamodel import Corpus, EvalSet
 from ragexp.metrics.measure import CHUNK, measure
 from ragexp.tracking import store
-from ragexp.tracking.run_names import AXIS_TAG_PREFIX
 from ragexp.tracking.metric_names import HEADLINE_SECTION, to_mlflow
+from ragexp.tracking.run_names import AXIS_TAG_PREFIX
 
 VS_BEST_TAG_PREFIX = "ragexp.vs_best."
 #: A sweep child's standing on the sort metric in one short cell, the view's first column:

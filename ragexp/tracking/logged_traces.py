@@ -2,7 +2,7 @@
 
 A logged run holds everything its traces need but the passage texts: its ``ragexp_results.json``
 and its ``config/resolved.yaml``. The config is read through the one gate
-(:func:`ragexp.stored.run_config.read_run_config`: the store is untrusted data), the data are
+(:func:`ragexp.evaluation.saved_config.read_run_config`: the store is untrusted data), the data are
 prepared as the run prepared them (:func:`ragexp.evaluation.prepared.prepare_data`: the chunks come
 from the stage cache when present), and the eval set must still have the run's fingerprint, else
 the traces would show another eval set's gold. Then :func:`ragexp.tracking.traces.log_run_traces`
@@ -22,7 +22,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.evaluation.prepared import PreparedData, prepare_data
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.runtime.stage_cache import StageCache
-from ragexp.stored.run_config import read_run_config
+from ragexp.evaluation.saved_config import read_run_config
 from ragexp.tracking import store
 from ragexp.tracking.trace_content import Passages
 from ragexp.tracking.traces import TAG_TRACES, log_run_traces, reranks

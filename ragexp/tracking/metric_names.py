@@ -23,7 +23,7 @@ MLflow key                  results key
 ``ci/<m>_low``, ``_high``   ``<m>_ci_low``, ``<m>_ci_high``: bootstrap 95% CI of the mean
 ``time/<stage>``            ``time.<stage>``: stage timings in seconds (a batch: throughput, not latency)
 ``black_box/<m>``           ``black_box.<m>``: a black-box system's passages placed in the corpus
-                            (``located_rate`` ...: :mod:`ragexp.systems.step`; not ``system/``,
+                            (``located_rate`` ...: :mod:`ragexp.evaluation.system_step`; not ``system/``,
                             which MLflow shows as its hardware "System metrics")
 ``cost/<m>``                ``cost.<m>``: what the run costs (served latency, index size, peak RSS,
                             tokens, money: :mod:`ragexp.cost`; a system's endpoint latency)

@@ -24,7 +24,7 @@ from ragexp.tracking.trace_content import CLAIM_PREFIX
 from ragexp.tracking.traces import trace_ids
 
 REVIEW_SOURCE = AssessmentSource(AssessmentSourceType.HUMAN, "ragexp judge review")
-#: A review row id: ``<run id>/<query id>#claim_<i>`` (:func:`ragexp.judging.review.sample.review_claims`).
+#: A review row id: ``<run id>/<query id>#claim_<i>`` (:func:`ragexp.judge_review.sample.review_claims`).
 ROW_ID = re.compile(r"(?P<run>[0-9a-f]{32})/(?P<query>.+)#claim_(?P<index>\d+)")
 JUDGE_SPAN = "judge_faithfulness"
 

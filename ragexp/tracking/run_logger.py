@@ -37,20 +37,20 @@ from omegaconf import DictConfig, OmegaConf
 from ragexp.chunking import make_chunker
 from ragexp.config.schema import chunker_options
 from ragexp.cost.settings import settings_key
-from ragexp.data import EvalSet
+from ragexp.datamodel import EvalSet
 from ragexp.evaluation.checks import PIPELINE_GROUPS
 from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult
 from ragexp.evaluation.runner import RunOutput, semantic_config
 from ragexp.judging.calibration.record import judge_key
-from ragexp.judging.review.status import TAG_JUDGE_KEY
+from ragexp.judging.review_status import TAG_JUDGE_KEY
 from ragexp.models.device import devices_tag
 from ragexp.runtime import interrupt
 from ragexp.tracking import store
+from ragexp.tracking.evalset_dataset import evalset_input
 from ragexp.tracking.experiments import gold_level
-from ragexp.tracking.run_names import run_params
 from ragexp.tracking.metric_names import split_for_mlflow, to_mlflow
 from ragexp.tracking.recall_plot import recall_curve_svg
-from ragexp.tracking.evalset_dataset import evalset_input
+from ragexp.tracking.run_names import run_params
 from ragexp.tracking.trace_content import Passages
 from ragexp.tracking.traces import log_run_traces, reranks
 
@@ -95,7 +95,7 @@ def judge_fields(record: dict | None) -> tuple[dict[str, str], dict[str, float],
 
 
 TOP_IDS = 3
-#: A black-box system's per-query share of passages placed in the corpus (:mod:`ragexp.systems.step`).
+#: A black-box system's per-query share of passages placed in the corpus (:mod:`ragexp.evaluation.system_step`).
 LOCATED = "black_box.located_rate"
 #: Generation columns of the per-query table, when the run has a generator (scalars and text).
 GENERATION_COLUMNS = ("answer", "faithfulness", "answer_relevance", "f1", "exact_match", "key_fact_recall",

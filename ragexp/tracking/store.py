@@ -24,6 +24,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from ragexp import __version__
+from ragexp.config.machine import default_tracking_uri
 from ragexp.config.secrets import WHERE_URL_CREDENTIALS_GO, secret_kind
 from ragexp.errors import RagexpInputError
 from ragexp.runtime import file_lock
@@ -419,7 +420,3 @@ def relocated_artifact_paths(artifact_uri: str, run_id: str, artifact_path: str,
     if tracking_uri.startswith("sqlite:///"):
         roots.append(Path(tracking_uri.removeprefix("sqlite:///")).parent / "mlruns")
     return [root / tail for root in dict.fromkeys(roots)]
-
-
-def default_tracking_uri() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI", "sqlite:///mlflow.db")

@@ -37,12 +37,12 @@ budget (:mod:`ragexp.cost.budgets`) is left out of "best" (best tags, tie tests,
 ``ragexp.vs_best.<metric>`` tag says ``over_budget``), as AutoRAG's ``speed_threshold`` does; it
 stays in the tables and heatmaps.
 
-Judge metrics (:func:`ragexp.judging.review.status.is_judge_metric`): a child with a
-human-corrected estimate (``ppi.<metric>``, :mod:`ragexp.judging.corrected`) is summarised by that
+Judge metrics (:func:`ragexp.judging.review_status.is_judge_metric`): a child with a
+human-corrected estimate (``ppi.<metric>``, :mod:`ragexp.evaluation.corrected`) is summarised by that
 estimate and its interval instead of the judge's value; the description's first lines say which
 children's values are PPI estimates and which are "judge only, uncorrected", and name the judge
 metrics that are *unverified*: the last human review of the child's judge (its ``ragexp.judge_key``
-tag, :func:`ragexp.judging.review.status.last_review`) is missing or its kappa is below
+tag, :func:`ragexp.judging.review_status.last_review`) is missing or its kappa is below
 ``min_kappa`` (``tracking.judge_review.min_kappa``); the tag ``ragexp.judge_review.status`` says the
 same. :func:`log_sweep_summary` returns the unverified metrics (the sweep fails on them under
 ``tracking.judge_review.unverified=fail``).
@@ -67,15 +67,15 @@ from ragexp.comparison import vs_best
 from ragexp.comparison.per_query_diff import format_html, per_query_diff
 from ragexp.cost import budgets as cost_budgets
 from ragexp.cost.keys import is_cost
+from ragexp.evaluation import corrected
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
-from ragexp.judging import corrected
 from ragexp.judging.calibration.record import MIN_KAPPA
-from ragexp.judging.review.status import TAG_JUDGE_KEY, ReviewStatus, is_judge_metric, last_review
+from ragexp.judging.review_status import TAG_JUDGE_KEY, ReviewStatus, is_judge_metric, last_review
 from ragexp.metrics.measure import measure
 from ragexp.tracking import cost_summary, experiments, store
 from ragexp.tracking.heatmap import Panel, anchored_scale, draw_heatmap
-from ragexp.tracking.run_names import AXIS_TAG_PREFIX
 from ragexp.tracking.metric_names import HEADLINE, results_view
+from ragexp.tracking.run_names import AXIS_TAG_PREFIX
 
 log = logging.getLogger(__name__)
 MAX_PANELS = 6

@@ -47,7 +47,7 @@ from typing import Any
 from mlflow.entities import AssessmentError, AssessmentSource, AssessmentSourceType, Expectation, Feedback, SpanType
 from mlflow.tracing.constant import SpanAttributeKey, TokenUsageKey
 
-from ragexp.data import Chunk, Corpus, EvalItem
+from ragexp.datamodel import Chunk, Corpus, EvalItem
 from ragexp.evaluation.results import QueryResult
 
 RELEVANT, NOT_RELEVANT, UNJUDGED = "relevant", "judged not relevant", "unjudged"

@@ -34,7 +34,7 @@ from mlflow.entities.trace_location import MlflowExperimentLocation
 from mlflow.tracking import MlflowClient
 
 from ragexp.config.schema import TraceMode
-from ragexp.data import EvalSet
+from ragexp.datamodel import EvalSet
 from ragexp.evaluation.results import RunResults
 from ragexp.runtime import progress
 from ragexp.tracking.trace_content import QUERY_TAG, Passages, QueryTrace, query_trace

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ragexp.data import Chunk
+from ragexp.datamodel import Chunk
 from ragexp.judging.correctness import is_refusal
 
 REFUSAL_ANSWER = "I don't know based on the provided documents."

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ragexp.data import Chunk
 from ragexp.data.context import format_context
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.text.tokenize import Tokenizer
 from reference_pipelines.encoders import Encoder, build_encoder, unit_rows

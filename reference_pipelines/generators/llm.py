@@ -21,8 +21,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragexp.data import Chunk
 from ragexp.data.context import format_context
+from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.llm.answer_end import end_at_sentence
 from ragexp.llm.base import ChatModel, LLMCallError, LLMResponse, complete_all, refused_by_endpoint

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragexp.annotation.session import Session, field_value
+from ragexp.judge_review.sample import ReviewClaim
+from ragexp.judge_review.session import ReviewSession, verdict_of
 from ragexp.judging.calibration.labels import NOT_SUPPORTED, SUPPORTED, LabelledClaim
-from ragexp.judging.review.sample import ReviewClaim
-from ragexp.judging.review.session import ReviewSession, verdict_of
 from ragexp.web.edit_session import Conflict
 
 

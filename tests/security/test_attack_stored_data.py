@@ -147,7 +147,7 @@ def test_class2_artifacts_stay_on_the_tracking_server_or_this_machine():
 
 
 def test_class2_a_handed_tracking_uri_is_replaced_by_this_machines(tmp_path, monkeypatch):
-    from ragexp.stored.run_config import read_run_config
+    from ragexp.evaluation.saved_config import read_run_config
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///here.db")
     saved = tmp_path / "resolved.yaml"
@@ -164,7 +164,7 @@ def test_class2_a_handed_tracking_uri_is_replaced_by_this_machines(tmp_path, mon
 @pytest.mark.parametrize("value", ['${oc.decode:"\\${oc.${oc.select:nokey,env}:LEAKY}"}', "${oc.env:LEAKY}",
                                    "x-${env:LEAKY}", "\\${oc.env:LEAKY}"])
 def test_class3_no_stored_value_is_interpolated(tmp_path, value, monkeypatch):
-    from ragexp.stored.run_config import parse_run_config, read_overrides
+    from ragexp.config.run_config import parse_run_config, read_overrides
 
     monkeypatch.setenv("LEAKY", "plainleaky")
     saved = tmp_path / "resolved.yaml"
@@ -196,7 +196,7 @@ def test_class5_an_existing_file_never_becomes_a_store(tmp_path):
 
 
 def test_class6_an_alias_bomb_is_refused_at_once(tmp_path):
-    from ragexp.stored.run_config import parse_run_config
+    from ragexp.config.run_config import parse_run_config
 
     saved = tmp_path / "resolved.yaml"
     levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"] + [

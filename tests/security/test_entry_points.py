@@ -6,7 +6,7 @@ from the parser the CLI builds. Each command's code (its module and the ``ragexp
 helpers it imports, or the Hydra app for ``run``) may not read or parse a file itself: no
 ``open``, ``read_text``/``read_bytes``, ``json``/``yaml``/``OmegaConf`` loads, CSV readers or direct
 MLflow artifact downloads. It calls readers, and every module of ``ragexp`` that reads or parses a
-file imports the gate (:mod:`ragexp.stored`: ``limits`` or ``run_config``) or is named below as
+file imports the gate (:mod:`ragexp.stored`, e.g. ``limits``) or is named below as
 reading only what this machine wrote or ships (with the reason). A module that reads a store, a
 run folder, an eval set, a queue, labels or a calibration file without the gate fails here.
 """

@@ -31,7 +31,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import RunResults
 from ragexp.judging.calibration.record import read_calibration
 from ragexp.stored.limits import parse_json, parse_yaml
-from ragexp.stored.run_config import parse_run_config
+from ragexp.config.run_config import parse_run_config
 from tests.helpers.bad_input_cases import ENV
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

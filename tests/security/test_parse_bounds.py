@@ -68,7 +68,7 @@ def test_a_yaml_eval_set_of_many_nodes_is_refused_while_composing(tmp_path):
 
 
 def test_a_saved_config_of_many_nodes_is_refused(tmp_path):
-    from ragexp.stored.run_config import MAX_CONFIG_BYTES, MAX_CONFIG_NODES, parse_run_config
+    from ragexp.config.run_config import MAX_CONFIG_BYTES, MAX_CONFIG_NODES, parse_run_config
 
     path = hostile_files.yaml_many_nodes(tmp_path / "resolved.yaml", (MAX_CONFIG_BYTES - 20) // 3)
     raised, peak = traced_peak(lambda: parse_run_config(path))

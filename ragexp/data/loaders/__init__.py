@@ -1,4 +1,4 @@
-"""Loaders: files on disk -> :class:`~ragexp.data.Corpus` and :class:`~ragexp.data.EvalSet`.
+"""Loaders: files on disk -> :class:`~ragexp.datamodel.Corpus` and :class:`~ragexp.datamodel.EvalSet`.
 
 - :func:`load_corpus` — the ragexp corpus (a folder of Markdown/text files, or a JSONL file).
 - :func:`load_evalset` — the ragexp eval set, gold evidence resolved to chunking-independent spans.

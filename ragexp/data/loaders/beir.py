@@ -7,7 +7,7 @@
   silently: the eval set's ``meta["warnings"]`` says how many there are and which (the first
   :data:`NAMED`), and a run reports it with its warnings (usually another split's queries).
 - Qrels: a header line, then ``query-id <TAB> corpus-id <TAB> score``. Every judgement becomes
-  document-level :class:`~ragexp.data.Evidence` with ``grade = score`` — grades are kept as given,
+  document-level :class:`~ragexp.datamodel.Evidence` with ``grade = score`` — grades are kept as given,
   0 (judged non-relevant) included, so graded metrics (nDCG) match trec_eval on the same qrels. A
   repeated (query, document) pair keeps its last score, as BEIR does.
 """
@@ -18,9 +18,9 @@ import csv
 from os import PathLike
 from pathlib import Path
 
-from ragexp.data import Corpus, EvalItem, EvalSet, Evidence
 from ragexp.data.loaders.corpus import read_jsonl_corpus
 from ragexp.data.loaders.jsonl import iter_jsonl_objects, read_text
+from ragexp.datamodel import Corpus, EvalItem, EvalSet, Evidence
 from ragexp.errors import RagexpInputError
 
 NAMED = 10

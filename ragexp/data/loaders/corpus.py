@@ -31,7 +31,7 @@ import re
 from os import PathLike
 from pathlib import Path
 
-from ragexp.data import Corpus, Document
+from ragexp.datamodel import Corpus, Document
 from ragexp.data.convert import (
     CONVERTED_SUFFIXES,
     Converted,

@@ -9,7 +9,7 @@ Item
     "answers": [str]?, "key_facts": [str]?, "tags": [str]?, "category": str?, "answerable": bool?}``;
     ``category`` is one more tag; ``answerable`` defaults to true, and an unanswerable item has no
     evidence but grade-0 judged negatives.
-Evidence, resolved at load time into chunking-independent :class:`~ragexp.data.Evidence`
+Evidence, resolved at load time into chunking-independent :class:`~ragexp.datamodel.Evidence`
     ``{"doc_id": X}`` the whole document; ``{"doc_id": X, "start": s, "end": e}`` the characters
     ``[s, e)``; ``{"doc_id": X, "quote": q}`` the span where ``q`` occurs in the document (it must
     occur exactly once, or ``"occurrence": n`` picks the n-th, 1-based, overlapping occurrences
@@ -41,7 +41,7 @@ from pathlib import Path
 
 from ragexp.chunking import make_chunker
 from ragexp.chunking.base import Chunker
-from ragexp.data import CHUNK_SEPARATOR, Chunk, Corpus, EvalItem, EvalSet, Evidence
+from ragexp.datamodel import CHUNK_SEPARATOR, Chunk, Corpus, EvalItem, EvalSet, Evidence
 from ragexp.data.evalset_schema import (
     FORMAT_VERSION,
     EvidenceRecord,
@@ -124,7 +124,7 @@ def read_evalset(path: str | PathLike[str], corpus: Corpus) -> EvalSetReading:
 def evalset_to_jsonl(evalset: EvalSet) -> str:
     """The eval set in the ragexp JSONL format with every evidence written as it was resolved
     (whole document or ``start``/``end`` span); :func:`load_evalset` reads it back to the same
-    :meth:`~ragexp.data.EvalSet.fingerprint`."""
+    :meth:`~ragexp.datamodel.EvalSet.fingerprint`."""
     records = [
         ItemRecord(
             id=item.id, query=item.query, gold_answer=item.gold_answer, answers=item.answers, key_facts=item.key_facts,

@@ -6,7 +6,7 @@ long document rather than being handed one paragraph per document:
 - doc id = the article title (``"Super_Bowl_50"``), ``Document.title`` = the title with ``_`` as
   spaces, text = the article's paragraph contexts joined by ``"\\n\\n"``; paragraph ``j`` starts at
   ``offset_j = sum(len(context_i) + 2 for i < j)``.
-- each question becomes an :class:`~ragexp.data.EvalItem`: evidence = its answer spans
+- each question becomes an :class:`~ragexp.datamodel.EvalItem`: evidence = its answer spans
   ``[offset_j + answer_start, offset_j + answer_start + len(text))``, identical spans kept once,
   each verified to read back exactly the answer text (else :class:`RagexpInputError`);
   with ``evidence="paragraph"`` the single span of the whole paragraph instead.
@@ -26,8 +26,8 @@ from __future__ import annotations
 from os import PathLike
 from pathlib import Path
 
-from ragexp.data import Corpus, Document, EvalItem, EvalSet, Evidence
 from ragexp.data.loaders.jsonl import read_text
+from ragexp.datamodel import Corpus, Document, EvalItem, EvalSet, Evidence
 from ragexp.errors import RagexpInputError
 from ragexp.runtime import progress
 from ragexp.stored import limits

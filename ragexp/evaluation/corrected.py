@@ -42,12 +42,11 @@ from dataclasses import dataclass, replace
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.judging.answer_labels import CLASSES, AnswerLabel
 from ragexp.judging.calibration.labels import NOT_SUPPORTED, SUPPORTED, LabelledClaim, label_of
-from ragexp.judging.ppi import PPIEstimate, Unit, ppi_estimate, transferred_estimate
+from ragexp.judging.ppi import PREFIX, PPIEstimate, Unit, ppi_estimate, transferred_estimate
 
 METRICS = ("faithfulness", "claim_faithfulness")
 #: Metrics corrected by a person's class of whole answers, and the class each is the share of.
 ANSWER_METRICS = {"generation_failure_rate": "generation_failure", "ok_rate": "ok"}
-PREFIX = "ppi."
 EMPTY_CONTEXT = "empty_context"
 UNCORRECTED = "judge only, uncorrected"
 #: A run's own labels as ``ragexp judge review`` and ``ragexp judge ppi`` log them (what ``ragexp gate`` reads).
@@ -55,8 +54,6 @@ REVIEW_ARTIFACT = "judge_review/labels.csv"
 LABELS_ARTIFACT = "ppi/labels.csv"
 ANSWER_LABELS_ARTIFACT = "ppi/answer_labels.csv"
 TAG = "ragexp.ppi"
-#: Metrics whose value comes from the judge (directly or through faithfulness), with their PPI key where one exists.
-JUDGE_METRICS = ("faithfulness", "claim_faithfulness", "answer_relevance", "generation_failure_rate", "ok_rate")
 
 
 def claim_id(query_id: str, index: int) -> str:

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from operator import attrgetter
 from typing import Any
 
-from ragexp.data import Chunk, EvalItem, Evidence
+from ragexp.datamodel import Chunk, EvalItem, Evidence
 from ragexp.errors import RagexpInputError
 
 Qrels = dict[str, dict[str, int]]

@@ -34,7 +34,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp.evaluation.prepared import PreparedData
-from ragexp.evaluation.relevance import OverlapRule
+from ragexp.metrics.relevance import OverlapRule
 from ragexp.evaluation.retrieval_step import Retrieved
 from ragexp.metrics.ranking import doc_level
 from ragexp.runtime.stage_cache import StageCache

@@ -1,4 +1,4 @@
-"""The one gate for a run config ragexp did not compose: read as data, never composed.
+"""The gate for a run config ragexp did not compose: read as data, never composed.
 
 A run's saved ``resolved.yaml`` (``ragexp reproduce`` and ``evalset annotate --from-run`` fetch it
 from a store, ``ragexp upload`` reads it from a run folder, ``ragexp run --config-path`` from a
@@ -16,13 +16,10 @@ header, resolver or ``hydra:`` node can act), and pass, in this order:
    then the typed nodes (``chunking``, ``eval``, ``tracking``) merged on the structured
    schema, so an unknown key or a wrong type is refused naming the key path; secrets refused
    (:func:`~ragexp.config.secrets.screen_config`); targets saved by earlier releases renamed
-   (:data:`~ragexp.config.targets.RENAMED`, said on stderr);
-5. this machine's settings: ``tracking.uri`` and ``cache_dir`` are the caller's (the machine's),
-   never the stored ones (a stored URI would receive this machine's MLflow credentials, a stored
-   path could name a file to turn into a store or a cache);
-6. every check a job makes before any work (:func:`~ragexp.evaluation.checks.validate_job`):
-   values, registered component classes with constructor-checked parameters, the endpoints and
-   key variables this machine names, and each path field checked for what it may name.
+   (:data:`~ragexp.config.targets.RENAMED`, said on stderr).
+
+Then :func:`ragexp.evaluation.saved_config.read_run_config` gives it this machine's settings and
+every check a job makes before any work (steps 5-6 there).
 
 :func:`read_overrides`: ``overrides.yaml`` is a list of strings (what the job was started with,
 logged as a tag), through steps 1, 2 and 4.
@@ -32,7 +29,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -121,22 +117,6 @@ def parse_run_config(path: str | os.PathLike[str]) -> DictConfig:
         raise RagexpInputError(config_error_line(err), file=path) from None
 
 
-def read_run_config(path: str | os.PathLike[str], *, tracking_uri: str, cache_dir: str,
-                    allowed_endpoints: Sequence[str] = (), edit: Callable[[DictConfig], None] | None = None) -> DictConfig:
-    """The whole gate (module docstring): a config a job can be built from, or one refusal line.
-    ``edit``: a change the caller makes before the checks (``ragexp reproduce`` re-scores a black-box
-    system from its stored responses)."""
-    from ragexp.evaluation.checks import validate_job
-
-    cfg = parse_run_config(path)
-    if edit is not None:
-        edit(cfg)
-    cfg.tracking.uri = tracking_uri
-    cfg.cache_dir = cache_dir
-    validate_job(cfg, [], untrusted=True, allowed_endpoints=allowed_endpoints)  # errors name the field
-    return cfg
-
-
 def read_overrides(path: str | os.PathLike[str]) -> list[str]:
     """A run's saved ``overrides.yaml``: a list of strings (steps 1-3)."""
     data = _parsed(path)
@@ -145,8 +125,3 @@ def read_overrides(path: str | os.PathLike[str]) -> list[str]:
         raise RagexpInputError("overrides.yaml is a list of strings (the job's overrides)", file=path)
     return data
 
-
-def local_cache_dir() -> str:
-    """This machine's stage cache, as ``conf/config.yaml`` sets it (``$RAGEXP_CACHE_DIR``, else
-    ``.ragexp_cache`` in the working directory)."""
-    return os.environ.get("RAGEXP_CACHE_DIR") or os.path.join(os.getcwd(), ".ragexp_cache")

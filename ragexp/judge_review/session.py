@@ -30,8 +30,8 @@ run: metrics ``judge_review/{n, accuracy, kappa, kappa_ci_low, kappa_ci_high, sk
 ``judge_review/labels.csv`` and the printed report as ``judge_review/agreement.txt``, tags
 ``judge_review.seed`` and ``judge_review.labels_file`` (tags, not params: a later review may use
 another seed or file), and, given the run's ``results`` and ``judge_key``: the PPI estimates of its
-faithfulness from these labels (:mod:`ragexp.judging.corrected`: ``ppi.*`` metrics, tag
-``ragexp.ppi``) and the review's filing under the judge (:mod:`ragexp.judging.review.status`:
+faithfulness from these labels (:mod:`ragexp.evaluation.corrected`: ``ppi.*`` metrics, tag
+``ragexp.ppi``) and the review's filing under the judge (:mod:`ragexp.judging.review_status`:
 tags ``ragexp.judge_review.judge_key``, ``ragexp.judge_review.at``); each verdict also goes as HUMAN
 feedback on the claim's trace when the run has traces (:mod:`ragexp.tracking.review_assessments`).
 The page also shows, per metric, how many labels would narrow the PPI interval to each width of
@@ -47,8 +47,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation import corrected
 from ragexp.evaluation.results import RunResults
-from ragexp.judging import corrected
+from ragexp.judge_review.sample import ReviewClaim
 from ragexp.judging.calibration.kappa_interval import KappaInterval, kappa_interval
 from ragexp.judging.calibration.labels import (
     LABELS,
@@ -59,8 +60,10 @@ from ragexp.judging.calibration.labels import (
     read_labels,
 )
 from ragexp.judging.ppi import labels_needed
-from ragexp.judging.review.sample import ReviewClaim
-from ragexp.judging.review.status import TAG_AT, TAG_KEY, now, timestamp
+from ragexp.judging.review_status import TAG_AT, TAG_KEY, now, timestamp
+from ragexp.tracking import store
+from ragexp.tracking.metric_names import to_mlflow
+from ragexp.tracking.review_assessments import log_review_labels
 from ragexp.web.edit_session import Conflict, EditLock, atomic_write, compare_and_set
 
 SKIP = "skip"
@@ -239,8 +242,6 @@ class ReviewSession:
                     "verdicts": {c.row.id: verdict_of(c.row) for c in self.claims}}
 
     def _log(self) -> None:
-        from ragexp.tracking.metric_names import to_mlflow
-
         rows = [c.row for c in self.claims]
         result = review_agreement(rows, self.verdict_counts)
         metrics = result.metrics()
@@ -261,9 +262,6 @@ def mlflow_logger(client, run_id: str, reviewed: Callable[[], list[LabelledClaim
     """A :data:`Logger` writing to ``run_id`` through ``client`` (each metric appended to its history);
     ``reviewed()``: the reviewed rows, whose verdicts also go on the run's traces as HUMAN feedback
     (:mod:`ragexp.tracking.review_assessments`)."""
-    from ragexp.tracking import store
-    from ragexp.tracking.review_assessments import log_review_labels
-
     def log(metrics: dict[str, float], tags: dict[str, str], artifacts: dict[str, str]) -> None:
         store.log_batched(client, run_id, metrics=metrics, tags=tags)
         for path, text in artifacts.items():

@@ -1,4 +1,4 @@
-"""The data model: documents, chunks with character offsets, gold evidence, eval items.
+"""The data model: documents, chunks with character offsets, gold evidence, eval items (what every loader reads into).
 
 Contracts
 ---------

@@ -5,7 +5,7 @@
 - ``PUT /api/review/label`` with ``{"id": ..., "label": "supported" | "not_supported" | "skip",
   "before": <the verdict the page showed, "" for none>}``: records the verdict, or answers
   ``already_so`` when the file holds it already (a retry); 409 when the file gives the claim
-  another verdict than ``before`` (:mod:`ragexp.judging.review.session`), 404 for a claim not in
+  another verdict than ``before`` (:mod:`ragexp.judge_review.session`), 404 for a claim not in
   the sample, 422 for another label or a missing ``before``.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Body, HTTPException
 
-from ragexp.judging.review.session import ReviewSession
+from ragexp.judge_review.session import ReviewSession
 from ragexp.web.edit_session import Conflict
 
 

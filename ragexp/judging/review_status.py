@@ -8,7 +8,7 @@ experiment of the store: a review of one run speaks for every run of the same ju
 it measured is the judge, and a change of model, prompt or threshold makes a new key that no
 review speaks for yet.
 
-A judge metric (:data:`~ragexp.judging.corrected.JUDGE_METRICS`, also per tag or source) is
+A judge metric (:data:`JUDGE_METRICS`, also per tag or source, or its PPI estimate) is
 *verified* when that review's kappa is at least the floor (:data:`~ragexp.judging.calibration.record.MIN_KAPPA`
 unless configured), and *unverified* when the judge was never reviewed, or its kappa is below the
 floor or undefined.
@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from ragexp.judging.corrected import JUDGE_METRICS, PREFIX
+from ragexp.judging.ppi import PREFIX
 from ragexp.metrics.measure import measure
 
 #: On every run with a judge (``ragexp run``): its judge key.
@@ -27,6 +27,9 @@ TAG_JUDGE_KEY = "ragexp.judge_key"
 #: On a reviewed run: the key of the judge its review checked, and when.
 TAG_KEY = "ragexp.judge_review.judge_key"
 TAG_AT = "ragexp.judge_review.at"
+#: Metrics whose value comes from the judge (directly or through faithfulness); the PPI estimates of
+#: some (:mod:`ragexp.evaluation.corrected`) are judge metrics too.
+JUDGE_METRICS = ("faithfulness", "claim_faithfulness", "answer_relevance", "generation_failure_rate", "ok_rate")
 #: What a gate or a summary does about an unverified judge metric.
 WARN, FAIL = "warn", "fail"
 
