@@ -39,7 +39,7 @@ def test_a_reranker_configs_served_latency_is_above_the_plain_configs(tiny_datas
         pipeline = build_pipeline(cfg, cache)
         data = prepare_data(cfg, cache, progress=False)
         pipeline.retriever.index(data.chunks)
-        depth = retrieval_depth(cfg, pipeline)
+        depth = retrieval_depth(cfg, pipeline, len(data.chunks))
         probes[reranker] = lambda data=data, pipeline=pipeline, depth=depth: served_latency(
             data, pipeline, depth=depth, context_k=5, queries=6, repeats=1, show_progress=False).aggregates()
     p50 = {reranker: [] for reranker in probes}
