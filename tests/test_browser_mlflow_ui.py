@@ -143,8 +143,12 @@ def scroll_to_column(page: sync_api.Page, col_id: str) -> None:
     viewport.evaluate("v => { v.scrollLeft = 0; }")
     for _ in range(20):
         if header.count() and header.first.is_visible():
-            header.first.scroll_into_view_if_needed()
-            return
+            try:  # the grid may re-render the header cell while the scroll settles: look again
+                header.first.scroll_into_view_if_needed(timeout=5_000)
+                return
+            except sync_api.Error:
+                page.wait_for_timeout(200)
+                continue
         viewport.evaluate("v => { v.scrollLeft += 300; }")
         page.wait_for_timeout(200)
     raise AssertionError(f"column {col_id} not found in the runs table")
