@@ -109,6 +109,7 @@ def measure(folder: Path, n_queries: int) -> dict:
     import gc
 
     import ragexp.jobs.job as job_module
+    from ragexp.evaluation.job_spec import job_spec
     from ragexp.chunking import make_chunker
     from ragexp.config.compose import compose_config
     from ragexp.data.loaders.beir import load_beir
@@ -170,7 +171,7 @@ def measure(folder: Path, n_queries: int) -> dict:
     cfg = compose_config(["dataset=beir", f"dataset.path={folder}", "chunking=recursive", "retrieval=bm25", "progress=false",
                           f"cache_dir={work}/cache", f"tracking.uri=sqlite:///{work}/mlflow.db", "tracking.experiment=scale"])
     os.chdir(work)  # MLflow puts a sqlite store's artifacts in ./mlruns
-    job = timed("whole_run", lambda: job_module.run_job(cfg, output_dir=work / "output", overrides=[]))
+    job = timed("whole_run", lambda: job_module.run_job(job_spec(cfg), output_dir=work / "output"))
     whole = seconds["whole_run"]
     timings = job.output.results.meta["timings"]
     seconds.update(run_prepare=timings["prepare_s"], run_retrieval=timings["retrieval_s"],

@@ -293,10 +293,11 @@ CONFIG_ERROR_CASES = [
 
 
 def execute_expecting_input_error(cfg) -> RagexpInputError:
+    from ragexp.evaluation.job_spec import job_spec
     from ragexp.jobs.job import run_job
 
     with pytest.raises(RagexpInputError) as caught:
-        run_job(cfg, output_dir=Path(cfg.cache_dir).parent / "out", overrides=[], log_to=None)
+        run_job(job_spec(cfg), output_dir=Path(cfg.cache_dir).parent / "out", log_to=None)
     return caught.value
 
 
@@ -356,6 +357,7 @@ def huge_document(size: int) -> str:
 
 @pytest.mark.slow
 def test_five_megabyte_document_chunks_and_runs(tmp_path: Path, monkeypatch) -> None:
+    from ragexp.evaluation.job_spec import job_spec
     from ragexp.jobs.job import run_job
 
     corpus_dir = tmp_path / "corpus"
@@ -374,7 +376,7 @@ def test_five_megabyte_document_chunks_and_runs(tmp_path: Path, monkeypatch) -> 
 
     overrides = ("chunking.size=512", "chunking.overlap=64", "eval.ks=[1,10]")
     cfg = compose_run_config((corpus_dir, evalset), tmp_path / "cache", *overrides)
-    output = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to=None).output
+    output = run_job(job_spec(cfg), output_dir=tmp_path / "out", log_to=None).output
     assert output.results.aggregates["n_chunks"] >= 5_000_000 / 512
     assert output.results.aggregates["hit_rate_at_10"] == 1.0
 

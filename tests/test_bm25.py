@@ -247,6 +247,7 @@ def test_the_warning_is_recorded_with_the_run_and_survives_the_cache(tmp_path, c
     from ragexp.config.compose import CONFIG_DIR
     from ragexp.config.schema import register_schema
     from ragexp.jobs.console import print_run_summary
+    from ragexp.evaluation.job_spec import job_spec
     from ragexp.jobs.job import run_job
     from ragexp.tracking.run_logger import TAG_WARNINGS
 
@@ -264,7 +265,7 @@ def test_the_warning_is_recorded_with_the_run_and_survives_the_cache(tmp_path, c
             "dataset=evalset", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}", "retrieval=bm25", "chunking=none",
             f"cache_dir={tmp_path / 'cache'}", "progress=false", f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}",
         ])  # fmt: skip
-    runs = [run_job(cfg, output_dir=tmp_path / f"out{i}", overrides=[]) for i in range(2)]
+    runs = [run_job(job_spec(cfg), output_dir=tmp_path / f"out{i}") for i in range(2)]
     assert not runs[0].output.results.meta["retrieval_from_cache"] and runs[1].output.results.meta["retrieval_from_cache"]
     for result in runs:
         (warning,) = result.output.results.meta["warnings"]

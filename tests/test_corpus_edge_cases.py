@@ -15,6 +15,7 @@ from hydra import compose, initialize_config_dir
 
 from ragexp.config.compose import CONFIG_DIR
 from ragexp.config.schema import register_schema
+from ragexp.evaluation.job_spec import job_spec
 from ragexp.jobs.job import run_job
 
 WEBHOOK_TEXT = "Failed webhook deliveries are retried with exponential backoff for 24 hours."
@@ -65,7 +66,7 @@ def test_title_only_documents_are_indexed_and_fusion_ties_follow_corpus_order(tm
     from ragexp.models.resolve import resolve_model
 
     cfg = compose_config(tmp_path, "retrieval=hybrid_rrf", "retrieval/tokenizer=plain", "eval.retrieve_k=5")
-    result = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to=None)
+    result = run_job(job_spec(cfg), output_dir=tmp_path / "out", log_to=None)
     results = result.output.results
     rows = {row.query_id: row.to_dict() for row in results.per_query}
 
@@ -114,7 +115,7 @@ def test_blank_gold_query_counts_as_a_failure_like_trec_eval(tmp_path: Path) -> 
     from ragexp.cli import main
 
     cfg = compose_config(tmp_path, "retrieval=bm25", "retrieval/tokenizer=plain", "eval.retrieve_k=5")
-    results = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to=None).output.results
+    results = run_job(job_spec(cfg), output_dir=tmp_path / "out", log_to=None).output.results
     qrels = {item["id"]: {e["doc_id"]: 1 for e in item["evidence"]} for item in ITEMS}  # chunking=none: unit = doc#chunk_0
     run = {row.query_id: {cid.split("#")[0]: score for cid, score in row.ranking} for row in results.per_query}
     truth = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "ndcg_cut.3", "recall.1"}).evaluate(run)
@@ -155,7 +156,7 @@ def test_doc_metrics_score_the_runs_own_ranking_collapsed_to_documents(tmp_path:
             "chunking=fixed", "chunking.size=48", "chunking.overlap=0", "eval.ks=[1,6]", "eval.retrieve_k=10",
             "eval.context_k=1", f"cache_dir={tmp_path / 'cache'}", "progress=false",
         ])  # fmt: skip
-    results = run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to=None).output.results
+    results = run_job(job_spec(cfg), output_dir=tmp_path / "out", log_to=None).output.results
     collapsed: dict[str, dict[str, float]] = {}
     for row in (r.to_dict() for r in results.per_query):
         assert len(row["ranking"]) == 10 and "doc_ranking" not in row

@@ -32,6 +32,7 @@ from ragexp.cost.settings import cost_settings
 from ragexp.cost.tokens import token_costs
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import QueryResult, RunResults
+from ragexp.evaluation.job_spec import job_spec
 from ragexp.jobs.job import run_job
 from ragexp.llm.base import LLMResponse
 from ragexp.llm.call_cache import CallCache, cached_call
@@ -264,7 +265,7 @@ def test_latency_statistics_are_numpys_over_the_per_query_medians():
 
 def run_tiny(tiny_dataset, tmp_path: Path, *overrides: str, name: str = "run") -> RunResults:
     cfg = compose_run_config(tiny_dataset, tmp_path / "cache", *overrides)
-    return run_job(cfg, output_dir=tmp_path / name, overrides=list(overrides), log_to=None).output.results
+    return run_job(job_spec(cfg, overrides), output_dir=tmp_path / name, log_to=None).output.results
 
 
 def test_a_bm25_run_logs_its_index_size_build_and_served_latency_and_the_probe_writes_no_cache(tiny_dataset, tmp_path):

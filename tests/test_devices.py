@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 
 from ragexp.config.compose import compose_config
 from ragexp.errors import RagexpInputError
-from ragexp.evaluation.checks import PIPELINE_GROUPS, validate_job
+from ragexp.evaluation.checks import PIPELINE_GROUPS, check_job
 from ragexp.models import device as device_module
 from ragexp.models import encoders
 from ragexp.models.device import devices_tag, resolve_device, resolved_devices
@@ -66,7 +66,7 @@ def test_a_cuda_override_without_plus_fails_the_job_check_in_one_line() -> None:
     overrides = ["embedding.device=cuda", "generator=local", "generator.model.device=cpu", "cache_dir=unused"]
     cfg = compose_config(overrides)  # the key exists: no "+" needed
     with pytest.raises(RagexpInputError, match="no CUDA device") as err:
-        validate_job(cfg, overrides)
+        check_job(cfg, overrides)
     assert err.value.field == "embedding.device"
 
 

@@ -20,6 +20,7 @@ from ragexp.data.loaders.evalset import load_evalset
 from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.pipeline import build_component
+from ragexp.evaluation.job_spec import job_spec
 from ragexp.jobs.job import run_job
 from ragexp.models.encoders import effective_backend, make_encoder, with_effective_backends
 from ragexp.models.onnx_export import EXPORT_VERSION, MIN_COSINE
@@ -227,7 +228,7 @@ def test_a_run_that_fell_back_to_torch_shares_a_torch_runs_cache_entries_and_log
     for backend in ("onnx", "torch"):
         cfg = compose_run_config(tiny_dataset, tmp_path / "cache", "retrieval=dense", f"embedding.model={folder}",
                                  f"embedding.backend={backend}", "eval.bootstrap_resamples=20")
-        job = run_job(cfg, output_dir=tmp_path / backend, overrides=[], log_to=None)
+        job = run_job(job_spec(cfg), output_dir=tmp_path / backend, log_to=None)
         results[backend] = job.output.results
         assert run_tags(cfg, job.output, job.evalset)[TAG_EMBEDDING_BACKEND] == "torch"
     assert results["onnx"].meta["embedding_backend"] == results["torch"].meta["embedding_backend"] == "torch"

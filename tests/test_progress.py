@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from ragexp.evaluation.job_spec import job_spec
 from ragexp.jobs.job import run_job
 from ragexp.runtime import progress
 from tests.helpers.configs import compose_run_config
@@ -26,7 +27,7 @@ def test_progress_false_silences_bm25_encoder_and_library_bars(tiny_dataset, tmp
     cfg = compose_run_config(tiny_dataset, tmp_path / "cache", "retrieval=hybrid_rrf", "embedding.batch_size=2",
                              f"progress={str(shown).lower()}")
     try:
-        run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to=None)
+        run_job(job_spec(cfg), output_dir=tmp_path / "out", log_to=None)
     finally:
         progress.set_enabled(True)
     err = capfd.readouterr().err

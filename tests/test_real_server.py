@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ragexp.evaluation.job_spec import job_spec
 from ragexp.jobs.job import run_job
 from ragexp.llm.openai_compat import OpenAIChatModel
 from tests.helpers.cli import ENV, dataset_args
@@ -46,7 +47,7 @@ def endpoint_overrides(server: TransformersServer) -> list[str]:
 
 def test_generator_and_judge_run_end_to_end(server, tiny_dataset, tmp_path) -> None:
     cfg = compose_run_config(tiny_dataset, tmp_path / "cache", *endpoint_overrides(server), "eval.bootstrap_resamples=20")
-    results = run_job(cfg, output_dir=tmp_path / "run", overrides=[], log_to=None).output.results
+    results = run_job(job_spec(cfg), output_dir=tmp_path / "run", log_to=None).output.results
     rows, aggregates = results.per_query, results.aggregates
     assert aggregates["generation_errors"] == 0 and all(row.answer.strip() for row in rows)
     assert aggregates["n_claims"] > 0

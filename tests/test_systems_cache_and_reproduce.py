@@ -11,6 +11,7 @@ import pytest
 
 from ragexp.config.compose import compose_config
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation.job_spec import job_spec
 from ragexp.jobs.job import run_job
 from tests.helpers.cli import dataset_args, job_runs, ragexp
 from tests.helpers.system_server import Raw, serve
@@ -30,7 +31,7 @@ def run(tiny_dataset, tmp_path, url: str, *overrides: str):
     cfg = compose_config(["dataset=evalset", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}", "progress=false",
                           f"cache_dir={tmp_path / 'cache'}", "system=http", f"system.url={url}", "system.max_retries=0",
                           *overrides])
-    return run_job(cfg, output_dir=tmp_path / "out", overrides=[], log_to=None).output
+    return run_job(job_spec(cfg), output_dir=tmp_path / "out", log_to=None).output
 
 
 def test_sweeping_eval_and_judge_options_asks_the_system_nothing_again(tiny_dataset, tmp_path):

@@ -18,6 +18,7 @@ from ragexp.config import targets
 from ragexp.config.compose import compose_config
 from ragexp.data.datasets import demo_paths
 from ragexp.data.loaders.corpus import load_corpus
+from ragexp.evaluation.job_spec import job_spec
 from ragexp.jobs.job import LogTo, run_job
 from ragexp.metrics.measure import measure
 from ragexp.runtime.stage_cache import StageCache
@@ -39,7 +40,7 @@ def work(tmp_path_factory):
 @pytest.fixture(scope="module")
 def native(work):
     cfg = compose_config([*native_bm25.NATIVE, f"cache_dir={work / 'cache'}", f"tracking.uri=sqlite:///{work / 'mlflow.db'}"])
-    return run_job(cfg, output_dir=work / "native", overrides=[], log_to=LogTo())
+    return run_job(job_spec(cfg), output_dir=work / "native", log_to=LogTo())
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +65,7 @@ def assert_equal_metrics(native: dict, black_box: dict) -> None:
 def black_box_run(work: Path, name: str, *overrides: str):
     cfg = compose_config([f"cache_dir={work / 'cache'}", f"tracking.uri=sqlite:///{work / 'mlflow.db'}", "progress=false",
                           *overrides])
-    return run_job(cfg, output_dir=work / name, overrides=list(overrides), log_to=LogTo())
+    return run_job(job_spec(cfg, overrides), output_dir=work / name, log_to=LogTo())
 
 
 @pytest.mark.slow

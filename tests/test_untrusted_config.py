@@ -77,6 +77,7 @@ def stored_run(tmp_path_factory):
     proc = ragexp(root, "run", *dataset_args(dataset, db), "retrieval=bm25", "eval.bootstrap_resamples=50")
     assert proc.returncode == 0, proc.stderr[-3000:]
     client, _, (run,) = job_runs(db)
+    assert run.data.tags["ragexp.config_source"] == "composed"  # a run composed from this machine's conf/
     stored = Path(unquote(urlparse(client.get_run(run.info.run_id).info.artifact_uri).path)) / "config" / "resolved.yaml"
     return root, db, run.info.run_id, stored, stored.read_text(encoding="utf-8")
 
@@ -205,6 +206,7 @@ def test_a_hand_given_config_runs_with_this_machines_folders_and_sweep_parent(st
     _, parents, children = job_runs(db)
     assert len(parents) == 1 and len(children) == 5
     assert [c.data.tags.get("mlflow.parentRunId") for c in children].count(parents[0].info.run_id) == 2
+    assert {c.data.tags.get("ragexp.config_source") for c in children} == {"config_path"}  # where each came from
     line = one_error_line(subprocess.run([*args, "retrieval=bm25"], cwd=tmp_path, env=ENV, capture_output=True, text=True))
     assert "field 'retrieval'" in line and "does not apply to a hand-given config" in line, line
 
@@ -415,6 +417,16 @@ def test_upload_screens_the_folder_like_a_run(store, tmp_path):
 
 
 # --- 5. bad input that left things behind --------------------------------------------------------------------
+
+
+def test_a_reproduction_is_tagged_as_a_stored_config(store, tmp_path):
+    """Where a run's config came from is on the run: a reproduction ran a stored config."""
+    before = {run.info.run_id for run in job_runs(store[1])[2]}
+    assert reproduce(store, tmp_path).returncode == 0
+    client, _, runs = job_runs(store[1])
+    (new,) = [run for run in runs if run.info.run_id not in before]
+    client.delete_run(new.info.run_id)  # the other tests count the store's one run
+    assert new.data.tags["ragexp.config_source"] == "stored_run" and new.data.tags["ragexp.reproduces"] == store[2]
 
 
 def test_reproduce_leaves_no_temporary_folder(store, tmp_path):

@@ -84,10 +84,10 @@ def _run_chunking(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix="ragexp-") as scratch:
         saved = store.download_artifact(args.from_run, store.CONFIG_ARTIFACT, uri, dst_dir=Path(scratch))
         try:
-            cfg = read_run_config(saved, tracking_uri=uri, cache_dir=local_cache_dir())
+            spec = read_run_config(saved, tracking_uri=uri, cache_dir=local_cache_dir())
         except RagexpInputError as err:  # named by the run, not by the temporary copy
             raise RagexpInputError(err.message, file=f"run {args.from_run}: {store.CONFIG_ARTIFACT}", field=err.field) from None
-    return chunker_options(cfg.chunking)
+    return chunker_options(spec.config.chunking)
 
 
 def _queue_run(args: argparse.Namespace, session, corpus) -> str:

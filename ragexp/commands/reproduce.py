@@ -34,6 +34,7 @@ from ragexp.comparison.table import format_table
 from ragexp.metrics.measure import Measure, measure
 from ragexp.runtime import interrupt
 from ragexp.config.machine import local_cache_dir
+from ragexp.evaluation.job_spec import JobSpec
 from ragexp.evaluation.saved_config import read_run_config
 from ragexp.tracking import experiments, run_names, store
 from ragexp.errors import RagexpInputError
@@ -104,23 +105,21 @@ def reproduce_run(original, uri: str, work: Path, args: argparse.Namespace):
         if not args.live:
             cfg.system = replay_config(node, str(stored_responses[0]))
 
-    cfg = read_run_config(saved, tracking_uri=uri, cache_dir=local_cache_dir() if args.use_cache else str(work / "cache"),
-                          allowed_endpoints=args.allow_endpoint, edit=black_box_replay)
+    spec = read_run_config(saved, tracking_uri=uri, cache_dir=local_cache_dir() if args.use_cache else str(work / "cache"),
+                           overrides=[f"reproduce={run_id}"], allowed_endpoints=args.allow_endpoint, edit=black_box_replay)
     log_to = None if args.no_log else LogTo(
         experiment_id=original.info.experiment_id, tags=reproduction_tags(original),
         run_name=run_names.reproduction_name(original.info.run_name or run_id[:8]))
-    result = run_job(cfg, output_dir=work / "output", overrides=[f"reproduce={run_id}"], cache=StageCache(Path(cfg.cache_dir)),
-                     log_to=log_to)
+    result = run_job(spec, output_dir=work / "output", cache=StageCache(Path(spec.config.cache_dir)), log_to=log_to)
     if args.live and stored_responses:
-        print(live_drift(stored_responses[0], cfg, result.output))
+        print(live_drift(stored_responses[0], spec, result.output))
     return result
 
 
-def live_drift(stored: Path, cfg, output) -> str:
+def live_drift(stored: Path, spec: JobSpec, output) -> str:
     """What the system answers now against what it answered then (:func:`ragexp.systems.replay.live_drift`)."""
-    k = 5 if 5 in output.results.meta["ks"] else max(output.results.meta["ks"])
-    node = OmegaConf.to_container(cfg.system, resolve=True)
-    return drift_report(stored_drift(stored, node, output.artifacts[RESPONSES_ARTIFACT], k), k)
+    k = 5 if 5 in spec.eval.ks else max(spec.eval.ks)
+    return drift_report(stored_drift(stored, spec.block("system"), output.artifacts[RESPONSES_ARTIFACT], k), k)
 
 
 def run(args: argparse.Namespace) -> int:

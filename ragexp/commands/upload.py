@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from ragexp.config.machine import default_tracking_uri, local_cache_dir
     from ragexp.config.run_config import read_overrides
     from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
+    from ragexp.evaluation.job_spec import ConfigSource
     from ragexp.evaluation.saved_config import read_run_config
     from ragexp.jobs.job import log_saved_run
     from ragexp.tracking.run_logger import LOCAL_CONFIG, LOCAL_OVERRIDES
@@ -35,10 +36,10 @@ def run(args: argparse.Namespace) -> int:
     for name in (LOCAL_CONFIG, ARTIFACT_NAME):
         if not (folder / name).exists():
             raise RagexpInputError(f"no {name} here: not a ragexp run output folder", file=folder)
-    cfg = read_run_config(folder / LOCAL_CONFIG, tracking_uri=args.tracking_uri or default_tracking_uri(),
-                          cache_dir=local_cache_dir())
     overrides = read_overrides(folder / LOCAL_OVERRIDES) if (folder / LOCAL_OVERRIDES).exists() else []
+    spec = read_run_config(folder / LOCAL_CONFIG, tracking_uri=args.tracking_uri or default_tracking_uri(),
+                           cache_dir=local_cache_dir(), source=ConfigSource.uploaded, overrides=overrides)
     results = RunResults.load(folder / ARTIFACT_NAME)
-    result = log_saved_run(cfg, results, folder, overrides, tags={"ragexp.uploaded_from": str(folder.resolve())})
-    print(f"logged {results.meta['run_name']} as run {result.run_id} to {cfg.tracking.uri}")
+    result = log_saved_run(spec, results, folder, tags={"ragexp.uploaded_from": str(folder.resolve())})
+    print(f"logged {results.meta['run_name']} as run {result.run_id} to {spec.config.tracking.uri}")
     return 0

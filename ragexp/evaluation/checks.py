@@ -1,7 +1,7 @@
 """Everything a job checks before any work, the same for one job and for a whole sweep's config
 before its first job (the sweep callback, :mod:`ragexp.tracking.sweep`).
 
-:func:`validate_job`: the config and its overrides screened for secrets, its values
+:func:`check_job`: the config and its overrides screened for secrets, its values
 (:func:`~ragexp.config.schema.validate`), the chunker and the dataset loader built without reading
 anything (:func:`check_data_components`), every pipeline component block against the registry and
 its class's schema (:mod:`ragexp.config.targets`), every ``device`` in them
@@ -9,9 +9,10 @@ its class's schema (:mod:`ragexp.config.targets`), every ``device`` in them
 field for what it may name (:func:`check_path_fields`), model server URLs
 (:func:`check_base_urls`), a judge's threshold within its score range
 (:func:`check_judge_threshold`), a black-box ``system`` block (:func:`~ragexp.systems.build.check_system`),
-the ``cost`` settings (:func:`ragexp.cost.settings.cost_settings`: prices, budgets), and, for a config
-not typed on this machine, its endpoints (a system's ``url`` too)
-(:mod:`ragexp.config.endpoints`).
+the ``cost`` settings (:func:`ragexp.cost.settings.cost_settings`: prices, budgets), and its
+endpoints (a system's ``url`` too): each one this machine's ``conf/`` or allow-list names, whatever
+the config's source (:mod:`ragexp.config.endpoints`). A job runs these checks once, in the one
+gate that makes its spec (:func:`ragexp.evaluation.job_spec.job_spec`).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ from ragexp.systems.build import check_system
 PIPELINE_GROUPS = ("embedding", "retrieval", "reranker", "generator", "judge")
 
 
-def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool = False,
-                 allowed_endpoints: Sequence[str] = (), skip: frozenset[str] = frozenset()) -> None:
+def check_job(cfg: DictConfig, overrides: Sequence[str], *, allowed_endpoints: Sequence[str] = (),
+              skip: frozenset[str] = frozenset()) -> None:
     """Raise :class:`RagexpInputError` for the first thing wrong with ``cfg`` (module docstring).
     ``skip``: top-level groups checked for secrets only (a sweep's swept groups, checked per job)."""
     screen_overrides(overrides)
@@ -69,8 +70,7 @@ def validate_job(cfg: DictConfig, overrides: Sequence[str], *, untrusted: bool =
         check_system(resolved)
     if "cost" not in skip:
         cost_settings(resolved.get("cost"))  # prices, budgets, counts: refused here, before any work
-    if untrusted:
-        check_endpoints({key: value for key, value in resolved.items() if key not in skip}, allowed_endpoints)
+    check_endpoints({key: value for key, value in resolved.items() if key not in skip}, allowed_endpoints)
 
 
 def check_base_urls(node: Any, prefix: str = "") -> None:

@@ -44,20 +44,34 @@ register_resolvers()  # at import: sweep workers resolve the folder names too
 
 
 def run_one_job(cfg: DictConfig) -> None:
-    """The Hydra task: one job of ``ragexp run`` (see :mod:`ragexp.jobs.job`)."""
+    """The Hydra task: one job of ``ragexp run`` (see :mod:`ragexp.jobs.job`), its config made a
+    spec by the one gate (:func:`~ragexp.evaluation.job_spec.job_spec`); endpoints typed on the
+    command line are checked too: a key variable is sent only where the machine's ``conf/`` or
+    allow-list says (:mod:`ragexp.config.endpoints`)."""
+    from ragexp.evaluation.job_spec import job_spec
     from ragexp.jobs.console import print_run_summary
     from ragexp.jobs.job import LogTo, run_job
     from ragexp.tracking.sweep import current_parent_run, current_sweep_axes
 
     output_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else Path.cwd()
     overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    spec = job_spec(cfg, overrides, source=config_source())
     parent = current_parent_run()
     log_to = LogTo(parent_run_id=parent, axes=current_sweep_axes(), resume=bool(parent and cfg.resume))
-    # endpoints typed on the command line are checked too: a key variable is sent only where the
-    # machine's conf/ or allow-list says (ragexp.config.endpoints)
-    result = run_job(cfg, output_dir=output_dir, overrides=overrides, log_to=log_to, untrusted=True)
+    result = run_job(spec, output_dir=output_dir, log_to=log_to)
     if not result.skipped:
         print_run_summary(result.output, result.run_id, cfg.tracking.uri)
+
+
+def config_source():
+    """``config_path`` when Hydra's primary config folder is not this machine's ``conf/`` (a saved
+    config handed with ``--config-path``, read through :func:`gated_primary_config`), else ``composed``."""
+    from ragexp.evaluation.job_spec import ConfigSource
+
+    if not HydraConfig.initialized():
+        return ConfigSource.composed
+    main = [source.path for source in HydraConfig.get().runtime.config_sources if source.provider == "main"]
+    return ConfigSource.composed if main == [str(CONFIG_DIR)] else ConfigSource.config_path
 
 
 _started = False

@@ -1,15 +1,16 @@
-"""One job: a resolved config in, an evaluated and logged run out, in the shape of a
-lightning-hydra-template task: build from the config, run, log.
+"""One job: a checked job spec in, an evaluated and logged run out, in the shape of a
+lightning-hydra-template task: build from the spec, run, log.
 
 :func:`run_job` is every evaluation (``ragexp run``'s sweep jobs, ``ragexp reproduce``); where the
 run goes in MLflow is one value, :class:`LogTo` (``None``: evaluate and save only).
 :func:`log_saved_run` is ``ragexp upload``: results computed earlier are logged, nothing is built
-or evaluated. Both validate first (:func:`~ragexp.evaluation.checks.validate_job`).
+or evaluated. Both take a :class:`~ragexp.evaluation.job_spec.JobSpec`, which only the one gate
+makes (:func:`~ragexp.evaluation.job_spec.job_spec`: secrets refused; every ``_target_`` a
+registered class fitting its schema; path fields, thresholds; endpoints and key variables named
+here, :mod:`ragexp.config.endpoints`): a job checks nothing twice and starts no work unchecked.
 
 Order, so that bad input fails before any work and a store outage loses nothing:
-validate the config (secrets refused; every ``_target_`` a registered class fitting its schema;
-path fields, thresholds; for a config not typed on this machine, its endpoints and key variables
-named here, :mod:`ragexp.config.endpoints`) -> build the components (a bad parameter fails here,
+the spec (checked) -> build the components (a bad parameter fails here,
 before the store or the cache is touched) -> connect to the store -> load and chunk the data (a
 black-box system: ask it every query, :mod:`ragexp.systems.fetch`) ->
 find (create if new) the eval set's experiment (:mod:`ragexp.tracking.experiments`) -> skip when
@@ -17,7 +18,7 @@ a FINISHED run has the same config hash and cost settings (sweeps with ``resume=
 from its sweep axes (:mod:`ragexp.tracking.run_names`) -> save the results to the job's output
 folder -> log them to MLflow (:func:`log_run`, retried; when the store stays away the error says
 how to upload the saved folder later). The logged run starts when the job started, so its
-duration is the job's work.
+duration is the job's work, and is tagged with where its config came from (``ragexp.config_source``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ragexp.cost import memory
 from ragexp.cost.settings import settings_key
 from ragexp.datamodel import EvalSet
 from ragexp.errors import RagexpInputError, TrackingUnavailable
-from ragexp.evaluation.checks import validate_job
+from ragexp.evaluation.job_spec import JobSpec
 from ragexp.evaluation.pipeline import build_pipeline
 from ragexp.evaluation.prepared import PreparedData, prepare_data
 from ragexp.evaluation.results import RunResults
@@ -81,17 +82,15 @@ class JobResult:
         return self.output is None
 
 
-def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: StageCache | None = None,
-            log_to: LogTo | None = LogTo(), untrusted: bool = False, allowed_endpoints: Sequence[str] = ()) -> JobResult:
-    """Evaluate the pipeline ``cfg`` describes, save it to ``output_dir`` and log it (module
-    docstring). ``cache`` defaults to ``cfg.cache_dir``; ``log_to=None`` evaluates and saves without
-    touching MLflow. ``untrusted``: its endpoints must be named by this machine's ``conf/`` or
-    ``allowed_endpoints`` (every ``ragexp run`` and ``reproduce``; a caller of this function
-    vouches for its own ``cfg``)."""
+def run_job(spec: JobSpec, *, output_dir: Path, cache: StageCache | None = None, log_to: LogTo | None = LogTo()) -> JobResult:
+    """Evaluate the pipeline ``spec`` describes, save it to ``output_dir`` and log it (module
+    docstring). ``cache`` defaults to the config's ``cache_dir``; ``log_to=None`` evaluates and saves
+    without touching MLflow."""
+    _require_spec(spec)
+    cfg, overrides = spec.config, list(spec.overrides)
     started_at = time.time()
     memory.reset_peak()  # the run's peak RSS (cost.peak_rss_bytes) counts from here, not from the process start
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
-    validate_job(cfg, overrides, untrusted=untrusted, allowed_endpoints=allowed_endpoints)
     progress.set_enabled(cfg.progress)
     cache = cache or StageCache(Path(cfg.cache_dir))
     pipeline = build_pipeline(cfg, cache)
@@ -125,7 +124,8 @@ def run_job(cfg: DictConfig, *, output_dir: Path, overrides: list[str], cache: S
     experiments.describe_once(client, experiment_id, data.corpus, data.evalset)
     run_id = log_run(
         lambda: log_evaluation(client, experiment_id, cfg, output, data.evalset, overrides=overrides,
-                               parent_run_id=log_to.parent_run_id, tags={**run_names.axis_tags(values), **log_to.tags},
+                               parent_run_id=log_to.parent_run_id,
+                               tags={**run_names.axis_tags(values), **log_to.tags, **_source_tag(spec)},
                                saved=output_dir, passages=Passages(output.units or data.chunks_by_id, data.corpus),
                                traces=traces_now(cfg.tracking, in_sweep=log_to.parent_run_id is not None)),
         output_dir,
@@ -141,14 +141,14 @@ def _run_name(cfg: DictConfig, data: PreparedData, values: Mapping[str, str], lo
     return run_names.run_name(semantic_config(cfg), data.chunking_label, values, sample)
 
 
-def log_saved_run(cfg: DictConfig, results: RunResults, folder: Path, overrides: list[str],
-                  tags: Mapping[str, str]) -> JobResult:
+def log_saved_run(spec: JobSpec, results: RunResults, folder: Path, tags: Mapping[str, str]) -> JobResult:
     """Log results saved in ``folder`` while the store was unreachable (``ragexp upload``): nothing
     is built or evaluated; the eval set is reloaded only to log it as the run's input, and must
     still have the saved fingerprint."""
     from ragexp.evaluation.results import ARTIFACT_NAME
 
-    validate_job(cfg, overrides)
+    _require_spec(spec)
+    cfg, overrides = spec.config, list(spec.overrides)
     data = prepare_data(cfg, StageCache(cfg.cache_dir), progress=cfg.progress)  # the chunks the traces show
     corpus, evalset = data.corpus, data.evalset  # sampled as the run was: a sample has its own fingerprint
     if evalset.fingerprint() != results.meta.get("evalset_fingerprint"):
@@ -160,11 +160,20 @@ def log_saved_run(cfg: DictConfig, results: RunResults, folder: Path, overrides:
     output = RunOutput(results, results.meta["run_name"], results.meta["config_hash"], results.meta.get("timings", {}))
     run_id = log_run(
         lambda: log_evaluation(client, experiment_id, cfg, output, evalset, overrides=overrides, parent_run_id=None,
-                               tags=tags, ended_at=results.meta.get("finished_at"),
+                               tags={**tags, **_source_tag(spec)}, ended_at=results.meta.get("finished_at"),
                                passages=Passages(data.chunks_by_id, corpus), traces=traces_now(cfg.tracking, in_sweep=False)),
         folder,
     )
     return JobResult(output, run_id, evalset)
+
+
+def _require_spec(spec: object) -> None:
+    if not isinstance(spec, JobSpec):
+        raise TypeError(f"a job takes a JobSpec from ragexp.evaluation.job_spec.job_spec(cfg, ...), not {type(spec).__name__}")
+
+
+def _source_tag(spec: JobSpec) -> dict[str, str]:
+    return {store.TAG_CONFIG_SOURCE: spec.source.value}
 
 
 def log_run(log_once: Callable[[], str], output_dir: Path, attempts: int = LOG_ATTEMPTS, backoff_s: float = 2.0) -> str:

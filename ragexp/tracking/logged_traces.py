@@ -55,7 +55,7 @@ def trace_logged_run(client: MlflowClient, run_id: str, cache_dir: str, *, resul
     with tempfile.TemporaryDirectory(prefix="ragexp-traces-") as scratch:
         saved = store.download_artifact(run_id, store.CONFIG_ARTIFACT, client.tracking_uri, artifacts_root,
                                         dst_dir=Path(scratch) / "config")
-        cfg = read_run_config(saved, tracking_uri=client.tracking_uri, cache_dir=cache_dir)
+        cfg = read_run_config(saved, tracking_uri=client.tracking_uri, cache_dir=cache_dir).config
         if results is None:
             results = RunResults.load(store.download_artifact(run_id, ARTIFACT_NAME, client.tracking_uri, artifacts_root,
                                                               dst_dir=Path(scratch) / "results"))

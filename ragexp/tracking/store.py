@@ -40,6 +40,7 @@ TAG_CODE_VERSION = "ragexp.code_version"
 TAG_VERSION = "ragexp.version"
 TAG_KIND = "ragexp.kind"
 TAG_REPRODUCES = "ragexp.reproduces"
+TAG_CONFIG_SOURCE = "ragexp.config_source"  # where the job's config came from (ragexp.evaluation.job_spec.ConfigSource)
 TAG_EVALSET_NAME = "ragexp.evalset"
 TAG_GOLD_LEVEL = "ragexp.gold_level"
 TAG_SWEEP_AXES = "ragexp.sweep_axes"

@@ -89,12 +89,12 @@ def _budget_tags(config: DictConfig) -> dict[str, str]:
 
 
 def _validate_sweep(config: DictConfig) -> None:
-    """The job checks (:func:`ragexp.evaluation.checks.validate_job`) on the sweep's config before any
+    """The job checks (:func:`ragexp.evaluation.checks.check_job`) on the sweep's config before any
     value is swept: bad input shared by every job (a secret in a config file, an overlap not below
     the size, a missing eval set) stops the sweep before it writes anything. A top-level group
     with a swept key is screened for secrets only: its values here are no job's (each job checks
     its own)."""
-    from ragexp.evaluation.checks import validate_job
+    from ragexp.evaluation.checks import check_job
 
     review = config.tracking.judge_review
     if review.unverified not in ("warn", "fail") or not -1 <= review.min_kappa <= 1:
@@ -106,7 +106,7 @@ def _validate_sweep(config: DictConfig) -> None:
     axes = run_names.sweep_axes(overrides, config.hydra.sweeper.get("params"))
     swept = frozenset(axis.replace("/", ".").split(".")[0] for axis in axes)
     try:
-        validate_job(task, overrides, untrusted=True, skip=swept)
+        check_job(task, overrides, skip=swept)
     except RagexpInputError as err:
         raise SweepRefused(err) from None
 

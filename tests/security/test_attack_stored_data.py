@@ -154,7 +154,7 @@ def test_class2_a_handed_tracking_uri_is_replaced_by_this_machines(tmp_path, mon
     saved.write_text("dataset: {_target_: ragexp.data.dataset.DemoDataset, name: demo}\n"
                      "retrieval: {name: bm25, _target_: reference_pipelines.bm25.BM25Retriever}\n"
                      "tracking: {uri: 'http://127.0.0.1:9'}\ncache_dir: /etc\n", encoding="utf-8")
-    cfg = read_run_config(saved, tracking_uri="sqlite:///here.db", cache_dir=str(tmp_path / "cache"))
+    cfg = read_run_config(saved, tracking_uri="sqlite:///here.db", cache_dir=str(tmp_path / "cache")).config
     assert cfg.tracking.uri == "sqlite:///here.db" and cfg.cache_dir == str(tmp_path / "cache")
 
 

@@ -238,7 +238,7 @@ MAX_CALIBRATION_BYTES = 1024 * 1024
 def read_calibration(path: str | Path, score_range: tuple[float, float] | None = None) -> JudgeCalibration:
     """A calibration file through the gate (bounded bytes, strict JSON, the record's fields, its
     numbers finite and in range: ``threshold`` within ``score_range`` when given), for any judge.
-    Runs check this before any model is built (:func:`ragexp.evaluation.checks.validate_job`)."""
+    Runs check this before any model is built (:func:`ragexp.evaluation.checks.check_job`)."""
     path = Path(path)
     try:
         data = parse_json(read_text(path, max_bytes=MAX_CALIBRATION_BYTES), source=path, allow_nan=True)
