@@ -133,6 +133,7 @@ def quality(labels: list[str], scifact: bool = True) -> None:
     from ragexp.evaluation.pipeline import build_pipeline
     from ragexp.evaluation.prepared import prepare_data
     from ragexp.evaluation.runner import execute
+    from ragexp.datamodel import Qrels
     from ragexp.metrics.evaluate import evaluate_run
     from ragexp.metrics.ranking import document_id
     from ragexp.runtime.stage_cache import StageCache
@@ -142,7 +143,7 @@ def quality(labels: list[str], scifact: bool = True) -> None:
     corpus, evalset = load_beir(shared_data_dir() / "scifact", split="test")
     chunks = WholeDocumentChunker().chunk_corpus(corpus)
     queries = [item.query for item in evalset.items]
-    qrels = {item.id: {e.doc_id: e.grade for e in item.evidence} for item in evalset.items}
+    qrels = Qrels({item.id: {e.doc_id: e.grade for e in item.evidence} for item in evalset.items})
     header = f"{'encoder':12s} {'SciFact nDCG@10':>16s} {'demo hit rate@5':>16s}"
     rows = []
     for label, options in settings.items():

@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pytrec_eval
 
-from ragexp.metrics import evaluate_run, trec_order
+from ragexp.metrics import Qrels, evaluate_run, trec_order
 
 KS = [1, 3, 5, 10, 100]
 TREC_MEASURES = {
@@ -87,7 +87,7 @@ def main() -> None:
         (pytrec_seconds, theirs), (our_seconds, ours) = time_side_by_side(
             [
                 lambda: pytrec_eval.RelevanceEvaluator(qrels, TREC_MEASURES).evaluate(trec_run),
-                lambda: evaluate_run(our_run, qrels, KS),
+                lambda: evaluate_run(our_run, Qrels(qrels), KS),
             ],
             args.repeats,
         )

@@ -27,6 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ragexp.chunking.whole import WholeDocumentChunker  # noqa: E402
 from ragexp.data.loaders.beir import load_beir  # noqa: E402
+from ragexp.datamodel import Qrels  # noqa: E402
 from ragexp.metrics.evaluate import evaluate_run  # noqa: E402
 from ragexp.metrics.ranking import document_id  # noqa: E402
 from ragexp.runtime.stage_cache import StageCache  # noqa: E402
@@ -77,7 +78,7 @@ def main() -> int:
     corpus, evalset = load_beir(data / "scifact", split="test")
     chunks = WholeDocumentChunker().chunk_corpus(corpus)
     queries = [item.query for item in evalset.items]
-    qrels = {item.id: {e.doc_id: e.grade for e in item.evidence} for item in evalset.items}
+    qrels = Qrels({item.id: {e.doc_id: e.grade for e in item.evidence} for item in evalset.items})
     print(f"SciFact test: {len(corpus)} documents, {len(queries)} queries\n")
 
     with tempfile.TemporaryDirectory() as scratch:

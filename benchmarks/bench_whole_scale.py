@@ -114,6 +114,7 @@ def measure(folder: Path, n_queries: int) -> dict:
     from ragexp.config.compose import compose_config
     from ragexp.data.loaders.beir import load_beir
     from ragexp.evaluation.runner import _confidence_intervals
+    from ragexp.datamodel import Qrels
     from ragexp.metrics.evaluate import evaluate_run
     from ragexp.runtime import progress
     from reference_pipelines.bm25 import BM25Retriever
@@ -148,7 +149,7 @@ def measure(folder: Path, n_queries: int) -> dict:
     doc_of = {chunk.id: chunk.doc_id for chunk in chunks}
     run = {item.id: list({doc_of[cid]: (doc_of[cid], score) for cid, score in reversed(ranking)}.values())[::-1]
            for item, ranking in zip(evalset.items, rankings)}  # each document at its best chunk's rank
-    qrels = {item.id: {e.doc_id: e.grade for e in item.evidence} for item in evalset.items}
+    qrels = Qrels({item.id: {e.doc_id: e.grade for e in item.evidence} for item in evalset.items})
 
     def metrics():
         evaluated = evaluate_run(run, qrels, [1, 3, 5, 10])

@@ -9,6 +9,8 @@ Contracts
 - ``Evidence`` is independent of chunking: a whole document (``start is None``) or a half-open
   character span ``[start, end)`` of one document, with a relevance ``grade`` (>= 1 relevant,
   0 judged non-relevant, as in TREC qrels).
+- Relevance is decided in one place, :func:`is_relevant`: a grade is relevant iff it is >= the
+  relevance level, :data:`RELEVANCE_LEVEL` (1) unless a :class:`Qrels` carries another one.
 """
 
 from __future__ import annotations
@@ -16,14 +18,27 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from ragexp.errors import RagexpInputError
 from ragexp.runtime.fingerprint import stable_hash
 
 if TYPE_CHECKING:
     from ragexp.data.convert.report import ConversionReport
 
 CHUNK_SEPARATOR = "#chunk_"
+
+#: trec_eval's default relevance level (``-l 1``): grade >= 1 is relevant, grade 0 judged non-relevant.
+RELEVANCE_LEVEL = 1
+
+_Grades = TypeVar("_Grades")
+
+
+def is_relevant(grade: _Grades, level: int = RELEVANCE_LEVEL) -> _Grades:
+    """Whether ``grade`` is relevant at ``level``: ``grade >= level`` (trec_eval's ``relevance_level``).
+    Elementwise on a numpy array of grades (a boolean array back). The only place ragexp decides it."""
+    return grade >= level
 
 
 def chunk_id(doc_id: str, index: int) -> str:
@@ -72,6 +87,11 @@ class Evidence:
     @property
     def is_span(self) -> bool:
         return self.start is not None
+
+    @property
+    def relevant(self) -> bool:
+        """Positive evidence: its grade is relevant at :data:`RELEVANCE_LEVEL` (grade 0 is a judged negative)."""
+        return is_relevant(self.grade)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -182,3 +202,65 @@ class EvalSet:
             rows = [{k: v for k, v in item.to_dict().items() if k not in ("added", "annotator")} for item in self.items]
             self._fingerprint = cached = (tuple(self.items), stable_hash(rows))
         return cached[1]
+
+
+class Qrels(Mapping[str, Mapping[str, int]]):
+    """Graded relevance judgments ``{query id: {unit id: grade}}`` and the level that makes a grade relevant.
+
+    - A unit is relevant to a query iff its grade is >= ``relevance_level`` (:meth:`is_relevant`;
+      trec_eval's ``-l``, an integer >= 1, default :data:`RELEVANCE_LEVEL`); a judged unit below
+      it is judged non-relevant; a unit the qrels do not name is unjudged (grade 0 to every metric).
+    - Gains (nDCG) are the grades themselves, whatever the level, as in trec_eval.
+    - Read-only: the grades are copied on construction and handed out as read-only mappings.
+      Equal to another ``Qrels`` with the same grades and level, and to a plain mapping with the
+      same grades when its level is the default.
+    """
+
+    __slots__ = ("_grades", "relevance_level")
+    _grades: dict[str, dict[str, int]]
+    relevance_level: int
+
+    def __init__(self, grades: Mapping[str, Mapping[str, int]] | None = None, relevance_level: int = RELEVANCE_LEVEL) -> None:
+        if isinstance(relevance_level, bool) or not isinstance(relevance_level, int) or relevance_level < 1:
+            raise RagexpInputError(f"must be an integer >= 1, got {relevance_level!r}", field="relevance_level")
+        object.__setattr__(self, "_grades", {qid: dict(units) for qid, units in (grades or {}).items()})
+        object.__setattr__(self, "relevance_level", relevance_level)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Qrels is read-only (cannot set {name!r})")
+
+    def __reduce__(self) -> tuple:
+        return Qrels, (self._grades, self.relevance_level)
+
+    def __getitem__(self, query_id: str) -> Mapping[str, int]:
+        return MappingProxyType(self._grades[query_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._grades)
+
+    def __len__(self) -> int:
+        return len(self._grades)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Qrels):
+            return self.relevance_level == other.relevance_level and self._grades == other._grades
+        if isinstance(other, Mapping):
+            return self.relevance_level == RELEVANCE_LEVEL and self._grades == {q: dict(u) for q, u in other.items()}
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Qrels({self._grades!r}, relevance_level={self.relevance_level})"
+
+    def is_relevant(self, grade: _Grades) -> _Grades:
+        """Whether ``grade`` is relevant at this level (elementwise on a numpy array): :func:`is_relevant`."""
+        return is_relevant(grade, self.relevance_level)
+
+    def grades(self, query_id: str) -> Mapping[str, int]:
+        """Every judged unit of ``query_id`` with its grade, relevant or not; empty when it has none."""
+        return MappingProxyType(self._grades.get(query_id, {}))
+
+    def relevant(self, query_id: str) -> dict[str, int]:
+        """The relevant units of ``query_id`` with their grades; empty when it has none."""
+        return {unit: grade for unit, grade in self._grades.get(query_id, {}).items() if self.is_relevant(grade)}

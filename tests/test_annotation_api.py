@@ -191,7 +191,7 @@ def test_from_run_queues_exactly_the_unjudged_units(tmp_path, monkeypatch):
     for chunk in chunks:
         by_doc.setdefault(chunk.doc_id, []).append(chunk)
     item = load_evalset(evalset, corpus).items[0]
-    qrels = chunk_qrels([item], by_doc)["a"]
+    qrels = dict(chunk_qrels([item], by_doc).grades("a"))
     ranking = [[cid, float(100 - i)] for i, cid in enumerate(by_id)][:8]
     judged_first = next(iter(qrels))
     ranking.insert(0, [judged_first, 1000.0])

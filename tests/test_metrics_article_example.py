@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragexp.metrics import evaluate_run
+from ragexp.metrics import Qrels, evaluate_run
 
 # Per query: rank of the gold chunk in the top 5 (None: not retrieved) and how many of the top 5
 # are relevant, the gold chunk included.
@@ -40,7 +40,7 @@ def build_example():
         run[query] = [(chunk, 1.0 - rank / 10) for rank, chunk in enumerate(chunks)]
         gold_qrels[query] = {gold: 1}
         relevant_qrels[query] = {gold: 1, **dict.fromkeys(others, 1)}
-    return run, gold_qrels, relevant_qrels
+    return run, Qrels(gold_qrels), Qrels(relevant_qrels)
 
 
 def article_recall_at_k(retrieved_ids, gold_ids, k=5):

@@ -2,7 +2,8 @@
 
 Runs are random (seeded numpy and hypothesis) with many score ties, graded qrels with 0 and
 negative grades, empty rankings, rankings shorter than k, queries only in the run and queries
-only in the qrels; plus a SciFact-sized pseudo-run from the shared data.
+only in the qrels, at trec_eval's default relevance level and at levels 2 and 3 (``-l``); plus a
+SciFact-sized pseudo-run from the shared data.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 import ragexp.metrics._matrix
 from ragexp.errors import RagexpInputError
 from ragexp.metrics import (
+    Qrels,
     doc_level,
     document_id,
     evaluate_run,
@@ -37,28 +39,29 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("RAGEXP_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
-def gold_queries(run, qrels) -> list[str]:
-    """Queries trec_eval can score: a relevant unit (grade >= 1) in the qrels."""
-    return [qid for qid in {**run, **qrels} if any(grade >= 1 for grade in qrels.get(qid, {}).values())]
+def gold_queries(run, qrels, level: int = 1) -> list[str]:
+    """Queries trec_eval can score: a relevant unit (grade >= ``level``) in the qrels."""
+    return [qid for qid in {**run, **qrels} if any(grade >= level for grade in qrels.get(qid, {}).values())]
 
 
-def trec_eval_reference(run, qrels, ks, prefix: str = "") -> dict[str, dict[str, float]]:
-    """Every metric of evaluate_run, computed by pytrec_eval for the queries with gold.
+def trec_eval_reference(run, qrels, ks, prefix: str = "", level: int = 1) -> dict[str, dict[str, float]]:
+    """Every metric of evaluate_run, computed by pytrec_eval with ``relevance_level=level`` for the
+    queries with gold at that level.
 
     A query missing from the run is given an empty ranking (trec_eval -c). ``mrr_at_k`` is
     recip_rank of the run cut to its top k in trec order.
     """
-    scored = gold_queries(run, qrels)
+    scored = gold_queries(run, qrels, level)
     trec_qrels = {qid: dict(qrels[qid]) for qid in scored}
     cutoffs = ",".join(map(str, ks))
     measures = {f"{measure}.{cutoffs}" for measure in TREC_MEASURE.values()} | {"recip_rank"}
-    results = pytrec_eval.RelevanceEvaluator(trec_qrels, measures).evaluate(
+    results = pytrec_eval.RelevanceEvaluator(trec_qrels, measures, relevance_level=level).evaluate(
         {qid: dict(run.get(qid, [])) for qid in scored}
     )
     reference = {qid: {f"{prefix}mrr": results[qid]["recip_rank"]} for qid in scored}
     for k in ks:
         top_k = {qid: dict(trec_order(run.get(qid, []))[:k]) for qid in scored}
-        reciprocal_rank_at_k = pytrec_eval.RelevanceEvaluator(trec_qrels, {"recip_rank"}).evaluate(top_k)
+        reciprocal_rank_at_k = pytrec_eval.RelevanceEvaluator(trec_qrels, {"recip_rank"}, relevance_level=level).evaluate(top_k)
         for qid in scored:
             reference[qid][f"{prefix}mrr_at_{k}"] = reciprocal_rank_at_k[qid]["recip_rank"]
             for ours, theirs in TREC_MEASURE.items():
@@ -66,9 +69,9 @@ def trec_eval_reference(run, qrels, ks, prefix: str = "") -> dict[str, dict[str,
     return reference
 
 
-def assert_equals_trec_eval(run, qrels, ks, prefix: str = "") -> None:
-    evaluation = evaluate_run(run, qrels, ks, prefix=prefix)
-    reference = trec_eval_reference(run, qrels, ks, prefix)
+def assert_equals_trec_eval(run, qrels, ks, prefix: str = "", level: int = 1) -> None:
+    evaluation = evaluate_run(run, Qrels(qrels, relevance_level=level), ks, prefix=prefix)
+    reference = trec_eval_reference(run, qrels, ks, prefix, level)
     assert set(evaluation.per_query) == set(reference)
     for qid, expected in reference.items():
         assert set(evaluation.per_query[qid]) == set(expected) == set(metric_names(sorted(set(ks)), prefix))
@@ -105,6 +108,21 @@ def test_every_metric_of_every_query_equals_trec_eval(seed):
     assert_equals_trec_eval(run, qrels, KS)
 
 
+@pytest.mark.parametrize("level", [2, 3])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_higher_relevance_level_equals_trec_eval_at_that_level(seed, level):
+    """Grades -1..3 judged at ``-l 2`` / ``-l 3``: recall, P, success and recip_rank count only
+    grades >= level, queries without such a grade are no_gold, nDCG keeps every grade as gain;
+    and the level changes the numbers (it is honoured, not just stored)."""
+    run, qrels = random_case(seed)
+    assert_equals_trec_eval(run, qrels, KS, level=level)
+    at_default, at_level = evaluate_run(run, Qrels(qrels), KS), evaluate_run(run, Qrels(qrels, level), KS)
+    assert at_level.aggregate["recall_at_20"] != at_default.aggregate["recall_at_20"]
+    assert at_level.aggregate["n_queries"] < at_default.aggregate["n_queries"]
+    for qid in at_level.per_query:
+        assert at_level.per_query[qid]["ndcg_at_10"] == at_default.per_query[qid]["ndcg_at_10"]
+
+
 def test_rankings_longer_than_the_zip_transpose_limit_equal_trec_eval():
     run, qrels = random_case(seed=99, n_queries=12, max_depth=700)
     assert max(map(len, run.values())) > 512
@@ -122,7 +140,7 @@ def test_input_order_of_a_ranking_does_not_matter():
     rng = np.random.default_rng(0)
     shuffled = {qid: [ranking[i] for i in rng.permutation(len(ranking))] for qid, ranking in run.items()}
     ordered = {qid: trec_order(ranking) for qid, ranking in run.items()}
-    assert evaluate_run(shuffled, qrels, KS) == evaluate_run(ordered, qrels, KS)
+    assert evaluate_run(shuffled, Qrels(qrels), KS) == evaluate_run(ordered, Qrels(qrels), KS)
 
 
 unit_ids = st.sampled_from(["a", "b", "B", "c", "d#chunk_0", "d#chunk_1", "ü", "e"])
@@ -141,15 +159,26 @@ def run_and_qrels(draw):
 
 
 @settings(max_examples=200, deadline=None)
-@given(case=run_and_qrels(), ks=st.lists(st.integers(1, 10), min_size=1, max_size=4))
-def test_random_small_runs_equal_trec_eval(case, ks):
+@given(case=run_and_qrels(), ks=st.lists(st.integers(1, 10), min_size=1, max_size=4), level=st.integers(1, 3))
+def test_random_small_runs_equal_trec_eval(case, ks, level):
     run, qrels = case
-    assert_equals_trec_eval(run, qrels, ks, prefix="x_")
+    assert_equals_trec_eval(run, qrels, ks, prefix="x_", level=level)
+
+
+@pytest.mark.parametrize("level", [0, -1, 1.5, True, "2", None])
+def test_a_relevance_level_is_an_integer_of_at_least_one(level):
+    with pytest.raises(RagexpInputError, match="field 'relevance_level'"):
+        Qrels({"q": {"a": 1}}, relevance_level=level)
+
+
+def test_qrels_as_a_plain_mapping_are_refused():
+    with pytest.raises(TypeError, match="Qrels"):
+        evaluate_run({"q": [("a", 1.0)]}, {"q": {"a": 1}}, [1])
 
 
 def test_first_relevant_rank_is_the_trec_order_rank_of_the_first_relevant_unit():
     run, qrels = random_case(seed=3)
-    evaluation = evaluate_run(run, qrels, [5])
+    evaluation = evaluate_run(run, Qrels(qrels), [5])
     for qid in evaluation.per_query:
         grades = [qrels[qid].get(unit, 0) for unit, _ in trec_order(run.get(qid, []))]
         expected = next((rank for rank, grade in enumerate(grades, start=1) if grade >= 1), None)
@@ -159,7 +188,7 @@ def test_first_relevant_rank_is_the_trec_order_rank_of_the_first_relevant_unit()
 
 def test_query_without_run_scores_zero_and_counts_in_the_means():
     qrels = {"answered": {"a": 1}, "missing": {"b": 2}, "no_gold": {"c": 0}}
-    evaluation = evaluate_run({"answered": [("a", 1.0)], "not_judged": [("a", 1.0)]}, qrels, [1])
+    evaluation = evaluate_run({"answered": [("a", 1.0)], "not_judged": [("a", 1.0)]}, Qrels(qrels), [1])
     assert set(evaluation.per_query["missing"].values()) == {0.0}
     assert evaluation.aggregate["mrr"] == 0.5
     assert evaluation.first_relevant_rank == {"answered": 1, "missing": None}
@@ -168,7 +197,7 @@ def test_query_without_run_scores_zero_and_counts_in_the_means():
 
 
 def test_precision_divides_by_k_even_when_fewer_units_were_retrieved():
-    evaluation = evaluate_run({"q": [("a", 1.0), ("b", 0.5)]}, {"q": {"a": 1, "b": 1}}, [5])
+    evaluation = evaluate_run({"q": [("a", 1.0), ("b", 0.5)]}, Qrels({"q": {"a": 1, "b": 1}}), [5])
     assert evaluation.per_query["q"]["context_precision_at_5"] == pytest.approx(2 / 5)
     assert evaluation.per_query["q"]["recall_at_5"] == 1.0
 
@@ -180,22 +209,22 @@ def test_trec_order_sorts_by_score_then_id_descending_in_code_point_order():
 
 def test_a_unit_ranked_twice_is_rejected():
     with pytest.raises(RagexpInputError, match=r"query 'q2' ranks unit 'a' twice"):
-        evaluate_run({"q1": [("a", 1.0)], "q2": [("a", 1.0), ("b", 0.5), ("a", 0.2)]}, {"q2": {"a": 1}}, [1])
+        evaluate_run({"q1": [("a", 1.0)], "q2": [("a", 1.0), ("b", 0.5), ("a", 0.2)]}, Qrels({"q2": {"a": 1}}), [1])
 
 
 def test_a_nan_score_is_rejected():
     with pytest.raises(RagexpInputError, match=r"query 'q' has a NaN score"):
-        evaluate_run({"q": [("a", 1.0), ("b", float("nan"))]}, {"q": {"a": 1}}, [1])
+        evaluate_run({"q": [("a", 1.0), ("b", float("nan"))]}, Qrels({"q": {"a": 1}}), [1])
 
 
 @pytest.mark.parametrize("ks", [[], [0], [3, -1], [2.5], [True]])
 def test_cutoffs_must_be_integers_of_at_least_one(ks):
     with pytest.raises(RagexpInputError, match="field 'ks'"):
-        evaluate_run({"q": [("a", 1.0)]}, {"q": {"a": 1}}, ks)
+        evaluate_run({"q": [("a", 1.0)]}, Qrels({"q": {"a": 1}}), ks)
 
 
 def test_no_scorable_query_gives_nan_means():
-    evaluation = evaluate_run({"q": [("a", 1.0)]}, {"q": {"a": 0}}, [1])
+    evaluation = evaluate_run({"q": [("a", 1.0)]}, Qrels({"q": {"a": 0}}), [1])
     assert np.isnan(evaluation.aggregate["mrr"]) and evaluation.per_query == {}
     assert evaluation.no_gold == ["q"]
 
@@ -228,7 +257,7 @@ def test_doc_level_scores_a_document_by_its_best_chunk_and_equals_trec_eval(seed
         assert dict(doc_run[qid]) == best_chunk_per_document(ranking)
         assert doc_run[qid] == trec_order(doc_run[qid])
     collapsed = {qid: list(best_chunk_per_document(ranking).items()) for qid, ranking in chunk_run.items()}
-    evaluation = evaluate_run(doc_run, doc_qrels, KS, prefix="doc_")
+    evaluation = evaluate_run(doc_run, Qrels(doc_qrels), KS, prefix="doc_")
     reference = trec_eval_reference(collapsed, doc_qrels, KS, prefix="doc_")
     assert reference and set(evaluation.per_query) == set(reference)
     for qid, expected in reference.items():

@@ -14,6 +14,7 @@ import math
 
 from ragexp.annotation.hints import ChunkMap
 from ragexp.data.lint import FAILURE_PRONE_CATEGORIES, MIN_CATEGORY_SHARE, category_key
+from ragexp.datamodel import is_relevant
 
 ADVISED_MIN, ADVISED_MAX = 50, 150
 LISTED = 25
@@ -33,7 +34,7 @@ def coverage(items: list[dict], chunk_map: ChunkMap) -> dict:
         for category in found:
             counts[category] += 1
         for e in item.get("evidence", []):
-            if e.get("grade", 1) < 1:
+            if not is_relevant(e.get("grade", 1)):
                 continue
             touched_docs.add(e["doc_id"])
             if e.get("start") is None:

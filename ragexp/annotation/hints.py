@@ -18,7 +18,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from operator import attrgetter
 
-from ragexp.datamodel import Chunk, Corpus
+from ragexp.datamodel import Chunk, Corpus, is_relevant
 from ragexp.text.tokenize import content_stems
 
 
@@ -40,7 +40,7 @@ class ChunkMap:
 
 def category_hints(query: str, evidence: list[dict], chunk_map: ChunkMap) -> list[str]:
     """The hints (see the module docstring) for a question and its evidence entries."""
-    positive = [e for e in evidence if e.get("grade", 1) >= 1 and e.get("start") is not None]
+    positive = [e for e in evidence if is_relevant(e.get("grade", 1)) and e.get("start") is not None]
     if not positive:
         return []
     hints = []

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ragexp.data.evalset_schema import read_file
 from ragexp.data.lint import normalise_query
-from ragexp.datamodel import Corpus, EvalSet
+from ragexp.datamodel import Corpus, EvalSet, is_relevant
 from ragexp.errors import RagexpInputError
 
 Interval = tuple[int, int]
@@ -72,8 +72,8 @@ def judged(item_id: str, query: str, answerable: bool, entries: Iterable[tuple[s
     documents: dict[str, bool] = {}
     spans: dict[str, list[Interval]] = {}
     for doc_id, span, grade in entries:
-        documents[doc_id] = documents.get(doc_id, False) or grade >= 1
-        if grade >= 1:
+        documents[doc_id] = documents.get(doc_id, False) or is_relevant(grade)
+        if is_relevant(grade):
             spans.setdefault(doc_id, []).append(span)
     return ItemJudgments(item_id, query, answerable, documents, {doc_id: merge(s) for doc_id, s in spans.items()})
 
@@ -102,7 +102,7 @@ def file_judgments(path: str | PathLike[str]) -> Judgments:
         for i, e in enumerate(record.evidence):
             if e.start is not None and not 0 <= e.start < e.end:
                 raise RagexpInputError("a span needs 0 <= start < end", file=path, line=line, field=f"evidence[{i}]")
-            if e.start is None and e.grade >= 1:
+            if e.start is None and is_relevant(e.grade):
                 form = "a quote" if e.quote is not None else "a whole document"
                 raise RagexpInputError(f"--corpus DIR is needed: this evidence is {form}, whose characters the evidence "
                                        "overlap is counted in", file=path, line=line, field=f"evidence[{i}]")

@@ -37,6 +37,7 @@ from ragexp.annotation.pool import Pooler, mark_identical, page_label, passage
 from ragexp.annotation.search import CorpusSearch
 from ragexp.annotation.session import Session, check_changes, is_complete
 from ragexp.candidates.log_reader import MAX_LINE_CHARS
+from ragexp.datamodel import is_relevant
 from ragexp.web.edit_session import Conflict
 
 MAX_DOCUMENT_CHARS = 400_000
@@ -103,7 +104,7 @@ def pending_units(entry: dict) -> int:
     def judged(unit: dict) -> bool:
         return any(e["doc_id"] == unit["doc_id"] and (
             e.get("start") is None or (e["start"], e["end"]) == (unit["start"], unit["end"])
-            or (e.get("grade", 1) >= 1 and e["start"] < unit["end"] and e["end"] > unit["start"])) for e in evidence)
+            or (is_relevant(e.get("grade", 1)) and e["start"] < unit["end"] and e["end"] > unit["start"])) for e in evidence)
 
     return sum(not judged(unit) for unit in entry["review"]["units"])
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from ragexp.data import evalset_schema as schema
 from ragexp.data.evalset_schema import VERSION_KEY, HeaderRecord, ItemRecord
 from ragexp.data.lint import normalise_query
-from ragexp.datamodel import ITEM_SOURCES
+from ragexp.datamodel import ITEM_SOURCES, is_relevant
 from ragexp.errors import RagexpInputError
 from ragexp.stored.limits import parse_json
 from ragexp.web.edit_session import EditLock, atomic_write, compare_and_set
@@ -98,7 +98,7 @@ def is_complete(entry: dict) -> bool:
         return False
     if entry.get("answerable", True) is False:
         return True
-    return any(e.get("grade", 1) >= 1 for e in entry.get("evidence", []))
+    return any(is_relevant(e.get("grade", 1)) for e in entry.get("evidence", []))
 
 
 def item_record(entry: dict, *, file: Path | None = None, line: int | None = None) -> ItemRecord:

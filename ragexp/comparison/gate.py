@@ -59,12 +59,13 @@ from ragexp.comparison.cost_gate import CostVerdict, compare_cost
 from ragexp.config.bounds import MAX_RESAMPLES
 from ragexp.cost import budgets as cost_budgets
 from ragexp.cost.keys import is_cost, results_key
+from ragexp.datamodel import is_relevant
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.judging.calibration.record import MIN_KAPPA
 from ragexp.judging.ppi import PPIEstimate, z_of
 from ragexp.judging.review_status import FAIL, WARN, is_judge_metric
-from ragexp.metrics import RELEVANCE_LEVEL, stats
+from ragexp.metrics import stats
 from ragexp.metrics.measure import LOWER, measure
 from ragexp.metrics.ranking import trec_order
 from ragexp.stored.limits import parse_yaml, read_text
@@ -441,12 +442,12 @@ def check_fingerprints(baseline: RunResults, candidate: RunResults, force: bool)
 
 
 def first_relevant_rank(row: QueryResult) -> int | None:
-    """1-based rank of the first relevant unit (grade >= 1) of ``row.ranking``, else ``None``.
+    """1-based rank of the first relevant unit (:func:`~ragexp.datamodel.is_relevant`) of ``row.ranking``, else ``None``.
 
     The ranking is read in trec_eval order (score descending, ties by id descending), the order
     the retrieval metrics were computed in.
     """
-    relevant = {unit for unit, grade in row.relevant.items() if grade >= RELEVANCE_LEVEL}
+    relevant = {unit for unit, grade in row.relevant.items() if is_relevant(grade)}
     ranking = trec_order(row.ranking)
     return next((rank for rank, (unit, _score) in enumerate(ranking, 1) if unit in relevant), None)
 

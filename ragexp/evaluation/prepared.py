@@ -14,7 +14,7 @@ from ragexp.chunking import make_chunker
 from ragexp.config.schema import chunker_options
 from ragexp.data.dataset import load_dataset
 from ragexp.data.loaders.corpus import persist_conversions
-from ragexp.datamodel import Chunk, Corpus, EvalSet
+from ragexp.datamodel import Chunk, Corpus, EvalSet, Qrels
 from ragexp.metrics.relevance import OverlapRule, chunk_qrels, doc_qrels
 from ragexp.runtime.stage_cache import StageCache
 
@@ -28,8 +28,8 @@ class PreparedData:
     corpus: Corpus
     evalset: EvalSet
     chunks: list[Chunk]
-    chunk_qrels: dict[str, dict[str, int]]
-    doc_qrels: dict[str, dict[str, int]]
+    chunk_qrels: Qrels
+    doc_qrels: Qrels
     chunking_label: str
     chunking_config: dict
     not_indexed: list[str]  # documents without text and title: no chunk, never retrievable
@@ -73,20 +73,16 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True, chun
     if not_indexed:
         log.warning("%d documents have neither text nor title and are not indexed (e.g. %s)", len(not_indexed),
                     ", ".join(not_indexed[:5]))
-    by_chunk = chunk_qrels(evalset.items, by_doc, rule) if chunked else {item.id: {} for item in evalset.items}
+    by_chunk = chunk_qrels(evalset.items, by_doc, rule) if chunked else Qrels({item.id: {} for item in evalset.items})
     by_document = doc_qrels(evalset.items)
     blank = blank_gold(by_document, set(not_indexed))
     for warning in [*evalset.meta.get("warnings", []), *blank_gold_warnings(blank)]:
         log.warning("%s", warning)
-    for qid, grades in blank.items():
-        for doc_id, grade in grades.items():
-            if by_chunk[qid].get(doc_id, -1) < grade:
-                by_chunk[qid][doc_id] = grade
     return PreparedData(
         corpus=corpus,
         evalset=evalset,
         chunks=chunks if chunked else [],
-        chunk_qrels=by_chunk,
+        chunk_qrels=with_blank_gold(by_chunk, blank),
         doc_qrels=by_document,
         chunking_label=chunker.describe(),
         chunking_config=chunker.config,
@@ -95,16 +91,29 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True, chun
     )
 
 
-def blank_gold(qrels: dict[str, dict[str, int]], not_indexed: set[str]) -> dict[str, dict[str, int]]:
-    """``{item id: {doc id: grade}}``: the relevant (grade >= 1) gold documents of each item that
-    have no chunk. They enter the chunk-level qrels under the document id, a unit no ranking can
-    hold, so recall, nDCG and MRR count them as missed, exactly as trec_eval on the exported qrels."""
+def blank_gold(qrels: Qrels, not_indexed: set[str]) -> dict[str, dict[str, int]]:
+    """``{item id: {doc id: grade}}``: the relevant gold documents of each item that have no
+    chunk. They enter the chunk-level qrels under the document id (:func:`with_blank_gold`), a unit
+    no ranking can hold, so recall, nDCG and MRR count them as missed, exactly as trec_eval on the
+    exported qrels."""
     found = {}
-    for qid, grades in qrels.items():
-        blank = {doc_id: grade for doc_id, grade in grades.items() if doc_id in not_indexed and grade >= 1}
+    for qid in qrels:
+        blank = {doc_id: grade for doc_id, grade in qrels.relevant(qid).items() if doc_id in not_indexed}
         if blank:
             found[qid] = blank
     return found
+
+
+def with_blank_gold(qrels: Qrels, blank: dict[str, dict[str, int]]) -> Qrels:
+    """``qrels`` with each item's blank gold added under the document id, at the higher grade
+    where the unit is graded already; the same relevance level."""
+    if not blank:
+        return qrels
+    grades = {qid: dict(units) for qid, units in qrels.items()}
+    for qid, documents in blank.items():
+        for doc_id, grade in documents.items():
+            grades[qid][doc_id] = max(grade, grades[qid].get(doc_id, grade))
+    return Qrels(grades, qrels.relevance_level)
 
 
 def blank_gold_warnings(blank: dict[str, dict[str, int]], limit: int = 10) -> list[str]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ragexp.datamodel import is_relevant
 from ragexp.errors import RagexpInputError
 from ragexp.judging.failure import FailureClass, gold_in_context
 from ragexp.judging.faithfulness import Verdict
@@ -103,7 +104,7 @@ class QueryResult:
 
     - ``ranking``: ``(unit id, score)`` pairs, best first, as retrieved (to the run's depth);
     - ``relevant`` / ``doc_relevant``: graded qrels at chunk and document level;
-    - ``first_relevant_rank``: 1-based rank of the first unit with grade >= 1, ``None`` if none retrieved;
+    - ``first_relevant_rank``: 1-based rank of the first relevant unit, ``None`` if none retrieved;
     - ``metrics``: the per-query metric values by flat name (``hit_rate_at_5``, ``doc_mrr``, ``f1``);
     - ``answer``: the generated answer without the lines that copied a context label line, and
       ``label_lines_removed`` how many there were (:func:`ragexp.data.context.strip_label_copies`);
@@ -141,8 +142,8 @@ class QueryResult:
         return [unit for unit, _ in self.ranking[:k]]
 
     def has_gold(self) -> bool:
-        """Whether any unit has grade >= 1 (an item with gold evidence)."""
-        return any(grade > 0 for grade in self.relevant.values())
+        """Whether any unit is relevant (:func:`~ragexp.datamodel.is_relevant`: an item with gold evidence)."""
+        return any(map(is_relevant, self.relevant.values()))
 
     def outcome_class(self, context_k: int) -> str:
         """The query's failure class: a generation run's own (:attr:`failure_class`), else the

@@ -13,8 +13,9 @@ yes / unknown       incorrect or unfaithful                 ``generation_failure
 yes / unknown       correct and faithful                    ``ok``
 ==================  ======================================  ======================
 
-- *gold in context*: at least one chunk the generator saw is relevant (grade >= 1 in the chunk
-  qrels derived from the item's evidence); *unknown* when the item has no evidence.
+- *gold in context*: at least one chunk the generator saw is relevant (its grade in the chunk
+  qrels derived from the item's evidence is, :func:`ragexp.datamodel.is_relevant`); *unknown*
+  when the item has no evidence.
 - *incorrect*: the item's correctness signal is below its threshold. The signal is
   ``key_fact_recall`` when the item has key facts (written for free-form answers), else token
   ``f1`` against the reference answers; with neither, correctness is not checked.
@@ -38,6 +39,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+
+from ragexp.datamodel import is_relevant
 
 
 class FailureClass(str, Enum):
@@ -64,10 +67,11 @@ class FailureThresholds:
 
 
 def gold_in_context(context_chunk_ids: Iterable[str], relevant: Mapping[str, int]) -> bool | None:
-    """Whether any chunk the generator saw has grade >= 1; ``None`` when there is no qrel at all."""
+    """Whether any chunk the generator saw has a relevant grade in ``relevant`` (one item's chunk
+    qrels, ``{unit id: grade}``); ``None`` when there is no qrel at all."""
     if not relevant:
         return None
-    return any(relevant.get(chunk_id, 0) >= 1 for chunk_id in context_chunk_ids)
+    return any(chunk_id in relevant and is_relevant(relevant[chunk_id]) for chunk_id in context_chunk_ids)
 
 
 def classify(

@@ -3,8 +3,9 @@
 Row ``i`` is query ``i``'s ranking in trec_eval order (score descending, ties by unit id
 descending, as :func:`ragexp.metrics.ranking.trec_order`); column ``j`` holds the gain of the
 unit at rank ``j + 1``: its qrels grade clipped at 0 (unjudged units and grades <= 0 gain
-nothing, as in trec_eval), and 0 past the end of a shorter ranking. A unit is relevant iff its
-grade is >= :data:`RELEVANCE_LEVEL` (trec_eval's ``relevance_level`` 1).
+nothing, as in trec_eval), and 0 past the end of a shorter ranking. A unit is relevant iff the
+qrels call its grade relevant (:meth:`ragexp.datamodel.Qrels.is_relevant`: grade >= the qrels'
+``relevance_level``, trec_eval's ``-l``; every level is >= 1, so every relevant unit has a gain).
 
 No ranking is sorted: every metric depends only on where the graded units (grade > 0) land,
 and a unit's 0-based trec rank is a count,
@@ -22,13 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import gt, itemgetter, methodcaller
-from types import MappingProxyType
 
 import numpy as np
 
+from ragexp.datamodel import Qrels
 from ragexp.errors import RagexpInputError
-
-RELEVANCE_LEVEL = 1
 
 _COMPARISONS_PER_BLOCK = 1 << 22  # bounds the (graded units x depth) comparison matrices
 # zip(*ranking) is the fastest transpose of a ranking until its one iterator per pair outgrows
@@ -37,40 +36,40 @@ _ZIP_TRANSPOSE_LIMIT = 512
 _UNIT_ID = itemgetter(0)
 _SCORE = itemgetter(1)
 _GRADES = methodcaller("values")
-_NOTHING_JUDGED: Mapping[str, int] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
 class GainMatrix:
-    """``gains`` (n_queries x depth) in trec order; ``ideal_gains`` (n_queries x ideal_depth)
-    the qrels gains sorted descending; ``n_relevant`` (n_queries,) units with grade >= 1."""
+    """``gains`` (n_queries x depth) in trec order; ``relevant`` (n_queries x depth) whether the
+    qrels call the unit at each rank relevant; ``ideal_gains`` (n_queries x ideal_depth) the qrels
+    gains sorted descending; ``n_relevant`` (n_queries,) the relevant units in the qrels."""
 
     gains: np.ndarray
+    relevant: np.ndarray
     ideal_gains: np.ndarray
     n_relevant: np.ndarray
 
-    @property
-    def relevant(self) -> np.ndarray:
-        return self.gains >= RELEVANCE_LEVEL
-
     def select(self, rows: np.ndarray) -> GainMatrix:
         """The matrix restricted to ``rows`` (a boolean mask or indices)."""
-        return GainMatrix(self.gains[rows], self.ideal_gains[rows], self.n_relevant[rows])
+        return GainMatrix(self.gains[rows], self.relevant[rows], self.ideal_gains[rows], self.n_relevant[rows])
 
 
 def build_gain_matrix(
     run: Mapping[str, Sequence[tuple[str, float]]],
-    qrels: Mapping[str, Mapping[str, int]],
+    qrels: Qrels,
     query_ids: Sequence[str],
     ideal_depth: int,
 ) -> GainMatrix:
     """One row per id in ``query_ids``; a query absent from ``run`` is an empty ranking.
 
     Raises :class:`RagexpInputError` when a ranking holds a unit twice (trec_eval refuses such
-    runs too) or a score that is not a number.
+    runs too) or a score that is not a number, and ``TypeError`` when ``qrels`` is not a
+    :class:`~ragexp.datamodel.Qrels` (a plain mapping has no relevance level).
     """
+    if not isinstance(qrels, Qrels):
+        raise TypeError(f"qrels must be a ragexp.datamodel.Qrels (grades and their relevance level), not {type(qrels).__name__}")
     rankings = [run.get(qid, ()) for qid in query_ids]
-    judged_by_query = [qrels.get(qid, _NOTHING_JUDGED) for qid in query_ids]
+    judged_by_query = list(map(qrels.grades, query_ids))
     scores: list[float] = []  # every retrieved unit's score, queries concatenated
     hit_counts: list[int] = []  # per query: judged units it retrieved, then their input positions and grades
     hit_columns: list[int] = []
@@ -108,8 +107,8 @@ def build_gain_matrix(
     kept = ideal_rank < ideal_depth
     ideal_gains = np.zeros((n_queries, ideal_depth))
     ideal_gains[judged_row[kept], ideal_rank[kept]] = ideal_gain[kept]
-    n_relevant = np.bincount(judged_row[judged_gain >= RELEVANCE_LEVEL], minlength=n_queries)
-    return GainMatrix(gains=gains, ideal_gains=ideal_gains, n_relevant=n_relevant)
+    n_relevant = np.bincount(judged_row[qrels.is_relevant(judged_gain)], minlength=n_queries)
+    return GainMatrix(gains=gains, relevant=qrels.is_relevant(gains), ideal_gains=ideal_gains, n_relevant=n_relevant)
 
 
 def _trec_ranks(

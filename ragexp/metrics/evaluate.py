@@ -1,13 +1,14 @@
 """Score a run against qrels with every retrieval metric at every cutoff, exactly as trec_eval.
 
-Conventions (trec_eval with ``relevance_level`` 1, checked against pytrec_eval in the tests):
+Conventions (trec_eval with the qrels' ``relevance_level``, checked against pytrec_eval in the tests):
 
 - Each ranking is scored in :func:`~ragexp.metrics.ranking.trec_order` (score descending, ties
   by unit id descending), whatever order it is given in. A unit may appear once per ranking and
   every score must be a number other than NaN (else :class:`RagexpInputError`, as trec_eval
   refuses duplicate units too).
-- A unit is relevant iff its qrels grade is >= 1; grade 0 is judged non-relevant; an unjudged
-  unit counts as grade 0. nDCG uses the grade as gain.
+- A unit is relevant iff its qrels grade is relevant (:meth:`~ragexp.datamodel.Qrels.is_relevant`:
+  grade >= the qrels' ``relevance_level``, 1 by default); a judged unit below it is judged
+  non-relevant; an unjudged unit counts as grade 0. nDCG uses the grade as gain, whatever the level.
 - A query in the qrels but absent from the run is scored as an empty ranking (trec_eval ``-c``):
   every metric 0. A query in the run with an empty ranking likewise scores 0.
 - A query whose qrels hold no relevant unit, or that is absent from the qrels, cannot be scored
@@ -31,6 +32,7 @@ from itertools import compress
 
 import numpy as np
 
+from ragexp.datamodel import Qrels
 from ragexp.errors import RagexpInputError
 from ragexp.metrics._matrix import build_gain_matrix
 from ragexp.metrics.hit_rate import hit_rate_at_k
@@ -72,13 +74,14 @@ def metric_names(ks: Sequence[int], prefix: str = "") -> list[str]:
 
 def evaluate_run(
     run: Mapping[str, Sequence[tuple[str, float]]],
-    qrels: Mapping[str, Mapping[str, int]],
+    qrels: Qrels,
     ks: Iterable[int],
     *,
     prefix: str = "",
 ) -> RetrievalEvaluation:
     """Score ``run`` (query id -> ranking of ``(unit_id, score)``) against ``qrels`` (query id ->
-    unit id -> integer grade) at every cutoff in ``ks``; see the module docstring for the rules."""
+    unit id -> integer grade, with their relevance level) at every cutoff in ``ks``; see the module
+    docstring for the rules."""
     cutoffs = _validated_cutoffs(ks)
     query_ids = list(run) + [qid for qid in qrels if qid not in run]
     all_queries = build_gain_matrix(run, qrels, query_ids, ideal_depth=cutoffs[-1])

@@ -26,10 +26,8 @@ from dataclasses import asdict, dataclass
 from operator import attrgetter
 from typing import Any
 
-from ragexp.datamodel import Chunk, EvalItem, Evidence
+from ragexp.datamodel import Chunk, EvalItem, Evidence, Qrels
 from ragexp.errors import RagexpInputError
-
-Qrels = dict[str, dict[str, int]]
 
 OVERLAP_MODES = ("either", "span", "chunk", "any")
 
@@ -70,21 +68,23 @@ class OverlapRule:
 
 def doc_qrels(items: Iterable[EvalItem]) -> Qrels:
     """``{item id: {doc id: grade}}``: every document holding evidence, at the maximum grade of its
-    evidence. Items without evidence map to ``{}``. Independent of any chunking."""
-    qrels: Qrels = {}
+    evidence, at the default relevance level. Items without evidence map to ``{}``. Independent of
+    any chunking."""
+    qrels: dict[str, dict[str, int]] = {}
     for item in _unique(items):
         grades: dict[str, int] = {}
         for evidence in item.evidence:
             _check_evidence(item, evidence)
             _raise_grade(grades, evidence.doc_id, evidence.grade)
         qrels[item.id] = grades
-    return qrels
+    return Qrels(qrels)
 
 
 def chunk_qrels(
     items: Iterable[EvalItem], chunks_by_doc: Mapping[str, Sequence[Chunk]], rule: OverlapRule = OverlapRule()
 ) -> Qrels:
-    """``{item id: {chunk id: grade}}`` under ``rule``; items without a relevant chunk map to ``{}``.
+    """``{item id: {chunk id: grade}}`` under ``rule``, at the default relevance level; items
+    without a relevant chunk map to ``{}``.
 
     ``chunks_by_doc[doc_id]`` lists a document's chunks in the order a ragexp chunker returns them
     (starts and ends non-decreasing, see :mod:`ragexp.chunking.base`). Evidence in a document
@@ -92,7 +92,7 @@ def chunk_qrels(
     gold under the document id (:func:`ragexp.evaluation.prepared.blank_gold`). Cost per
     span: two bisections plus one step per overlapping chunk.
     """
-    qrels: Qrels = {}
+    qrels: dict[str, dict[str, int]] = {}
     for item in _unique(items):
         grades: dict[str, int] = {}
         for evidence in item.evidence:
@@ -107,7 +107,7 @@ def chunk_qrels(
             for chunk_id in matched:
                 _raise_grade(grades, chunk_id, evidence.grade)
         qrels[item.id] = grades
-    return qrels
+    return Qrels(qrels)
 
 
 def _relevant_chunk_ids(item: EvalItem, evidence: Evidence, chunks: Sequence[Chunk], rule: OverlapRule) -> list[str]:

@@ -34,8 +34,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ragexp.datamodel import Chunk, Corpus, EvalItem
-from ragexp.metrics.relevance import OverlapRule, Qrels
+from ragexp.datamodel import Chunk, Corpus, EvalItem, Qrels
+from ragexp.metrics.relevance import OverlapRule
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.systems.locate import Placement
 from ragexp.systems.response import Passage
@@ -84,12 +84,13 @@ def trimmed_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 def pooled_qrels(items: Sequence[EvalItem], pool: Sequence[Chunk], corpus: Corpus | Mapping, rule: OverlapRule,
                  not_indexed: set[str]) -> tuple[Qrels, int]:
-    """``({item id: {unit id: grade}}, number of unreturned relevant spans)`` (module docstring)."""
+    """``({item id: {unit id: grade}}, number of unreturned relevant spans)`` (module docstring), the
+    qrels at the default relevance level."""
     by_doc: dict[str, list[Chunk]] = defaultdict(list)
     for unit in pool:
         if unit.start < unit.end:
             by_doc[unit.doc_id].append(unit)
-    qrels: Qrels = {}
+    qrels: dict[str, dict[str, int]] = {}
     unreturned = 0
     for item in items:
         grades: dict[str, int] = {}
@@ -100,7 +101,7 @@ def pooled_qrels(items: Sequence[EvalItem], pool: Sequence[Chunk], corpus: Corpu
 
         for evidence in item.evidence:
             if evidence.doc_id in not_indexed or evidence.doc_id not in corpus:
-                if evidence.grade >= 1:
+                if evidence.relevant:
                     raise_grade(evidence.doc_id, evidence.grade)
                 continue
             units = by_doc.get(evidence.doc_id, [])
@@ -115,8 +116,8 @@ def pooled_qrels(items: Sequence[EvalItem], pool: Sequence[Chunk], corpus: Corpu
                 missing = f"{UNRETURNED_PREFIX}{evidence.doc_id}:{evidence.start}-{evidence.end}"
             for unit_id in matched:
                 raise_grade(unit_id, evidence.grade)
-            if not matched and evidence.grade >= 1:
+            if not matched and evidence.relevant:
                 raise_grade(missing, evidence.grade)
                 unreturned += 1
         qrels[item.id] = grades
-    return qrels, unreturned
+    return Qrels(qrels), unreturned

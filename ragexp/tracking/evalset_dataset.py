@@ -44,7 +44,7 @@ def records(evalset: EvalSet, documents) -> list[dict]:
             expectations["expected_facts"] = list(item.key_facts)
         relevant = []
         for evidence in item.evidence:
-            if evidence.grade > 0:
+            if evidence.relevant:
                 document = documents.get(evidence.doc_id)
                 text = "" if document is None else (
                     document.text[evidence.start:evidence.end] if evidence.is_span else document.text)

@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 from ragexp.chunking import make_chunker
 from ragexp.config.schema import chunker_options
 from ragexp.cost.settings import settings_key
-from ragexp.datamodel import EvalSet
+from ragexp.datamodel import EvalSet, is_relevant
 from ragexp.evaluation.checks import PIPELINE_GROUPS
 from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult
 from ragexp.evaluation.runner import RunOutput, semantic_config
@@ -148,7 +148,7 @@ def per_query_table(output: RunOutput) -> dict[str, list]:
     for k in ks:
         table[f"ndcg@{k}"] = [r.metrics.get(f"ndcg_at_{k}") for r in rows]
     table[f"top_{TOP_IDS}"] = [", ".join(_with_page(cid, r) for cid in r.top_ids(TOP_IDS)) for r in rows]
-    table["gold_ids"] = [", ".join(sorted(cid for cid, g in r.relevant.items() if g > 0)) for r in rows]
+    table["gold_ids"] = [", ".join(sorted(cid for cid, grade in r.relevant.items() if is_relevant(grade))) for r in rows]
     if any(LOCATED in r.metrics for r in rows):  # a black-box system: how much of what it returned was placed
         table["located_rate"] = [r.metrics.get(LOCATED) for r in rows]
     if any(r.gold_pages is not None for r in rows):

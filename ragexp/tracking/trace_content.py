@@ -47,7 +47,7 @@ from typing import Any
 from mlflow.entities import AssessmentError, AssessmentSource, AssessmentSourceType, Expectation, Feedback, SpanType
 from mlflow.tracing.constant import SpanAttributeKey, TokenUsageKey
 
-from ragexp.datamodel import Chunk, Corpus, EvalItem
+from ragexp.datamodel import Chunk, Corpus, EvalItem, is_relevant
 from ragexp.evaluation.results import QueryResult
 
 RELEVANT, NOT_RELEVANT, UNJUDGED = "relevant", "judged not relevant", "unjudged"
@@ -105,10 +105,11 @@ class QueryTrace:
 
 
 def gold_status(grade: int | None) -> str:
-    """``relevant`` (grade >= 1), ``judged not relevant`` (0), ``unjudged`` (no grade)."""
+    """``relevant`` (a relevant grade, :func:`~ragexp.datamodel.is_relevant`), ``judged not relevant``
+    (0), ``unjudged`` (no grade)."""
     if grade is None:
         return UNJUDGED
-    return RELEVANT if grade > 0 else NOT_RELEVANT
+    return RELEVANT if is_relevant(grade) else NOT_RELEVANT
 
 
 def headline_k(ks: Sequence[int]) -> int:
@@ -162,9 +163,9 @@ def expectations(item: EvalItem | None, documents, evalset_name: str) -> list[Ex
         out.append(Expectation("expected_response", item.gold_answer, source=source))
     if item.key_facts:
         out.append(Expectation("expected_facts", list(item.key_facts), source=source))
-    for name, keep in (("expected_retrieved_context", lambda g: g > 0), ("judged_not_relevant", lambda g: g == 0)):
+    for name, relevant in (("expected_retrieved_context", True), ("judged_not_relevant", False)):
         evidence = [{"doc_uri": e.doc_id, "content": _evidence_text(e, documents), "grade": e.grade}
-                    for e in item.evidence if keep(e.grade)]
+                    for e in item.evidence if e.relevant is relevant]
         if evidence:
             out.append(Expectation(name, evidence, source=source))
     return out
@@ -173,7 +174,7 @@ def expectations(item: EvalItem | None, documents, evalset_name: str) -> list[Ex
 def _outcome_reason(row: QueryResult, context_k: int) -> str:
     if not row.has_gold():
         return "the item has no gold evidence"
-    relevant = sum(1 for grade in row.relevant.values() if grade > 0)
+    relevant = sum(map(is_relevant, row.relevant.values()))
     if row.first_relevant_rank is None:
         where = f"none of its {relevant} relevant units was retrieved (depth {len(row.ranking)})"
     else:
