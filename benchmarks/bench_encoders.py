@@ -130,6 +130,7 @@ def quality(labels: list[str], scifact: bool = True) -> None:
     from ragexp.chunking.whole import WholeDocumentChunker
     from ragexp.config.compose import compose_config
     from ragexp.data.loaders.beir import load_beir
+    from ragexp.evaluation.job_spec import job_spec
     from ragexp.evaluation.pipeline import build_pipeline
     from ragexp.evaluation.prepared import prepare_data
     from ragexp.evaluation.runner import execute
@@ -157,10 +158,10 @@ def quality(labels: list[str], scifact: bool = True) -> None:
         overrides = ["chunking=recursive", "retrieval=dense", "generator=none", "progress=false",
                      *[f"embedding.{key}={value}" for key, value in options.items()]]
         with tempfile.TemporaryDirectory() as scratch:
-            cfg = compose_config([*overrides, f"cache_dir={scratch}"])
+            spec = job_spec(compose_config([*overrides, f"cache_dir={scratch}"]))
             cache = StageCache(scratch)
-            data = prepare_data(cfg, cache, progress=False)
-            output = execute(cfg, cache=cache, data=data, pipeline=build_pipeline(cfg, cache), run_name=label)
+            data = prepare_data(spec, cache, progress=False)
+            output = execute(spec, cache=cache, data=data, pipeline=build_pipeline(spec, cache), run_name=label)
         rows.append((label, ndcg, output.results.aggregates["hit_rate_at_5"]))
         print(f"{label}: SciFact nDCG@10 {ndcg:.5f}, demo hit rate@5 {rows[-1][2]:.3f}", flush=True)
     print("\n" + header + "\n" + "-" * len(header))

@@ -65,6 +65,7 @@ def demo_prompts(cache_dir: Path, context_k: int = 3) -> tuple[list[str], dict]:
 
     from ragexp.config.compose import CONFIG_DIR
     from ragexp.config.schema import register_schema
+    from ragexp.evaluation.job_spec import job_spec
     from ragexp.evaluation.pipeline import build_pipeline
     from ragexp.evaluation.prepared import prepare_data
     from ragexp.evaluation.retrieval_step import retrieval_step
@@ -75,9 +76,10 @@ def demo_prompts(cache_dir: Path, context_k: int = 3) -> tuple[list[str], dict]:
         cfg = compose("config", overrides=["generator=local", f"eval.context_k={context_k}", f"cache_dir={cache_dir}", "progress=false"])
     generator_cfg = OmegaConf.to_container(cfg.generator, resolve=True)
     cache = StageCache(cache_dir)
-    pipeline = build_pipeline(cfg, cache)
-    data = prepare_data(cfg, cache, progress=False)
-    rankings = retrieval_step(cfg, data, pipeline, cache).rankings
+    spec = job_spec(cfg)
+    pipeline = build_pipeline(spec, cache)
+    data = prepare_data(spec, cache, progress=False)
+    rankings = retrieval_step(spec, data, pipeline, cache).rankings
     chunks = data.chunks_by_id
     generator = pipeline.generator
     prompts = [

@@ -305,6 +305,7 @@ def test_generation_tokens_and_money_equal_what_the_endpoint_reported_also_from_
                                                                                                 monkeypatch):
     monkeypatch.delenv("RAGEXP_TEST_NO_KEY", raising=False)
     with FakeOpenAIServer() as server:
+        monkeypatch.setenv("RAGEXP_ALLOWED_ENDPOINTS", f"{server.base_url}=RAGEXP_TEST_NO_KEY")  # the machine allows it
         overrides = ["generator=openai", f"generator.model.base_url={server.base_url}", "generator.model.model=fake-model",
                      "generator.model.api_key_env=RAGEXP_TEST_NO_KEY", "generator.model.max_retries=0", "judge=lexical",
                      "+cost.prices.fake-model.input_per_1m=2.5", "+cost.prices.fake-model.output_per_1m=10"]

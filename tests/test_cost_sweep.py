@@ -18,6 +18,7 @@ import pytest
 
 from ragexp.cost.budgets import parse_budget
 from ragexp.cost.latency import served_latency
+from ragexp.evaluation.job_spec import job_spec
 from ragexp.evaluation.pipeline import build_pipeline
 from ragexp.evaluation.prepared import prepare_data
 from ragexp.evaluation.retrieval_step import retrieval_depth
@@ -36,10 +37,11 @@ def test_a_reranker_configs_served_latency_is_above_the_plain_configs(tiny_datas
     for reranker in ("none", "embedding"):
         cfg = compose_run_config(tiny_dataset, tmp_path / "cache", "retrieval=dense", f"reranker={reranker}")
         cache = StageCache(tmp_path / "cache")
-        pipeline = build_pipeline(cfg, cache)
-        data = prepare_data(cfg, cache, progress=False)
+        spec = job_spec(cfg)
+        pipeline = build_pipeline(spec, cache)
+        data = prepare_data(spec, cache, progress=False)
         pipeline.retriever.index(data.chunks)
-        depth = retrieval_depth(cfg, pipeline, len(data.chunks))
+        depth = retrieval_depth(spec.eval, pipeline, len(data.chunks))
         probes[reranker] = lambda data=data, pipeline=pipeline, depth=depth: served_latency(
             data, pipeline, depth=depth, context_k=5, queries=6, repeats=1, show_progress=False).aggregates()
     p50 = {reranker: [] for reranker in probes}

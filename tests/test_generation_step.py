@@ -52,6 +52,7 @@ def demo_run(tmp_path_factory):
     from ragexp.config.compose import CONFIG_DIR
     from ragexp.config.schema import register_schema
     from ragexp.evaluation.pipeline import build_pipeline
+    from ragexp.evaluation.job_spec import job_spec
     from ragexp.evaluation.prepared import prepare_data
     from ragexp.runtime.stage_cache import StageCache
 
@@ -61,17 +62,18 @@ def demo_run(tmp_path_factory):
         cfg = compose("config", overrides=["retrieval=bm25", "generator=extractive", "judge=lexical",
                                            f"cache_dir={cache_dir}", "progress=false"])  # fmt: skip
     cache = StageCache(cache_dir)
-    return cfg, cache, build_pipeline(cfg, cache), prepare_data(cfg, cache, progress=False)
+    spec = job_spec(cfg)
+    return spec, cache, build_pipeline(spec, cache), prepare_data(spec, cache, progress=False)
 
 
 def _execute(demo_run, generator, judge, tmp_path):
     from ragexp.evaluation.runner import execute
     from ragexp.runtime.stage_cache import StageCache
 
-    cfg, _, pipeline, data = demo_run
+    spec, _, pipeline, data = demo_run
     pipeline.generator, pipeline.judge = generator, judge
     fresh = StageCache(tmp_path)  # no judge records from the other run
-    return execute(cfg, cache=fresh, data=data, pipeline=pipeline, run_name="generation-step").results
+    return execute(spec, cache=fresh, data=data, pipeline=pipeline, run_name="generation-step").results
 
 
 def test_rounds_of_batches_give_the_records_of_one_call_per_question(demo_run, tmp_path):

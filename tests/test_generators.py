@@ -165,6 +165,7 @@ def test_eval_context_k_is_the_one_home_of_how_many_chunks_reach_the_generator(t
 
     from ragexp.config.compose import CONFIG_DIR
     from ragexp.config.schema import register_schema
+    from ragexp.evaluation.job_spec import job_spec
     from ragexp.evaluation.pipeline import build_pipeline
     from ragexp.runtime.stage_cache import StageCache
 
@@ -179,5 +180,5 @@ def test_eval_context_k_is_the_one_home_of_how_many_chunks_reach_the_generator(t
         assert context_k("generator=extractive", "eval.context_k=4") == 4  # the command line sets it
         cfg = compose("config", overrides=["generator=extractive", "+generator.context_k=2", f"cache_dir={tmp_path}"])
     with pytest.raises(RagexpInputError) as caught:
-        build_pipeline(cfg, StageCache(tmp_path))
+        build_pipeline(job_spec(cfg), StageCache(tmp_path))
     assert caught.value.field == "generator.context_k" and "eval.context_k=2" in caught.value.message

@@ -25,9 +25,10 @@ from tests.helpers.configs import compose_run_config
 def test_only_the_gate_makes_a_spec(tiny_dataset, tmp_path):
     spec = job_spec(compose_run_config(tiny_dataset, tmp_path / "cache"))
     with pytest.raises(TypeError, match="job_spec"):
-        JobSpec(config=spec.config, overrides=(), eval=spec.eval, source=ConfigSource.library, allowed_endpoints=())
+        JobSpec(config=spec.config, overrides=(), eval=spec.eval, cost=spec.cost, source=ConfigSource.library,
+                allowed_endpoints=())
     with pytest.raises(TypeError, match="job_spec"):
-        JobSpec(spec.config, (), spec.eval, ConfigSource.library, (), object())
+        JobSpec(spec.config, (), spec.eval, spec.cost, ConfigSource.library, (), object())
 
 
 @pytest.mark.parametrize("call", ["run_job", "log_saved_run"])

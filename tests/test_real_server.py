@@ -47,7 +47,8 @@ def endpoint_overrides(server: TransformersServer) -> list[str]:
 
 def test_generator_and_judge_run_end_to_end(server, tiny_dataset, tmp_path) -> None:
     cfg = compose_run_config(tiny_dataset, tmp_path / "cache", *endpoint_overrides(server), "eval.bootstrap_resamples=20")
-    results = run_job(job_spec(cfg), output_dir=tmp_path / "run", log_to=None).output.results
+    spec = job_spec(cfg, allowed_endpoints=[f"{server.base_url}=OPENAI_API_KEY"])  # a library caller allows it too
+    results = run_job(spec, output_dir=tmp_path / "run", log_to=None).output.results
     rows, aggregates = results.per_query, results.aggregates
     assert aggregates["generation_errors"] == 0 and all(row.answer.strip() for row in rows)
     assert aggregates["n_claims"] > 0

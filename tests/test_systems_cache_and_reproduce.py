@@ -31,7 +31,7 @@ def run(tiny_dataset, tmp_path, url: str, *overrides: str):
     cfg = compose_config(["dataset=evalset", f"dataset.corpus={corpus}", f"dataset.evalset={evalset}", "progress=false",
                           f"cache_dir={tmp_path / 'cache'}", "system=http", f"system.url={url}", "system.max_retries=0",
                           *overrides])
-    return run_job(job_spec(cfg), output_dir=tmp_path / "out", log_to=None).output
+    return run_job(job_spec(cfg, allowed_endpoints=[url]), output_dir=tmp_path / "out", log_to=None).output
 
 
 def test_sweeping_eval_and_judge_options_asks_the_system_nothing_again(tiny_dataset, tmp_path):

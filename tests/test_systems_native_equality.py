@@ -65,7 +65,8 @@ def assert_equal_metrics(native: dict, black_box: dict) -> None:
 def black_box_run(work: Path, name: str, *overrides: str):
     cfg = compose_config([f"cache_dir={work / 'cache'}", f"tracking.uri=sqlite:///{work / 'mlflow.db'}", "progress=false",
                           *overrides])
-    return run_job(job_spec(cfg, overrides), output_dir=work / name, log_to=LogTo())
+    allowed = [value.partition("=")[2] for value in overrides if value.startswith("system.url=")]
+    return run_job(job_spec(cfg, overrides, allowed_endpoints=allowed), output_dir=work / name, log_to=LogTo())
 
 
 @pytest.mark.slow
@@ -126,7 +127,7 @@ def test_a_span_counts_the_same_for_a_black_box_on_the_demo(work, native):
     from ragexp.evaluation.prepared import prepare_data
 
     cfg = compose_config([*native_bm25.NATIVE, f"cache_dir={work / 'cache'}"])
-    data = prepare_data(cfg, StageCache(work / "cache"), progress=False)
+    data = prepare_data(job_spec(cfg), StageCache(work / "cache"), progress=False)
     for chunk in data.chunks:
         by_doc.setdefault(chunk.doc_id, []).append(chunk)
     spans = [e for item in data.evalset.items for e in item.evidence if e.start is not None]

@@ -20,12 +20,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from ragexp.cost import index as index_cost
 from ragexp.cost import memory
 from ragexp.cost.latency import served_latency
-from ragexp.cost.settings import cost_settings
+from ragexp.cost.settings import CostSettings
 from ragexp.cost.tokens import token_costs
 from ragexp.llm.usage import TokenUsage
 from ragexp.runtime.stage_cache import StageCache
@@ -34,13 +32,13 @@ from ragexp.runtime.uncached import uncached
 PREFIX = "cost."
 
 
-def measure_run(cfg: Any, data: Any, pipeline: Any, cache: StageCache, *, index_build: index_cost.IndexBuild | None,
-                depth: int, usage: Mapping[str, TokenUsage], timings: dict[str, float]
-                ) -> tuple[dict[str, float], dict[str, Any]]:
+def measure_run(settings: CostSettings, data: Any, pipeline: Any, cache: StageCache, *, retrieval: Mapping[str, Any] | None,
+                context_k: int, progress: bool, index_build: index_cost.IndexBuild | None, depth: int,
+                usage: Mapping[str, TokenUsage], timings: dict[str, float]) -> tuple[dict[str, float], dict[str, Any]]:
     """``(aggregates with the cost. prefix, meta.cost)`` (module docstring); ``index_build`` is how
     retrieval built the index, ``None`` when it did not (rankings from the stage cache). The
-    probe's wall time goes to ``timings["cost_latency_s"]``."""
-    settings = cost_settings(cfg.get("cost"))
+    probe's wall time goes to ``timings["cost_latency_s"]``. ``retrieval``: the run's resolved
+    ``retrieval`` block (the index's identity); ``context_k``: the chunks the generator sees."""
     if not settings.enabled:
         return {}, {}
     out: dict[str, float] = {}
@@ -51,7 +49,7 @@ def measure_run(cfg: Any, data: Any, pipeline: Any, cache: StageCache, *, index_
         record["notes"].append("black-box system: no index or served-latency probe here; the endpoint's latency per "
                                "query is cost/endpoint_latency_*")
         return _finish(out, record, usage, settings)
-    key = index_cost.index_key(OmegaConf.to_container(cfg.retrieval, resolve=True), data.chunking_config,
+    key = index_cost.index_key(retrieval, data.chunking_config,
                                data.corpus.fingerprint())
     sized = index_cost.known_footprint(key)
     needs_index = sized is None or settings.latency_queries > 0 or settings.index_rebuild
@@ -73,9 +71,9 @@ def measure_run(cfg: Any, data: Any, pipeline: Any, cache: StageCache, *, index_
     out.update(sized if sized is not None and index_build is None else index_cost.footprint(pipeline.retriever, key))
     if settings.latency_queries:
         started = time.perf_counter()
-        report = served_latency(data, pipeline, depth=depth, context_k=int(cfg.eval.context_k),
+        report = served_latency(data, pipeline, depth=depth, context_k=context_k,
                                 queries=settings.latency_queries, repeats=settings.latency_repeats,
-                                show_progress=bool(cfg.get("progress", True)))
+                                show_progress=progress)
         timings["cost_latency_s"] = time.perf_counter() - started
         out.update(report.aggregates())
         record["latency"] = report.record()

@@ -31,11 +31,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
 from ragexp.config.schema import component_config
 from ragexp.data.context import format_context, strip_label_copies
 from ragexp.evaluation.generation_speed import speed_metrics
+from ragexp.evaluation.job_spec import JobSpec
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.evaluation.results import QueryResult
@@ -47,7 +46,6 @@ from ragexp.judging.answer_relevance import (
 from ragexp.judging.correctness import correctness_metrics
 from ragexp.judging.failure import (
     FailureClass,
-    FailureThresholds,
     classify,
     failure_rates,
     gold_in_context,
@@ -129,7 +127,7 @@ def _faithfulness_from(record: dict, context: str) -> FaithfulnessResult:
 
 
 def generation_step(
-    cfg: DictConfig, data: PreparedData, pipeline: Pipeline, per_query: Sequence[QueryResult], cache: StageCache,
+    spec: JobSpec, data: PreparedData, pipeline: Pipeline, per_query: Sequence[QueryResult], cache: StageCache,
     usage: Mapping[str, TokenUsage] | None = None,
 ) -> tuple[dict[str, float], list[QueryResult]]:
     """Generate, judge and classify every item: the aggregates, and each retrieval-only
@@ -142,12 +140,13 @@ def generation_step(
 
     generator, judge = pipeline.generator, pipeline.judge
     # the threshold in force: a calibration file rewritten under the same path changes verdicts
+    cfg = spec.config
     judge_key = {"config": component_config(cfg.get("judge")), "threshold": getattr(judge, "threshold", None)}
     generator_id = getattr(generator, "params", {}).get("model_id") if hasattr(generator, "params") else None
     if judge is not None:
         warn_if_self_judging(judge.model_id, generator_id)
     encode = pipeline.encoder.encode_queries if pipeline.encoder is not None else None
-    thresholds = FailureThresholds(**OmegaConf.to_container(cfg.eval.failure))
+    thresholds = spec.eval.failure
     chunks_by_id = data.chunks_by_id
     faith_results, relevance_results, classes, generations, rows = [], [], [], [], []
     generate_s = judge_s = 0.0
@@ -156,7 +155,7 @@ def generation_step(
     with tqdm(total=len(items), desc="generate+judge", unit="q", disable=not cfg.progress) as bar:
         for start in range(0, len(items), ROUND):
             round_items, round_rows = items[start : start + ROUND], per_query[start : start + ROUND]
-            contexts = [[chunks_by_id[cid] for cid in row.top_ids(cfg.eval.context_k)] for row in round_rows]
+            contexts = [[chunks_by_id[cid] for cid in row.top_ids(spec.eval.context_k)] for row in round_rows]
             t0 = time.perf_counter()
             with metered(usage.get("generation")) as counted:
                 counted.queries += len(round_items)

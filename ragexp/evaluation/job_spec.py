@@ -18,7 +18,8 @@ Model endpoints (and the key variables sent to them) must be named by this machi
 (:mod:`ragexp.config.endpoints`).
 
 A :class:`JobSpec` holds the config, read-only from the moment it passed the checks (nothing a
-job does can change what was checked), the overrides, the typed :class:`EvalOptions`, the source
+job does can change what was checked), the overrides, the typed :class:`EvalOptions` and
+:class:`~ragexp.cost.settings.CostSettings`, the source
 and the endpoint allow-list. Only
 :func:`job_spec` makes one; :func:`ragexp.jobs.job.run_job` and
 :func:`~ragexp.jobs.job.log_saved_run` take nothing else.
@@ -34,7 +35,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from ragexp.cost.settings import CostSettings, cost_settings
 from ragexp.evaluation.checks import check_job
+from ragexp.judging.failure import FailureThresholds
 
 
 class ConfigSource(str, enum.Enum):
@@ -45,15 +48,6 @@ class ConfigSource(str, enum.Enum):
     stored_run = "stored_run"
     uploaded = "uploaded"
     library = "library"
-
-
-@dataclass(frozen=True)
-class FailureThresholds:
-    """``eval.failure``: when an answer counts as correct and faithful (:mod:`ragexp.judging.failure`)."""
-
-    min_f1: float
-    min_key_fact_recall: float
-    min_faithfulness: float
 
 
 @dataclass(frozen=True)
@@ -93,6 +87,7 @@ class JobSpec:
     config: DictConfig
     overrides: tuple[str, ...]
     eval: EvalOptions
+    cost: CostSettings
     source: ConfigSource
     allowed_endpoints: tuple[str, ...]
     _token: object = None
@@ -120,4 +115,5 @@ def job_spec(cfg: DictConfig, overrides: Sequence[str] = (), *, source: ConfigSo
     OmegaConf.set_readonly(config, True)
     return JobSpec(config=config, overrides=tuple(overrides),
                    eval=EvalOptions.of(OmegaConf.to_container(config.eval, resolve=True)),
+                   cost=cost_settings(config.get("cost")),
                    source=ConfigSource(source), allowed_endpoints=tuple(allowed_endpoints), _token=_GATE)

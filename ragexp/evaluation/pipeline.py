@@ -20,6 +20,7 @@ from ragexp.config.schema import component_config
 from ragexp.config.targets import check_component
 from ragexp.datamodel import Chunk
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation.job_spec import JobSpec
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.text_vectors import with_text_vectors
 from ragexp.systems.build import build_system, is_black_box
@@ -84,7 +85,7 @@ class Pipeline:
     system: Any | None = None  # a black-box system (ragexp.systems) replacing retriever, reranker and generator
 
 
-def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
+def build_pipeline(spec: JobSpec, cache: StageCache) -> Pipeline:
     """Build retriever, reranker, generator and, with a generator, the judge and the embedding
     model of answer relevance; for a black-box ``system``, the system, the judge and the
     embedding model instead. A bad parameter fails here, before chunking or caching.
@@ -93,8 +94,9 @@ def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
     generator will need it, so a bad ``embedding.model`` is reported as ``embedding.model``, not
     as a parameter of the retriever that interpolates it.
     """
+    cfg = spec.config
     groups = ("retrieval", "reranker", "generator", "judge")
-    system_node = OmegaConf.to_container(cfg.system, resolve=True) if cfg.get("system") is not None else None
+    system_node = spec.block("system")
     if is_black_box({"system": system_node}):
         # the system's own answers are judged: the judge here, the answer-relevance encoder once
         # answers came back (:func:`build_encoder`)
@@ -108,9 +110,9 @@ def build_pipeline(cfg: DictConfig, cache: StageCache) -> Pipeline:
     if not hasattr(retriever, "search") and hasattr(retriever, "retrieve"):
         retriever = _RetrieveAdapter(retriever)
     generator = build_component(cfg.get("generator"), "generator", cache)
-    if getattr(generator, "context_k", None) not in (None, cfg.eval.context_k):
+    if getattr(generator, "context_k", None) not in (None, spec.eval.context_k):
         raise RagexpInputError(
-            f"how many chunks reach the generator has one setting, eval.context_k (now {cfg.eval.context_k}); "
+            f"how many chunks reach the generator has one setting, eval.context_k (now {spec.eval.context_k}); "
             f"set eval.context_k={generator.context_k} instead", field="generator.context_k",
         )
     reranker = build_component(cfg.get("reranker"), "reranker", cache)

@@ -8,13 +8,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
-from omegaconf import DictConfig
 
 from ragexp.chunking import make_chunker
 from ragexp.config.schema import chunker_options
 from ragexp.data.dataset import load_dataset
 from ragexp.data.loaders.corpus import persist_conversions
 from ragexp.datamodel import Chunk, Corpus, EvalSet, Qrels
+from ragexp.evaluation.job_spec import JobSpec
 from ragexp.metrics.relevance import OverlapRule, chunk_qrels, doc_qrels
 from ragexp.runtime.stage_cache import StageCache
 
@@ -40,7 +40,7 @@ class PreparedData:
         return {chunk.id: chunk for chunk in self.chunks}
 
 
-def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True, chunked: bool = True) -> PreparedData:
+def prepare_data(spec: JobSpec, cache: StageCache, progress: bool = True, chunked: bool = True) -> PreparedData:
     """Load the dataset, chunk it (cached) and derive chunk- and document-level qrels.
     ``chunked=False`` (a black-box system, whose passages are its units: :mod:`ragexp.evaluation.system_step`)
     leaves the corpus unchunked: no chunks, no chunk qrels, nothing cached.
@@ -49,13 +49,14 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True, chun
     evidence stays gold at both levels, under the document's own id (:func:`blank_gold`): no run
     can retrieve it, so an item whose gold lies there scores 0, as trec_eval scores every query
     with qrels, and is named in the run's warnings (:func:`blank_gold_warnings`)."""
+    cfg, options = spec.config, spec.eval
     corpus, evalset = load_dataset(cfg.dataset, cache)
     persist_conversions(corpus, cache)  # only now: a refused eval set leaves no conversion behind
     corpus_warnings = corpus.conversion.warnings() if corpus.conversion is not None else []
     for warning in corpus_warnings:
         log.warning("corpus: %s", warning)
-    if cfg.eval.get("sample") is not None:
-        evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
+    if options.sample is not None:
+        evalset = sample_evalset(evalset, options.sample, options.sample_seed)
     chunker = make_chunker(chunker_options(cfg.chunking))
     if chunked:
         key = {"corpus": corpus.fingerprint(), "chunking": chunker.config}
@@ -68,7 +69,7 @@ def prepare_data(cfg: DictConfig, cache: StageCache, progress: bool = True, chun
     by_doc: dict[str, list[Chunk]] = defaultdict(list)
     for chunk in chunks:
         by_doc[chunk.doc_id].append(chunk)
-    rule = OverlapRule(min_fraction=cfg.eval.relevance.min_fraction, mode=cfg.eval.relevance.mode)
+    rule = OverlapRule(min_fraction=options.relevance_min_fraction, mode=options.relevance_mode)
     not_indexed = [doc_id for doc_id in corpus if doc_id not in by_doc]
     if not_indexed:
         log.warning("%d documents have neither text nor title and are not indexed (e.g. %s)", len(not_indexed),

@@ -26,11 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from omegaconf import DictConfig
 
 from ragexp.config.schema import component_config
 from ragexp.cost.index import IndexBuild, timed_index
 from ragexp.datamodel import EvalItem
+from ragexp.evaluation.job_spec import EvalOptions, JobSpec
 from ragexp.evaluation.pipeline import Pipeline
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.metrics.ranking import Ranking, doc_level, trec_order
@@ -52,19 +52,19 @@ class Retrieved:
     index_build: IndexBuild | None = None  # how the index was built, None when retrieval came from the cache
 
 
-def retrieval_depth(cfg: DictConfig, pipeline: Pipeline, n_chunks: int) -> int:
+def retrieval_depth(options: EvalOptions, pipeline: Pipeline, n_chunks: int) -> int:
     """Retrieve once, at the largest depth any consumer needs, but never deeper than the
     ``n_chunks`` the corpus has (a ranking cannot hold more; a retriever sizes its result arrays
     by the depth asked); every smaller k is a slice."""
-    wanted = max([*cfg.eval.ks, cfg.eval.retrieve_k, cfg.eval.context_k, int(getattr(pipeline.reranker, "top_n", 0) or 0)])
+    wanted = max([*options.ks, options.retrieve_k, options.context_k, int(getattr(pipeline.reranker, "top_n", 0) or 0)])
     return max(1, min(wanted, n_chunks))
 
 
 class _Search:
     """Cached searches of one retriever; the index is built on the first cache miss only."""
 
-    def __init__(self, cfg: DictConfig, data: PreparedData, pipeline: Pipeline, cache: StageCache) -> None:
-        self.cfg, self.data, self.pipeline, self.cache = cfg, data, pipeline, cache
+    def __init__(self, spec: JobSpec, data: PreparedData, pipeline: Pipeline, cache: StageCache) -> None:
+        self.cfg, self.data, self.pipeline, self.cache = spec.config, data, pipeline, cache
         self.index_build: IndexBuild | None = None
         self.computed = False
         self.warnings: list[str] = []  # the retriever's, about its index (cached with the rankings)
@@ -142,11 +142,11 @@ def _from_arrays(arrays: Mapping[str, np.ndarray]) -> list[Ranking]:
     return _cut(list(zip(_split(arrays, "ids"), arrays["scores"].tolist())), arrays["lengths"])
 
 
-def retrieval_step(cfg: DictConfig, data: PreparedData, pipeline: Pipeline, cache: StageCache) -> Retrieved:
+def retrieval_step(spec: JobSpec, data: PreparedData, pipeline: Pipeline, cache: StageCache) -> Retrieved:
     """Chunk and document rankings of every eval item (see the module docstring)."""
     items = data.evalset.items
-    depth = retrieval_depth(cfg, pipeline, len(data.chunks))
-    search = _Search(cfg, data, pipeline, cache)
+    depth = retrieval_depth(spec.eval, pipeline, len(data.chunks))
+    search = _Search(spec, data, pipeline, cache)
     started = time.perf_counter()
     rankings = search.rankings(items, depth)
     from_cache = not search.computed

@@ -25,6 +25,7 @@ from ragexp import __version__
 from ragexp.cost.run_cost import measure_run
 from ragexp.datamodel import Chunk
 from ragexp.evaluation.generation_step import generation_step
+from ragexp.evaluation.job_spec import JobSpec
 from ragexp.evaluation.pipeline import Pipeline, build_encoder
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.evaluation.results import QueryResult, RunResults
@@ -111,20 +112,21 @@ def embedding_backend(pipeline: Pipeline) -> dict[str, str]:
     return {"embedding_backend": backend} if backend else {}
 
 
-def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline: Pipeline, run_name: str,
+def execute(spec: JobSpec, *, cache: StageCache, data: PreparedData, pipeline: Pipeline, run_name: str,
             responses=None) -> RunOutput:
-    """Evaluate ``pipeline`` on ``data`` as ``cfg`` (validated by the caller) describes; ``run_name``
+    """Evaluate ``pipeline`` on ``data`` as ``spec`` (checked by the gate) describes; ``run_name``
     labels the results (:func:`ragexp.tracking.run_names.run_name`); ``responses``: a black-box
     system's, fetched already (:func:`ragexp.evaluation.system_step.fetch_responses`)."""
+    cfg, options = spec.config, spec.eval
     started = time.perf_counter()
     encodings_before = encoding_counts()
-    system_run = system_step(cfg, data, pipeline.system, cache, responses) if pipeline.system is not None else None
+    system_run = system_step(spec, data, pipeline.system, cache, responses) if pipeline.system is not None else None
     if system_run is not None:  # a black box: its placed passages are the units, scored below as any run's
         data, retrieved = system_run.data, system_run.retrieved
         answered = system_run.answers is not None
         pipeline = replace(pipeline, generator=system_run.answers, encoder=build_encoder(cfg, cache) if answered else None)
     else:
-        retrieved = retrieval_step(cfg, data, pipeline, cache)
+        retrieved = retrieval_step(spec, data, pipeline, cache)
     generator = pipeline.generator
     rankings, depth = retrieved.rankings, retrieved.depth
     timings = dict(retrieved.timings)
@@ -133,8 +135,8 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     items = data.evalset.items
     qids = [item.id for item in items]
     run = dict(zip(qids, rankings))
-    ks = sorted(set(cfg.eval.ks))
-    depth_k = int(cfg.eval.context_k)  # what the generator is (or would be) shown
+    ks = list(options.ks)
+    depth_k = options.context_k  # what the generator is (or would be) shown
     chunk_eval = evaluate_run(run, data.chunk_qrels, sorted({*ks, depth_k}))
     add_context_metrics(chunk_eval.per_query, chunk_eval.aggregate, depth_k)
     doc_eval = evaluate_run(dict(zip(qids, retrieved.doc_rankings)), data.doc_qrels, ks, prefix="doc_")
@@ -150,7 +152,7 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     if conversion is not None:
         aggregates["n_files_skipped"] = float(len(conversion.skipped))
         aggregates["n_files_empty"] = float(len(conversion.empty))
-    aggregates.update(_confidence_intervals(chunk_eval.per_query, ks, cfg.eval.bootstrap_resamples))
+    aggregates.update(_confidence_intervals(chunk_eval.per_query, ks, options.bootstrap_resamples))
     if system_run is not None:
         aggregates.update(system_run.aggregates)
     timings["evaluation_s"] = time.perf_counter() - t0
@@ -180,12 +182,14 @@ def execute(cfg: DictConfig, *, cache: StageCache, data: PreparedData, pipeline:
     usage = {"generation": TokenUsage(), "judging": TokenUsage()}
     if generator is not None:
         t0 = time.perf_counter()
-        generation_aggregates, per_query = generation_step(cfg, data, pipeline, per_query, cache, usage)
+        generation_aggregates, per_query = generation_step(spec, data, pipeline, per_query, cache, usage)
         aggregates.update(generation_aggregates)
         timings["generation_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    cost_aggregates, cost_record = measure_run(cfg, data, pipeline, cache, index_build=retrieved.index_build,
-                                               depth=depth, usage=usage if generator is not None else {}, timings=timings)
+    cost_aggregates, cost_record = measure_run(spec.cost, data, pipeline, cache, retrieval=spec.block("retrieval"),
+                                               context_k=depth_k, progress=bool(cfg.progress),
+                                               index_build=retrieved.index_build, depth=depth,
+                                               usage=usage if generator is not None else {}, timings=timings)
     aggregates.update(cost_aggregates)
     timings["cost_s"] = time.perf_counter() - t0  # measuring the cost, the served-latency probe included
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
 
+from ragexp.evaluation.job_spec import JobSpec
 from ragexp.evaluation.prepared import PreparedData
 from ragexp.metrics.relevance import OverlapRule
 from ragexp.evaluation.retrieval_step import Retrieved
@@ -62,20 +62,20 @@ class SystemRun:
     fetched: list[Fetched] = field(default_factory=list)
 
 
-def fetch_responses(cfg: DictConfig, data: PreparedData, system: Any, cache: StageCache) -> tuple[list[Fetched], float]:
+def fetch_responses(spec: JobSpec, data: PreparedData, system: Any, cache: StageCache) -> tuple[list[Fetched], float]:
     """Every eval query's response (:func:`~ragexp.systems.fetch.fetch_all`) and the seconds it took;
     a job asks before it creates anything in the store, so a failing system leaves nothing behind."""
     started = time.perf_counter()
-    fetched = fetch_all(system, data.evalset.items, cache, use_cache=bool(cfg.system.get("cache", True)))
+    fetched = fetch_all(system, data.evalset.items, cache, use_cache=bool(spec.config.system.get("cache", True)))
     return fetched, time.perf_counter() - started
 
 
-def system_step(cfg: DictConfig, data: PreparedData, system: Any, cache: StageCache,
+def system_step(spec: JobSpec, data: PreparedData, system: Any, cache: StageCache,
                 responses: tuple[list[Fetched], float] | None = None) -> SystemRun:
     """The black-box run's data and retrieval (module docstring); ``responses``: fetched already."""
-    node = OmegaConf.to_container(cfg.system, resolve=True)
+    node = spec.block("system")
     items = data.evalset.items
-    fetched, fetch_s = responses if responses is not None else fetch_responses(cfg, data, system, cache)
+    fetched, fetch_s = responses if responses is not None else fetch_responses(spec, data, system, cache)
     started = time.perf_counter()
     locator = Locator(data.corpus, locate_options(node))
     placed: dict[tuple, Placement] = {}
@@ -92,7 +92,7 @@ def system_step(cfg: DictConfig, data: PreparedData, system: Any, cache: StageCa
         per_item_placements.append(placements)
     locate_s = time.perf_counter() - started
     pool = list({unit.id: unit for r in per_item_units for unit in r.units}.values())
-    rule = OverlapRule(min_fraction=cfg.eval.relevance.min_fraction, mode=cfg.eval.relevance.mode)
+    rule = OverlapRule(min_fraction=spec.eval.relevance_min_fraction, mode=spec.eval.relevance_mode)
     qrels, unreturned = pooled_qrels(items, pool, data.corpus, rule, set(data.not_indexed))
     rankings = [r.ranking() for r in per_item_units]
     new_data = replace(data, chunks=pool, chunk_qrels=qrels, chunking_label=f"system={node['name']}")

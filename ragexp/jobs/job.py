@@ -93,13 +93,13 @@ def run_job(spec: JobSpec, *, output_dir: Path, cache: StageCache | None = None,
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
     progress.set_enabled(cfg.progress)
     cache = cache or StageCache(Path(cfg.cache_dir))
-    pipeline = build_pipeline(cfg, cache)
+    pipeline = build_pipeline(spec, cache)
     client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s) if log_to is not None else None
     started = time.perf_counter()
-    data = prepare_data(cfg, cache, progress=cfg.progress, chunked=pipeline.system is None)
+    data = prepare_data(spec, cache, progress=cfg.progress, chunked=pipeline.system is None)
     prepare_s = time.perf_counter() - started
     # a black-box system is asked before anything is created in the store: when it fails, nothing is left behind
-    responses = fetch_responses(cfg, data, pipeline.system, cache) if pipeline.system is not None else None
+    responses = fetch_responses(spec, data, pipeline.system, cache) if pipeline.system is not None else None
     experiment_id = None
     if client is not None:  # only now: a run refused for bad data leaves no experiment behind
         if log_to.experiment_id:  # a given one (reproduce); ensure_for_evalset checks the one it finds
@@ -114,7 +114,7 @@ def run_job(spec: JobSpec, *, output_dir: Path, cache: StageCache | None = None,
             log.info("resume: skipping, run %s already FINISHED with this config hash and cost settings", existing)
             return JobResult(None, existing, data.evalset)
     values = run_names.axis_values(overrides, log_to.axes if log_to else ())
-    output = execute(cfg, cache=cache, data=data, pipeline=pipeline, run_name=_run_name(cfg, data, values, log_to),
+    output = execute(spec, cache=cache, data=data, pipeline=pipeline, run_name=_run_name(cfg, data, values, log_to),
                      responses=responses)
     output.timings["prepare_s"] = prepare_s
     output.results.meta.update(started_at=started_at, finished_at=time.time())
@@ -149,7 +149,7 @@ def log_saved_run(spec: JobSpec, results: RunResults, folder: Path, tags: Mappin
 
     _require_spec(spec)
     cfg, overrides = spec.config, list(spec.overrides)
-    data = prepare_data(cfg, StageCache(cfg.cache_dir), progress=cfg.progress)  # the chunks the traces show
+    data = prepare_data(spec, StageCache(cfg.cache_dir), progress=cfg.progress)  # the chunks the traces show
     corpus, evalset = data.corpus, data.evalset  # sampled as the run was: a sample has its own fingerprint
     if evalset.fingerprint() != results.meta.get("evalset_fingerprint"):
         raise RagexpInputError("the eval set changed since this run was computed; refusing to log it against the new one",

@@ -22,26 +22,27 @@ from ragexp.errors import RagexpInputError
 from ragexp.evaluation.prepared import PreparedData, prepare_data
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.runtime.stage_cache import StageCache
+from ragexp.evaluation.job_spec import JobSpec
 from ragexp.evaluation.saved_config import read_run_config
 from ragexp.tracking import store
 from ragexp.tracking.trace_content import Passages
 from ragexp.tracking.traces import TAG_TRACES, log_run_traces, reranks
 
 #: Prepared data by what determines it (dataset, chunking, eval options), shared by a sweep's runs.
-Prepared = Callable[[object], PreparedData]
+Prepared = Callable[[JobSpec], PreparedData]
 
 
 def prepared_cache(cache_dir: str) -> Prepared:
-    """``prepare(cfg)``: :func:`prepare_data` once per distinct dataset, chunking and eval config."""
+    """``prepare(spec)``: :func:`prepare_data` once per distinct dataset, chunking and eval config."""
     seen: dict[str, PreparedData] = {}
 
-    def prepare(cfg) -> PreparedData:
+    def prepare(spec: JobSpec) -> PreparedData:
         from omegaconf import OmegaConf
 
-        key = json.dumps(OmegaConf.to_container(OmegaConf.masked_copy(cfg, ["dataset", "chunking", "eval"]), resolve=True),
-                         sort_keys=True, default=str)
+        key = json.dumps(OmegaConf.to_container(OmegaConf.masked_copy(spec.config, ["dataset", "chunking", "eval"]),
+                                                resolve=True), sort_keys=True, default=str)
         if key not in seen:
-            seen[key] = prepare_data(cfg, StageCache(cache_dir), progress=False)
+            seen[key] = prepare_data(spec, StageCache(cache_dir), progress=False)
         return seen[key]
 
     return prepare
@@ -55,17 +56,17 @@ def trace_logged_run(client: MlflowClient, run_id: str, cache_dir: str, *, resul
     with tempfile.TemporaryDirectory(prefix="ragexp-traces-") as scratch:
         saved = store.download_artifact(run_id, store.CONFIG_ARTIFACT, client.tracking_uri, artifacts_root,
                                         dst_dir=Path(scratch) / "config")
-        cfg = read_run_config(saved, tracking_uri=client.tracking_uri, cache_dir=cache_dir).config
+        spec = read_run_config(saved, tracking_uri=client.tracking_uri, cache_dir=cache_dir)
         if results is None:
             results = RunResults.load(store.download_artifact(run_id, ARTIFACT_NAME, client.tracking_uri, artifacts_root,
                                                               dst_dir=Path(scratch) / "results"))
-    data = (prepare or prepared_cache(cache_dir))(cfg)
+    data = (prepare or prepared_cache(cache_dir))(spec)
     if data.evalset.fingerprint() != results.meta.get("evalset_fingerprint"):
         raise RagexpInputError(f"the eval set of run {run_id} changed since it ran (fingerprint "
                                f"{str(results.meta.get('evalset_fingerprint'))[:16]} then, {data.evalset.fingerprint()[:16]} "
                                "now); its traces would show other gold, so none are logged", field="RUN_ID")
     return log_run_traces(client, run.info.experiment_id, run_id, results, data.evalset,
-                          Passages(data.chunks_by_id, data.corpus), reranked=reranks(cfg))
+                          Passages(data.chunks_by_id, data.corpus), reranked=reranks(spec.config))
 
 
 def has_traces(client: MlflowClient, run_id: str) -> bool:

@@ -14,6 +14,7 @@ from ragexp.evaluation.pipeline import build_pipeline
 from ragexp.evaluation.prepared import prepare_data
 from ragexp.metrics.ranking import trec_order
 from ragexp.runtime.stage_cache import StageCache
+from ragexp.evaluation.job_spec import job_spec
 
 NATIVE = ("retrieval=bm25", "chunking=fixed", "progress=false")
 TARGET = "tests.helpers.native_bm25.NativeBM25"
@@ -21,11 +22,11 @@ TARGET = "tests.helpers.native_bm25.NativeBM25"
 
 class NativeBM25:
     def __init__(self, cache_dir: str, k: int = 100, with_doc_id: bool = True) -> None:
-        cfg = compose_config([*NATIVE, f"cache_dir={cache_dir}"])
+        spec = job_spec(compose_config([*NATIVE, f"cache_dir={cache_dir}"]))
         cache = StageCache(Path(cache_dir))
-        data = prepare_data(cfg, cache, progress=False)
+        data = prepare_data(spec, cache, progress=False)
         self.chunks = data.chunks_by_id
-        self.retriever = build_pipeline(cfg, cache).retriever
+        self.retriever = build_pipeline(spec, cache).retriever
         self.retriever.index(data.chunks)
         self.k, self.with_doc_id = k, with_doc_id
 

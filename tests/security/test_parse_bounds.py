@@ -262,11 +262,12 @@ def test_context_k_may_reach_the_deepest_cut_off_and_no_further():
 def test_the_retrieval_depth_is_cut_to_the_chunks_the_corpus_has():
     from ragexp.config.compose import compose_config
     from ragexp.evaluation.pipeline import Pipeline
+    from ragexp.evaluation.job_spec import job_spec
     from ragexp.evaluation.retrieval_step import retrieval_depth
 
-    cfg = compose_config(["retrieval=bm25", "eval.ks=[1,1000]"])
+    options = job_spec(compose_config(["retrieval=bm25", "eval.ks=[1,1000]", "cache_dir=/tmp/never-written"])).eval
     pipeline = Pipeline(retriever=None, reranker=None, generator=None)
-    assert retrieval_depth(cfg, pipeline, 37) == 37 and retrieval_depth(cfg, pipeline, 5_000) == 1000
+    assert retrieval_depth(options, pipeline, 37) == 37 and retrieval_depth(options, pipeline, 5_000) == 1000
 
 
 def test_a_gate_spec_and_the_cli_counts_are_bounded():
