@@ -92,8 +92,8 @@ def measure(key: str) -> Measure:
     if (ci := _CI.fullmatch(rest)) is not None:
         bound, rest = ci["bound"], ci["metric"]
     level, base = RUN, rest
-    if rest.startswith("doc_"):
-        level, base = DOC, rest[len("doc_"):]
+    if rest.startswith(DOC_PREFIX):
+        level, base = DOC, rest[len(DOC_PREFIX):]
     elif RETRIEVAL_KEY.fullmatch(rest):
         level = CHUNK
     elif GENERATION_KEY.fullmatch(rest):
