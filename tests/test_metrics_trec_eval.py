@@ -69,15 +69,16 @@ def trec_eval_reference(run, qrels, ks, prefix: str = "", level: int = 1) -> dic
     return reference
 
 
-def assert_equals_trec_eval(run, qrels, ks, prefix: str = "", level: int = 1) -> None:
-    evaluation = evaluate_run(run, Qrels(qrels, relevance_level=level), ks, prefix=prefix)
+def assert_equals_trec_eval(run, qrels, ks, doc: bool = False, level: int = 1) -> None:
+    prefix = "doc_" if doc else ""
+    evaluation = evaluate_run(run, Qrels(qrels, relevance_level=level), ks, doc=doc)
     reference = trec_eval_reference(run, qrels, ks, prefix, level)
     assert set(evaluation.per_query) == set(reference)
     for qid, expected in reference.items():
-        assert set(evaluation.per_query[qid]) == set(expected) == set(metric_names(sorted(set(ks)), prefix))
+        assert set(evaluation.per_query[qid]) == set(expected) == set(metric_names(sorted(set(ks)), doc))
         for name, value in expected.items():
             assert evaluation.per_query[qid][name] == pytest.approx(value, abs=TOLERANCE), (qid, name)
-    for name in metric_names(sorted(set(ks)), prefix):
+    for name in metric_names(sorted(set(ks)), doc):
         expected_mean = np.mean([metrics[name] for metrics in reference.values()]) if reference else np.nan
         assert evaluation.aggregate[name] == pytest.approx(expected_mean, abs=TOLERANCE, nan_ok=True), name
     assert evaluation.aggregate[f"{prefix}n_queries"] == len(reference)
@@ -162,7 +163,7 @@ def run_and_qrels(draw):
 @given(case=run_and_qrels(), ks=st.lists(st.integers(1, 10), min_size=1, max_size=4), level=st.integers(1, 3))
 def test_random_small_runs_equal_trec_eval(case, ks, level):
     run, qrels = case
-    assert_equals_trec_eval(run, qrels, ks, prefix="x_", level=level)
+    assert_equals_trec_eval(run, qrels, ks, doc=True, level=level)
 
 
 @pytest.mark.parametrize("level", [0, -1, 1.5, True, "2", None])
@@ -257,7 +258,7 @@ def test_doc_level_scores_a_document_by_its_best_chunk_and_equals_trec_eval(seed
         assert dict(doc_run[qid]) == best_chunk_per_document(ranking)
         assert doc_run[qid] == trec_order(doc_run[qid])
     collapsed = {qid: list(best_chunk_per_document(ranking).items()) for qid, ranking in chunk_run.items()}
-    evaluation = evaluate_run(doc_run, Qrels(doc_qrels), KS, prefix="doc_")
+    evaluation = evaluate_run(doc_run, Qrels(doc_qrels), KS, doc=True)
     reference = trec_eval_reference(collapsed, doc_qrels, KS, prefix="doc_")
     assert reference and set(evaluation.per_query) == set(reference)
     for qid, expected in reference.items():

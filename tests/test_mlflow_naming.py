@@ -22,7 +22,7 @@ KS = [1, 3, 5, 10]
 def results_keys() -> list[str]:
     """Every kind of key a run's aggregates hold (from the metric registry, not from the mapping)."""
     chunk = metric_names(KS)
-    keys = [*chunk, *metric_names(KS, prefix="doc_"), "context_hit_rate", "context_recall", "context_precision"]
+    keys = [*chunk, *metric_names(KS, doc=True), "context_hit_rate", "context_recall", "context_precision"]
     keys += [f"tag.{tag}.{m}" for tag in ("synonym", "multi-chunk") for m in chunk]
     keys += [f"{m}_ci_{bound}" for m in ("hit_rate_at_5", "mrr", "ndcg_at_10") for bound in ("low", "high")]
     keys += ["faithfulness", "answer_relevance", "f1", "retrieval_failure_rate", "n_retrieval_failure", "judge_failures",

@@ -27,7 +27,6 @@ from ragexp.tracking import store
 from ragexp.tracking.trace_content import (
     NOT_RELEVANT,
     RELEVANT,
-    RETRIEVAL_FEEDBACK,
     UNJUDGED,
     Passages,
     gold_status,
@@ -192,7 +191,7 @@ def check_traces_equal_results(client: MlflowClient, run_id: str, corpus: Path, 
         assessments = {}
         for assessment in trace.info.assessments:
             assessments.setdefault(assessment.name, []).append(assessment)
-        for name in (pattern.format(k=k) for pattern in RETRIEVAL_FEEDBACK):
+        for name in (f"hit_rate_at_{k}", f"recall_at_{k}", f"ndcg_at_{k}", f"context_precision_at_{k}", "mrr"):
             assert (name in assessments) == (name in row.metrics)
             if name in row.metrics:
                 [feedback] = assessments[name]

@@ -50,7 +50,7 @@ from ragexp.evaluation import corrected
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.judging.review_status import is_judge_metric
 from ragexp.metrics import stats
-from ragexp.metrics.measure import CHUNK, Measure, measure
+from ragexp.metrics.measure import CHUNK, Measure, at, measure
 from ragexp.tracking import experiments, run_names, store
 from ragexp.tracking.metric_names import results_view
 
@@ -290,7 +290,7 @@ def _per_query(client, args) -> int:
     labels = [run_label(r) for r in runs]
     diff = per_query_diff(a, b, k, a_label=labels[0], b_label=labels[1])
     print(format_text(diff))
-    metric = f"hit_rate_at_{k}"
+    metric = at("hit_rate", k)
     values = [x.metric_values(metric) for x in (a, b)]
     queries = sorted(values[0].keys() & values[1].keys())
     if queries:

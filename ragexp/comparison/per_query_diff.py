@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 from ragexp.comparison.gate import first_relevant_rank
 from ragexp.evaluation.results import RunResults
+from ragexp.metrics.measure import at
 
 A_ONLY, B_ONLY, RANK_MOVED = "A hits, B misses", "B hits, A misses", "rank moved"
 KINDS = (A_ONLY, B_ONLY, RANK_MOVED)
@@ -62,7 +63,7 @@ def _move(split: QuerySplit) -> float:
 
 def per_query_diff(a: RunResults, b: RunResults, k: int, a_label: str = "A", b_label: str = "B") -> PerQueryDiff:
     """The queries A and B split on at ``k`` (module docstring)."""
-    metric = f"hit_rate_at_{k}"
+    metric = at("hit_rate", k)
     a_rows = {row.query_id: row for row in a.per_query if metric in row.metrics}
     b_rows = {row.query_id: row for row in b.per_query if metric in row.metrics}
     a_k, b_k = int(a.meta.get("context_k", k)), int(b.meta.get("context_k", k))

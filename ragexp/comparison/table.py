@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ragexp.cost import keys as cost_keys
-from ragexp.metrics.measure import measure
+from ragexp.metrics.measure import at, measure
 
-HEADLINE = ("hit_rate_at_{k}", "recall_at_{k}", "context_precision_at_{k}", "ndcg_at_{k}")
+#: The retrieval metrics a table leads with, at the headline k (then ``mrr``).
+HEADLINE = ("hit_rate", "recall", "context_precision", "ndcg")
 
 
 def format_table(names: Sequence[str], rows: Mapping[str, Mapping[str, float | None]], metrics: Sequence[str],
@@ -43,7 +44,7 @@ def format_table(names: Sequence[str], rows: Mapping[str, Mapping[str, float | N
 
 def headline_metrics(ks: Sequence[int], available: Mapping[str, float]) -> list[str]:
     k = 5 if 5 in ks else max(ks)
-    names = [p.format(k=k) for p in HEADLINE] + ["mrr"]
+    names = [at(name, k) for name in HEADLINE] + ["mrr"]
     names += [m for m in ("faithfulness", "answer_relevance", "f1", "retrieval_failure_rate", "generation_failure_rate")
               if m in available]
     return [n for n in names if n in available]

@@ -43,6 +43,7 @@ from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.judging.answer_labels import CLASSES, AnswerLabel
 from ragexp.judging.calibration.labels import NOT_SUPPORTED, SUPPORTED, LabelledClaim, label_of
 from ragexp.judging.ppi import PREFIX, PPIEstimate, Unit, ppi_estimate, transferred_estimate
+from ragexp.metrics.measure import ci_bounds
 
 METRICS = ("faithfulness", "claim_faithfulness")
 #: Metrics corrected by a person's class of whole answers, and the class each is the share of.
@@ -199,8 +200,9 @@ def aggregates(estimates: Mapping[str, PPIEstimate]) -> dict[str, float]:
     """The results keys logged for ``estimates`` (module docstring)."""
     out: dict[str, float] = {}
     for metric, estimate in estimates.items():
-        out.update({f"{PREFIX}{metric}": estimate.estimate, f"{PREFIX}{metric}_ci_low": estimate.low,
-                    f"{PREFIX}{metric}_ci_high": estimate.high, f"{PREFIX}{metric}_judge": estimate.judge_mean})
+        low, high = ci_bounds(PREFIX + metric)
+        out.update({PREFIX + metric: estimate.estimate, low: estimate.low, high: estimate.high,
+                    f"{PREFIX}{metric}_judge": estimate.judge_mean})
     claims = [e.n_labels for metric, e in estimates.items() if metric in METRICS]
     if claims:
         out[f"{PREFIX}n_labels"] = float(max(claims))
@@ -219,7 +221,7 @@ def tag_text(estimates: Mapping[str, PPIEstimate], source: str) -> str:
 
 def from_aggregates(values: Mapping[str, float], metric: str) -> tuple[float, float, float, int] | None:
     """``(estimate, low, high, n_labels)`` of ``metric``'s PPI from a run's logged aggregates, or ``None``."""
-    keys = [f"{PREFIX}{metric}", f"{PREFIX}{metric}_ci_low", f"{PREFIX}{metric}_ci_high"]
+    keys = [PREFIX + metric, *ci_bounds(PREFIX + metric)]
     if not all(key in values for key in keys):
         return None
     count = f"{PREFIX}n_answer_labels" if metric in ANSWER_METRICS else f"{PREFIX}n_labels"

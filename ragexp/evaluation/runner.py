@@ -35,6 +35,7 @@ from ragexp.judging.calibration.record import judge_run_record
 from ragexp.llm.usage import TokenUsage
 from ragexp.metrics.evaluate import evaluate_run
 from ragexp.metrics.judged import judged_metrics
+from ragexp.metrics.measure import at, ci_bounds
 from ragexp.metrics.per_tag import UNRECORDED_SOURCE, per_source_means, per_tag_means
 from ragexp.metrics.stats import bootstrap_cis
 from ragexp.runtime.fingerprint import file_hash, stable_hash
@@ -46,8 +47,9 @@ log = logging.getLogger(__name__)
 
 #: Config keys that change how a run is tracked or displayed, not what it computes.
 NON_SEMANTIC_KEYS = ("tracking", "progress", "resume", "cache_dir", "cost")
-#: Metrics that get a bootstrap 95% CI on every run.
-CI_METRICS = ("hit_rate_at_{k}", "recall_at_{k}", "context_precision_at_{k}", "ndcg_at_{k}", "mrr")
+#: Metrics that get a bootstrap 95% CI on every run: these at every k, and :data:`CI_METRICS_NO_K`.
+CI_METRICS_AT_K = ("hit_rate", "recall", "context_precision", "ndcg")
+CI_METRICS_NO_K = ("mrr",)
 
 
 @dataclass
@@ -86,16 +88,15 @@ def config_hash(cfg: DictConfig, data: PreparedData) -> str:
     return stable_hash(parts)
 
 
-#: ``context_<m>`` = ``<m>_at_{context depth}``: what the generator is (or would be) shown.
-CONTEXT_METRICS = ("hit_rate", "recall", "context_precision")
+#: ``{<m>: <alias>}``: the alias names ``<m>`` at the context depth, what the generator is (or would be) shown.
+CONTEXT_METRICS = {"hit_rate": "context_hit_rate", "recall": "context_recall", "context_precision": "context_precision"}
 
 
 def add_context_metrics(per_query: dict[str, dict[str, float]], aggregate: dict[str, float], depth: int) -> None:
     """Alias the metrics at the context depth as ``context_hit_rate`` etc., so runs that hand a
     different number of chunks to the generator (k=5 vs k=3) are compared and gated on one key."""
-    for name in CONTEXT_METRICS:
-        source = f"{name}_at_{depth}"
-        target = name if name == "context_precision" else f"context_{name}"
+    for name, target in CONTEXT_METRICS.items():
+        source = at(name, depth)
         for metrics in per_query.values():
             if source in metrics:
                 metrics[target] = metrics[source]
@@ -139,7 +140,7 @@ def execute(spec: JobSpec, *, cache: StageCache, data: PreparedData, pipeline: P
     depth_k = options.context_k  # what the generator is (or would be) shown
     chunk_eval = evaluate_run(run, data.chunk_qrels, sorted({*ks, depth_k}))
     add_context_metrics(chunk_eval.per_query, chunk_eval.aggregate, depth_k)
-    doc_eval = evaluate_run(dict(zip(qids, retrieved.doc_rankings)), data.doc_qrels, ks, prefix="doc_")
+    doc_eval = evaluate_run(dict(zip(qids, retrieved.doc_rankings)), data.doc_qrels, ks, doc=True)
     judged_per_query, judged_aggregate = judged_metrics(run, data.chunk_qrels, ks)  # pool coverage, grade 0 counts
     tags_by_query = {item.id: item.tags for item in items}
     aggregates: dict[str, float] = {**chunk_eval.aggregate, **doc_eval.aggregate, **judged_aggregate}
@@ -277,10 +278,11 @@ def source_warnings(items: Sequence) -> list[str]:
 
 def _confidence_intervals(per_query: Mapping[str, Mapping[str, float]], ks: Sequence[int], resamples: int) -> dict[str, float]:
     """``<metric>_ci_low`` / ``_ci_high``: percentile-bootstrap 95% CI of the mean over queries."""
-    names = sorted({pattern.format(k=k) for pattern in CI_METRICS for k in ks})
+    names = sorted({*(at(name, k) for name in CI_METRICS_AT_K for k in ks), *CI_METRICS_NO_K})
     samples = {name: [m[name] for m in per_query.values() if name in m] for name in names}
     cis = bootstrap_cis({name: values for name, values in samples.items() if len(values) >= 2}, n_resamples=resamples)
     out: dict[str, float] = {}
     for name, (low, high) in cis.items():
-        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = low, high
+        low_key, high_key = ci_bounds(name)
+        out[low_key], out[high_key] = low, high
     return out

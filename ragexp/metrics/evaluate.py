@@ -17,7 +17,7 @@ Conventions (trec_eval with the qrels' ``relevance_level``, checked against pytr
 - Queries are reported in run order, then the qrels-only ones in qrels order. Memory is a few
   (n_queries x longest ranking) arrays.
 
-Metric names, with ``prefix`` prepended (``prefix="doc_"`` gives ``doc_ndcg_at_10``): ``mrr``
+Metric names (:func:`~ragexp.metrics.measure.metric_key`; ``doc=True`` gives ``doc_ndcg_at_10``): ``mrr``
 (:mod:`~ragexp.metrics.mrr`, no cutoff) and for each k ``recall_at_{k}``
 (:mod:`~ragexp.metrics.recall`), ``hit_rate_at_{k}`` (:mod:`~ragexp.metrics.hit_rate`),
 ``mrr_at_{k}``, ``context_precision_at_{k}`` (:mod:`~ragexp.metrics.precision`) and
@@ -36,6 +36,7 @@ from ragexp.datamodel import Qrels
 from ragexp.errors import RagexpInputError
 from ragexp.metrics._matrix import build_gain_matrix
 from ragexp.metrics.hit_rate import hit_rate_at_k
+from ragexp.metrics.measure import metric_key
 from ragexp.metrics.mrr import first_relevant_rank, reciprocal_rank
 from ragexp.metrics.ndcg import ndcg_at_k
 from ragexp.metrics.precision import context_precision_at_k
@@ -47,7 +48,7 @@ class RetrievalEvaluation:
     """Per-query metrics, their means, and which queries could not be scored.
 
     ``aggregate`` holds the mean of every metric over the scored queries (NaN when none could be
-    scored) plus ``{prefix}n_queries`` (scored queries) and ``{prefix}n_queries_no_gold``.
+    scored) plus ``n_queries`` (scored queries) and ``n_queries_no_gold`` (``doc_`` prefixed for documents).
     ``first_relevant_rank`` is the 1-based trec-order rank of each scored query's first relevant
     unit, None when none was retrieved.
     """
@@ -58,18 +59,13 @@ class RetrievalEvaluation:
     no_gold: list[str]
 
 
-def metric_names(ks: Sequence[int], prefix: str = "") -> list[str]:
+#: The metrics :func:`evaluate_run` reports at each cutoff, in its column order.
+AT_K = ("recall", "hit_rate", "mrr", "context_precision", "ndcg")
+
+
+def metric_names(ks: Sequence[int], doc: bool = False) -> list[str]:
     """The per-query metric names in the order :func:`evaluate_run` reports them."""
-    names = [f"{prefix}mrr"]
-    for k in ks:
-        names += [
-            f"{prefix}recall_at_{k}",
-            f"{prefix}hit_rate_at_{k}",
-            f"{prefix}mrr_at_{k}",
-            f"{prefix}context_precision_at_{k}",
-            f"{prefix}ndcg_at_{k}",
-        ]
-    return names
+    return [metric_key("mrr", doc=doc)] + [metric_key(name, k, doc=doc) for k in ks for name in AT_K]
 
 
 def evaluate_run(
@@ -77,11 +73,11 @@ def evaluate_run(
     qrels: Qrels,
     ks: Iterable[int],
     *,
-    prefix: str = "",
+    doc: bool = False,
 ) -> RetrievalEvaluation:
     """Score ``run`` (query id -> ranking of ``(unit_id, score)``) against ``qrels`` (query id ->
-    unit id -> integer grade, with their relevance level) at every cutoff in ``ks``; see the module
-    docstring for the rules."""
+    unit id -> integer grade, with their relevance level) at every cutoff in ``ks``, naming the
+    metrics document-level when ``doc``; see the module docstring for the rules."""
     cutoffs = _validated_cutoffs(ks)
     query_ids = list(run) + [qid for qid in qrels if qid not in run]
     all_queries = build_gain_matrix(run, qrels, query_ids, ideal_depth=cutoffs[-1])
@@ -101,12 +97,12 @@ def evaluate_run(
             ndcg_at_k(matrix.gains, matrix.ideal_gains, k),
         ]
     values = np.column_stack(columns)
-    names = metric_names(cutoffs, prefix)
+    names = metric_names(cutoffs, doc)
 
     means = values.mean(axis=0) if scored else np.full(len(names), np.nan)
     aggregate: dict[str, float] = dict(zip(names, means.tolist()))
-    aggregate[f"{prefix}n_queries"] = len(scored)
-    aggregate[f"{prefix}n_queries_no_gold"] = len(no_gold)
+    aggregate[metric_key("n_queries", doc=doc)] = len(scored)
+    aggregate[metric_key("n_queries_no_gold", doc=doc)] = len(no_gold)
     return RetrievalEvaluation(
         per_query=_rows_as_dicts(scored, names, values),
         aggregate=aggregate,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from ragexp.metrics.measure import at
 from ragexp.metrics.ranking import trec_order
 
 
@@ -36,12 +37,13 @@ def judged_metrics(run: Mapping[str, Sequence[tuple[str, float]]], qrels: Mappin
     per_query: dict[str, dict[str, float]] = {}
     aggregate: dict[str, float] = {}
     for k in sorted(set(ks)):
+        key = at("judged", k)
         values = []
         for qid, ranking in run.items():
             value = judged_at_k(ranking, qrels.get(qid, {}), k)
             if value is not None:
-                per_query.setdefault(qid, {})[f"judged_at_{k}"] = value
+                per_query.setdefault(qid, {})[key] = value
                 values.append(value)
         if values:
-            aggregate[f"judged_at_{k}"] = sum(values) / len(values)
+            aggregate[key] = sum(values) / len(values)
     return per_query, aggregate

@@ -16,6 +16,21 @@ A results key is parsed once by :func:`measure` into a :class:`Measure`::
 ``level`` is ``chunk`` | ``doc`` (retrieval metrics over chunks, or over documents each scored by
 its best chunk), ``generation`` (what a generator and judge produce), ``cost`` (what the run
 costs: latency, size, memory, tokens, money) or ``run`` (anything else: setup constants, timings). A key ragexp does not know is a ``run`` measure, higher is better.
+
+Keys are built here too, by :func:`metric_key` (and its shorthands :func:`at`, :func:`ci_bounds`,
+:func:`grouped`), the inverse of :func:`measure`; no other module spells ``_at_``, ``doc_`` or the
+CI suffixes (``tests/test_measure.py`` checks the source). The grammar, outermost first::
+
+    key   = [group "."] ["doc_"] name ["_at_" k] ["_" bound]
+    group = ("tag" | "source") "." value        value: an eval-set tag or item source, no "."
+    bound = "ci_low" | "ci_high"                 the bootstrap 95% CI of the mean
+    k     = a cutoff, decimal without leading zeros
+
+``measure(metric_key(name, k, doc=doc, group=group, bound=bound))`` gives back exactly those parts
+(``level == DOC`` iff ``doc``) whenever ``name`` is one the grammar can carry: no ``_at_<n>`` or
+CI suffix of its own, no ``doc_`` prefix, no ``.`` under a group, and a ``k`` only on a retrieval
+name (:data:`RETRIEVAL_KEY`) or under ``doc``; and ``metric_key`` of a parsed key's parts gives
+back the key. ``cost.<name>`` keys are whole names (:mod:`ragexp.cost.keys`), outside this grammar.
 """
 
 from __future__ import annotations
@@ -25,6 +40,11 @@ from dataclasses import dataclass
 
 CHUNK, DOC, GENERATION, COST, RUN = "chunk", "doc", "generation", "cost", "run"
 HIGHER, LOWER = "higher", "lower"
+#: The :attr:`Measure.bound` of a CI's lower and upper end.
+CI_LOW, CI_HIGH = "ci_low", "ci_high"
+#: The kinds of :attr:`Measure.group`: per eval-set tag, per item source (:mod:`ragexp.metrics.per_tag`).
+TAG, SOURCE = "tag", "source"
+DOC_PREFIX = "doc_"
 
 #: A chunk-level retrieval key (with its ``doc_`` prefix removed: a document-level one).
 RETRIEVAL_KEY = re.compile(r"(hit_rate|recall|mrr|context_precision|ndcg)(_at_\d+)?|context_(hit_rate|recall)|judged_at_\d+")
@@ -72,8 +92,8 @@ def measure(key: str) -> Measure:
     if (ci := _CI.fullmatch(rest)) is not None:
         bound, rest = ci["bound"], ci["metric"]
     level, base = RUN, rest
-    if rest.startswith("doc_"):
-        level, base = DOC, rest[len("doc_"):]
+    if rest.startswith(DOC_PREFIX):
+        level, base = DOC, rest[len(DOC_PREFIX):]
     elif RETRIEVAL_KEY.fullmatch(rest):
         level = CHUNK
     elif GENERATION_KEY.fullmatch(rest):
@@ -83,3 +103,33 @@ def measure(key: str) -> Measure:
         name, k = cut["name"], int(cut["k"])
     direction = LOWER if _LOWER.fullmatch(base) else HIGHER
     return Measure(key=key, name=name, k=k, level=level, direction=direction, group=group, bound=bound)
+
+
+def metric_key(name: str, k: int | None = None, *, doc: bool = False, group: str = "", bound: str = "") -> str:
+    """The results key of these parts (module docstring): ``[group.][doc_]name[_at_k][_bound]``.
+
+    ``group`` is a :attr:`Measure.group` (``tag.synonym``), ``bound`` ``""``, :data:`CI_LOW` or
+    :data:`CI_HIGH`; ``metric_key("ndcg", 10, doc=True) == "doc_ndcg_at_10"``."""
+    key = f"{DOC_PREFIX if doc else ''}{name}"
+    if k is not None:
+        key = f"{key}_at_{k}"
+    if bound:
+        key = f"{key}_{bound}"
+    return f"{group}.{key}" if group else key
+
+
+def at(name: str, k: int) -> str:
+    """``name`` at cutoff ``k``: ``at("hit_rate", 5) == "hit_rate_at_5"``."""
+    return metric_key(name, k)
+
+
+def ci_bounds(key: str) -> tuple[str, str]:
+    """The keys of ``key``'s bootstrap 95% CI, ``(<key>_ci_low, <key>_ci_high)``; ``key`` may carry
+    a cutoff (``recall_at_5``) or be a whole name (``ppi.faithfulness``)."""
+    return metric_key(key, bound=CI_LOW), metric_key(key, bound=CI_HIGH)
+
+
+def grouped(kind: str, value: str, key: str) -> str:
+    """``key`` over the queries of one group: ``grouped(TAG, "synonym", "mrr") == "tag.synonym.mrr"``
+    (``kind`` :data:`TAG` or :data:`SOURCE`)."""
+    return metric_key(key, group=f"{kind}.{value}")

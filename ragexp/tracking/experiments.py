@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from mlflow.tracking import MlflowClient
 
 from ragexp.datamodel import Corpus, EvalSet
-from ragexp.metrics.measure import CHUNK, measure
+from ragexp.metrics.measure import CHUNK, ci_bounds, measure
 from ragexp.tracking import store
 from ragexp.tracking.metric_names import HEADLINE_SECTION, to_mlflow
 from ragexp.tracking.run_names import AXIS_TAG_PREFIX
@@ -147,7 +147,7 @@ def view_state(axes: Sequence[str] = (), axis_params: Iterable[str] = (), headli
     for key in headline:
         labels = [to_mlflow(key)]
         if key in RETRIEVAL_HEADLINE:
-            labels += [to_mlflow(f"{key}_ci_low"), to_mlflow(f"{key}_ci_high")]
+            labels += [to_mlflow(bound) for bound in ci_bounds(key)]
         for label in labels:
             metric_columns.append(f"metrics.`{label}`")
             widths[metric_columns[-1]] = _header_width(label)

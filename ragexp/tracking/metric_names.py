@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ragexp.metrics.measure import CHUNK, GENERATION, measure
+from ragexp.metrics.measure import CHUNK, GENERATION, SOURCE, TAG, grouped, measure, metric_key
 
 #: The metrics that answer "which pipeline won?", first in every MLflow list.
 HEADLINE = (
@@ -103,19 +103,19 @@ def from_mlflow(key: str) -> str:
         return key
     if section == TAG_SECTION:
         tag, _, metric = rest.rpartition("/")
-        return f"tag.{tag}.{metric}"
+        return grouped(TAG, tag, metric)
     if section == SOURCE_SECTION:
         source, _, metric = rest.rpartition("/")
-        return f"source.{source}.{metric}"
+        return grouped(SOURCE, source, metric)
     if section == CI_SECTION:
-        metric, _, bound = rest.rpartition("_")
-        return f"{metric}_ci_{bound}"
+        metric, _, end = rest.rpartition("_")
+        return metric_key(metric, bound=f"ci_{end}")
     if section == TIME_SECTION:
         return f"time.{rest}"
     if section in (BLACK_BOX_SECTION, COST_SECTION):
         return f"{section}.{rest}"
     if section == DOC_SECTION:
-        return f"doc_{rest}"
+        return metric_key(rest, doc=True)
     if section in (HEADLINE_SECTION, RETRIEVAL_SECTION, GENERATION_SECTION, OTHER_SECTION):
         return rest
     return key

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from ragexp.metrics.measure import at
+
 #: The curves drawn, in order, with their colours (the first three of matplotlib's default cycle).
 CURVES = (("hit_rate", "#1f77b4"), ("recall", "#ff7f0e"), ("doc_recall", "#2ca02c"))
 WIDTH, HEIGHT = 420, 280
@@ -41,7 +43,7 @@ def recall_curve_svg(aggregates: Mapping[str, float], ks: Sequence[int], title: 
     parts.append(f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 6}" text-anchor="middle">k</text>')
     drawn = 0
     for name, colour in CURVES:
-        values = [aggregates.get(f"{name}_at_{k}") for k in ks]
+        values = [aggregates.get(at(name, k)) for k in ks]
         if not ks or any(v is None for v in values):
             continue
         points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))

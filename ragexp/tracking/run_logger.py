@@ -43,6 +43,7 @@ from ragexp.evaluation.results import ARTIFACT_NAME, QueryResult
 from ragexp.evaluation.runner import RunOutput, semantic_config
 from ragexp.judging.calibration.record import judge_key
 from ragexp.judging.review_status import TAG_JUDGE_KEY
+from ragexp.metrics.measure import at
 from ragexp.models.device import devices_tag
 from ragexp.runtime import interrupt
 from ragexp.tracking import store
@@ -116,8 +117,8 @@ def _outcome(row: QueryResult, ks: list[int]) -> str:
         text = f"miss (none relevant in the top {len(row.ranking)})"
     else:
         k = 5 if 5 in ks else max(ks)
-        hit = "hit" if row.metrics.get(f"hit_rate_at_{k}") else "miss"
-        text = f"rank {row.first_relevant_rank} · {hit}@{k} · nDCG@{k} {row.metrics.get(f'ndcg_at_{k}', 0.0):.2f}"
+        hit = "hit" if row.metrics.get(at("hit_rate", k)) else "miss"
+        text = f"rank {row.first_relevant_rank} · {hit}@{k} · nDCG@{k} {row.metrics.get(at('ndcg', k), 0.0):.2f}"
     if row.failure_class:
         text += f" · {row.failure_class}"
     return text
@@ -143,10 +144,10 @@ def per_query_table(output: RunOutput) -> dict[str, list]:
         "first_relevant_rank": [r.first_relevant_rank for r in rows],
     }
     for k in ks:
-        table[f"hit@{k}"] = [r.metrics.get(f"hit_rate_at_{k}") for r in rows]
+        table[f"hit@{k}"] = [r.metrics.get(at("hit_rate", k)) for r in rows]
     table["rr"] = [r.metrics.get("mrr") for r in rows]
     for k in ks:
-        table[f"ndcg@{k}"] = [r.metrics.get(f"ndcg_at_{k}") for r in rows]
+        table[f"ndcg@{k}"] = [r.metrics.get(at("ndcg", k)) for r in rows]
     table[f"top_{TOP_IDS}"] = [", ".join(_with_page(cid, r) for cid in r.top_ids(TOP_IDS)) for r in rows]
     table["gold_ids"] = [", ".join(sorted(cid for cid, grade in r.relevant.items() if is_relevant(grade))) for r in rows]
     if any(LOCATED in r.metrics for r in rows):  # a black-box system: how much of what it returned was placed

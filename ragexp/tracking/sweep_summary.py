@@ -71,7 +71,7 @@ from ragexp.evaluation import corrected
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.judging.calibration.record import MIN_KAPPA
 from ragexp.judging.review_status import TAG_JUDGE_KEY, ReviewStatus, is_judge_metric, last_review
-from ragexp.metrics.measure import measure
+from ragexp.metrics.measure import ci_bounds, measure
 from ragexp.tracking import cost_summary, experiments, store
 from ragexp.tracking.heatmap import Panel, anchored_scale, draw_heatmap
 from ragexp.tracking.metric_names import HEADLINE, results_view
@@ -133,8 +133,8 @@ def children_of(client: MlflowClient, parent_run_id: str) -> list[Run]:
 def _child(run: Run, axes: Sequence[str]) -> ChildRun:
     values = results_view(run.data.metrics, run.data.params)
     metrics = {key: values[key] for key in HEADLINE if key in values and not math.isnan(values[key])}
-    half_widths = {key: (values[f"{key}_ci_high"] - values[f"{key}_ci_low"]) / 2 for key in HEADLINE
-                   if f"{key}_ci_low" in values and f"{key}_ci_high" in values}
+    bounds = {key: ci_bounds(key) for key in HEADLINE}
+    half_widths = {key: (values[high] - values[low]) / 2 for key, (low, high) in bounds.items() if low in values and high in values}
     fixed = []
     for key in metrics:
         if is_judge_metric(key) and (found := corrected.from_aggregates(values, key)) is not None:

@@ -29,7 +29,7 @@ Assessments (:mod:`mlflow.entities`; every one on the trace's root span unless s
   (gold answer), ``expected_facts`` (key facts), ``expected_retrieved_context`` (the relevant
   gold evidence as ``{"doc_uri", "content"}``: the annotators' relevance calls), and
   ``judged_not_relevant`` (evidence graded 0) where the item has them;
-- CODE feedback from ``ragexp``: the retrieval metrics at k (:data:`RETRIEVAL_FEEDBACK`, k = 5
+- CODE feedback from ``ragexp``: the retrieval metrics at k (:func:`feedback_metrics`, k = 5
   when evaluated, else the largest k) and ``failure_class`` with the reason in its rationale;
 - judge feedback, source LLM_JUDGE for language-model judges and CODE for the lexical and
   embedding judges: ``faithfulness`` (rationale: each claim, its verdict and the evidence
@@ -49,10 +49,11 @@ from mlflow.tracing.constant import SpanAttributeKey, TokenUsageKey
 
 from ragexp.datamodel import Chunk, Corpus, EvalItem, is_relevant
 from ragexp.evaluation.results import QueryResult
+from ragexp.metrics.measure import at
 
 RELEVANT, NOT_RELEVANT, UNJUDGED = "relevant", "judged not relevant", "unjudged"
-#: The per-query retrieval metrics logged as CODE feedback (``{k}``: the headline k).
-RETRIEVAL_FEEDBACK = ("hit_rate_at_{k}", "recall_at_{k}", "ndcg_at_{k}", "context_precision_at_{k}", "mrr")
+#: The per-query retrieval metrics logged as CODE feedback at the headline k (then ``mrr``).
+RETRIEVAL_FEEDBACK = ("hit_rate", "recall", "ndcg", "context_precision")
 RAGEXP_SOURCE = AssessmentSource(AssessmentSourceType.CODE, "ragexp")
 #: Judge kinds (``identity()["kind"]``) that are language models; the others are code.
 LLM_JUDGE_KINDS = frozenset({"llm", "local_likelihood"})
@@ -189,11 +190,15 @@ def _outcome_reason(row: QueryResult, context_k: int) -> str:
     return text
 
 
+def feedback_metrics(k: int) -> list[str]:
+    """The keys :func:`retrieval_feedback` logs at headline cutoff ``k``: :data:`RETRIEVAL_FEEDBACK` at ``k``, ``mrr``."""
+    return [at(name, k) for name in RETRIEVAL_FEEDBACK] + ["mrr"]
+
+
 def retrieval_feedback(row: QueryResult, ks: Sequence[int], context_k: int) -> list[Feedback]:
     """The query's retrieval metrics at the headline k and its failure class, as CODE feedback."""
-    k = headline_k(ks)
     out = [Feedback(name, row.metrics[name], source=RAGEXP_SOURCE)
-           for name in (pattern.format(k=k) for pattern in RETRIEVAL_FEEDBACK) if name in row.metrics]
+           for name in feedback_metrics(headline_k(ks)) if name in row.metrics]
     out.append(Feedback("failure_class", row.outcome_class(context_k), source=RAGEXP_SOURCE,
                         rationale=_outcome_reason(row, context_k)))
     return out
