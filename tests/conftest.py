@@ -1,5 +1,6 @@
-"""Shared fixtures: where the public data sets are, a tiny own-format dataset, and a check that no
-test writes into the repository (the suite runs on parallel workers that share it)."""
+"""Shared fixtures: where the public data sets are, a tiny own-format dataset, a fresh headless
+Chromium page, and a check that no test writes into the repository (the suite runs on parallel
+workers that share it)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import shared_data_dir
+from tests.helpers.chromium import fresh_page
 from tests.helpers.tiny_dataset import write_tiny_dataset
 
 # The encoders' ONNX exports (ragexp.models.onnx_export), content-addressed: one folder for every
@@ -46,3 +48,10 @@ def tiny_dataset(tmp_path: Path) -> tuple[Path, Path]:
     return write_tiny_dataset(tmp_path)
 
 
+@pytest.fixture()
+def page():
+    """A page of a freshly launched headless Chromium (tests/helpers/chromium.py): a first visit in
+    a 1600x1000 window, every wait and ``expect`` giving up after 60 s. The module using it skips
+    itself without Playwright (``pytest.importorskip``) and carries ``BROWSER_MARKS``."""
+    with fresh_page() as page:
+        yield page

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.annotator_pair import write
+from tests.helpers.chromium import BROWSER_MARKS, launched
 from tests.helpers.cli import ragexp
 from tests.helpers.mlflow_server import free_port
-from tests.helpers.page_server import BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS, settled_save_state, start_page, stop_page
+from tests.helpers.page_server import settled_save_state, start_page, stop_page
 from tests.helpers.tiny_dataset import TINY_DOCS, write_tiny_dataset
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
@@ -98,8 +99,7 @@ def test_two_annotators_with_three_planted_disagreements_adjudicate_to_the_inten
         assert settled_save_state(page, TIMEOUT_MS) == "saved"
 
     try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        with launched() as browser:
             page = browser.new_page(viewport={"width": 1500, "height": 1000})
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(url)
@@ -138,7 +138,6 @@ def test_two_annotators_with_three_planted_disagreements_adjudicate_to_the_inten
             page.keyboard.press("Control+Enter")
             saved(page)
             sync_api.expect(page.locator("#queue li .badge")).to_have_text(["done"] * 4)
-            browser.close()
     finally:
         stop_page(server)
 

@@ -14,34 +14,21 @@ Screenshots: ``test-artifacts/agreement-mlflow.png`` and ``agreement-adjudicatio
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 from ragexp.tracking.agreement_note import AGREEMENT_TAG
 from tests.helpers.annotator_pair import ALICE, BOB, write
+from tests.helpers.chromium import BROWSER_MARKS, UI_TIMEOUT_MS, VIEWPORT, screenshot
 from tests.helpers.cli import ENV, ragexp
 from tests.helpers.mlflow_server import free_port, mlflow_server, wait_until_healthy
-from tests.helpers.page_server import (
-    BROWSER_MARKS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    settled_save_state,
-    start_page,
-    stop_page,
-)
+from tests.helpers.page_server import settled_save_state, start_page, stop_page
 from tests.helpers.tiny_dataset import write_tiny_dataset
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
 pytestmark = BROWSER_MARKS
-REPO = Path(__file__).resolve().parents[1]
-VIEWPORT = {"width": 1600, "height": 1000}
-UI_TIMEOUT_MS = 60_000
 
 
 #: Where ``text`` (within one text node) is drawn: its lowest edge, and whether an ancestor that clips
@@ -71,28 +58,6 @@ SHOWN_JS = """(text) => {
 def kappa_text(numbers: dict) -> str:
     """A kappa as the description writes it, from the stored numbers."""
     return f"kappa {numbers['kappa']:.2f} (95% CI {numbers['ci_low']:.2f} to {numbers['ci_high']:.2f})"
-
-
-@pytest.fixture()
-def page() -> Iterator[sync_api.Page]:
-    """A fresh headless Chromium page (a first visit: no stored UI state)."""
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.set_default_timeout(UI_TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
-
-
-def screenshot(page: sync_api.Page, name: str) -> None:
-    """Into ``test-artifacts/``, and ``docs/images/`` with ``RAGEXP_UPDATE_SCREENSHOT=1``."""
-    (REPO / "test-artifacts").mkdir(exist_ok=True)
-    page.mouse.move(0, 0)
-    page.screenshot(path=REPO / "test-artifacts" / name)
-    if os.environ.get("RAGEXP_UPDATE_SCREENSHOT") == "1":
-        shutil.copyfile(REPO / "test-artifacts" / name, REPO / "docs" / "images" / name)
 
 
 def test_the_experiments_first_screen_shows_the_agreement(tmp_path, page):

@@ -27,12 +27,10 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tests.helpers.chromium import BROWSER_MARKS, launched
 from tests.helpers.cli import ENV, ragexp
 from tests.helpers.mlflow_server import free_port
 from tests.helpers.page_server import (
-    BROWSER_MARKS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     drag_select,
     settled_save_state,
     start_page,
@@ -150,8 +148,7 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
     ARTIFACTS.mkdir(exist_ok=True)
     shots = []
     try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        with launched() as browser:
             page = browser.new_page(viewport={"width": 1500, "height": 1000})
             page.set_default_timeout(TIMEOUT_MS)
             act = Actions(page)
@@ -252,7 +249,6 @@ def test_annotate_a_log_in_the_browser_kill_the_server_and_lose_nothing(tmp_path
             page.wait_for_selector("#queue li")
             page.screenshot(path=str(ARTIFACTS / "annotate-coverage.png"))
             shots.append("annotate-coverage.png")
-            browser.close()
     finally:
         stop_page(server)
 

@@ -20,11 +20,9 @@ from pathlib import Path
 import pytest
 
 from ragexp.annotation.session import entry_id
+from tests.helpers.chromium import BROWSER_MARKS, launched
 from tests.helpers.mlflow_server import free_port
 from tests.helpers.page_server import (
-    BROWSER_MARKS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     drag_select,
     settled_save_state,
     start_page,
@@ -32,7 +30,7 @@ from tests.helpers.page_server import (
 )
 from tests.helpers.tiny_dataset import TINY_DOCS, write_tiny_dataset
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
+pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"
@@ -52,10 +50,8 @@ def served(tmp_path):
     server, url = start_page(tmp_path, ["evalset", "annotate", str(evalset), "--corpus", str(corpus), "--queries",
                                         "queue.jsonl", "--pipelines", "bm25", "--port", str(free_port())])
     try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        with launched() as browser:
             yield browser, f"{url}#{entry_id(QUESTION)}", evalset, corpus
-            browser.close()
     finally:
         stop_page(server)
 

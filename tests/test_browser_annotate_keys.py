@@ -28,11 +28,9 @@ from pathlib import Path
 import pytest
 
 from ragexp.annotation.session import sidecar_path
+from tests.helpers.chromium import BROWSER_MARKS, launched
 from tests.helpers.mlflow_server import free_port
 from tests.helpers.page_server import (
-    BROWSER_MARKS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     drag_select,
     hidden_first_lines,
     settled_save_state,
@@ -40,7 +38,7 @@ from tests.helpers.page_server import (
     stop_page,
 )
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
+pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "ragexp" / "data" / "datasets" / "demo"
@@ -108,8 +106,7 @@ def test_ten_items_with_three_judged_negatives_each_at_a_median_of_at_most_8_act
     by_query = {demo[i]["query"]: i for i in ITEMS}
     searched_for = typed_added = None
     try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        with launched() as browser:
             page = browser.new_page(viewport={"width": 1500, "height": 1000})
             page.set_default_timeout(TIMEOUT_MS)
             act = Actions(page)
@@ -215,7 +212,6 @@ def test_ten_items_with_three_judged_negatives_each_at_a_median_of_at_most_8_act
             saved(page)
             page.wait_for_function("() => [...document.querySelectorAll('#queue .badge')].every((b) => b.textContent === 'done')")
             page.screenshot(path=str(ARTIFACTS / "annotate-keys-done.png"))
-            browser.close()
     finally:
         stop_page(server)
 

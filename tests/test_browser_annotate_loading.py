@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.chromium import BROWSER_MARKS, launched
 from tests.helpers.mlflow_server import free_port
-from tests.helpers.page_server import BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS, start_page, stop_page
+from tests.helpers.page_server import start_page, stop_page
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
+pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
 DEMO = Path(__file__).resolve().parents[1] / "ragexp" / "data" / "datasets" / "demo"
 TIMEOUT_MS = 120_000
@@ -34,8 +35,7 @@ def test_keys_while_the_next_questions_passages_load_judge_nothing(tmp_path):
     server, url = start_page(tmp_path, args)
     held = []
     try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        with launched() as browser:
             page = browser.new_page()
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(url)
@@ -61,6 +61,5 @@ def test_keys_while_the_next_questions_passages_load_judge_nothing(tmp_path):
             by_id = {e["id"]: e for e in page.evaluate(STATE)["entries"]}
             assert by_id[second]["evidence"] == [], "a key in the loading gap judged the previous question's passage"
             assert len(by_id[first]["evidence"]) == 1
-            browser.close()
     finally:
         stop_page(server)

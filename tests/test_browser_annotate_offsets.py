@@ -17,18 +17,16 @@ from pathlib import Path
 import pytest
 
 from ragexp.annotation.session import entry_id
+from tests.helpers.chromium import BROWSER_MARKS, launched
 from tests.helpers.mlflow_server import free_port
 from tests.helpers.page_server import (
-    BROWSER_MARKS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     drag_select,
     settled_save_state,
     start_page,
     stop_page,
 )
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
+pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
 TIMEOUT_MS = 60_000
 QUESTION = "When is the cake served and how long is the refund window?"
@@ -51,14 +49,12 @@ def served(tmp_path):
     server, url = start_page(tmp_path, ["evalset", "annotate", str(evalset), "--corpus", str(corpus), "--queries",
                                         "queue.jsonl", "--pipelines", "bm25", "--port", str(free_port())])
     try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        with launched() as browser:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(f"{url}#{entry_id(QUESTION)}")
             page.wait_for_selector("#candidates .passage, #candidates p")  # the pool, or "no candidate"
             yield page, evalset
-            browser.close()
     finally:
         stop_page(server)
 

@@ -31,11 +31,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.chromium import BROWSER_MARKS, launched
 from tests.helpers.mlflow_server import free_port
 from tests.helpers.page_server import (
-    BROWSER_MARKS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     drag_select,
     settled_save_state,
     start_page,
@@ -43,7 +41,7 @@ from tests.helpers.page_server import (
     text_box,
 )
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
+pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
 pytestmark = BROWSER_MARKS
 REPO = Path(__file__).resolve().parents[1]
@@ -107,8 +105,7 @@ def test_the_documented_key_sequences_save_each_item_kind_field_by_field(tmp_pat
                                         "--annotator", "ana"])
     seen: dict[str, str] = {}  # what the page said along the way, checked after the file
     try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        with launched() as browser:
             page = browser.new_page(viewport={"width": 1500, "height": 1000})
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(url)
@@ -162,7 +159,6 @@ def test_the_documented_key_sequences_save_each_item_kind_field_by_field(tmp_pat
             page.keyboard.press("Control+Enter")
             saved(page)
             page.wait_for_function("() => [...document.querySelectorAll('#queue .badge')].every((b) => b.textContent === 'done')")
-            browser.close()
     finally:
         stop_page(server)
 
@@ -203,8 +199,7 @@ def test_a_drag_is_held_escape_keeps_the_search_and_the_first_question_shows_at_
                                         str(rows), "--pool-depth", "6", "--port", str(free_port())])  # default pipelines, fresh stage cache
     to_url = time.monotonic() - started
     try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        with launched() as browser:
             page = browser.new_page(viewport={"width": 1500, "height": 1000})
             page.set_default_timeout(TIMEOUT_MS)
             opened = time.monotonic()
@@ -265,6 +260,5 @@ def test_a_drag_is_held_escape_keeps_the_search_and_the_first_question_shows_at_
             grown = [p["unit_id"] for p in page.evaluate("() => window.ragexpAnnotate.state.candidates")]
             before = [p["unit_id"] for p in first]
             assert len(grown) > len(before) and [u for u in grown if u in before] == before
-            browser.close()
     finally:
         stop_page(server)

@@ -15,8 +15,6 @@ copies the screenshots to ``docs/images/`` (docs/cost.md's).
 from __future__ import annotations
 
 import html
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,26 +22,14 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ragexp.tracking import store
+from tests.helpers.chromium import BROWSER_MARKS, UPDATE_SCREENSHOTS, close_mlflow_assistant, screenshot
 from tests.helpers.cli import ENV, ragexp
 from tests.helpers.mlflow_server import mlflow_server, wait_until_healthy
 from tests.helpers.tiny_dataset import write_tiny_dataset
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-REPO = Path(__file__).resolve().parents[1]
-ARTIFACTS = REPO / "test-artifacts"
-DOCS_IMAGES = REPO / "docs" / "images"
-UPDATE_SCREENSHOTS = os.environ.get("RAGEXP_UPDATE_SCREENSHOT") == "1"
-UI_TIMEOUT_MS = 60_000
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)"),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture(scope="module")
@@ -68,39 +54,11 @@ def sweep(tmp_path_factory) -> Iterator[tuple[str, MlflowClient, object, Path, P
         yield base, client, parent, root, db
 
 
-@pytest.fixture()
-def page() -> Iterator[sync_api.Page]:
-    """A fresh headless Chromium page (a first visit)."""
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
-            page.set_default_timeout(UI_TIMEOUT_MS)
-            sync_api.expect.set_options(timeout=UI_TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
-
-
-def screenshot(page: sync_api.Page, name: str, element: sync_api.Locator | None = None) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.mouse.move(0, 0)
-    (element or page).screenshot(path=ARTIFACTS / name)
-    if UPDATE_SCREENSHOTS:
-        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ARTIFACTS / name, DOCS_IMAGES / name)
-
-
 def test_parent_run_shows_quality_against_p95_latency_with_the_front(sweep, page):
     base, client, parent, _, _ = sweep
     tags = client.get_run(parent.info.run_id).data.tags
     page.goto(f"{base}/#/experiments/{parent.info.experiment_id}/runs/{parent.info.run_id}")
-    close = page.locator('[data-component-id="mlflow.assistant.chat_panel.close"]')  # the side panel MLflow opens
-    try:
-        close.wait_for(state="visible", timeout=5_000)
-        close.click()
-    except sync_api.TimeoutError:
-        pass
+    close_mlflow_assistant(page)
     page.get_by_text("Show more", exact=True).click()  # MLflow folds long descriptions
     sync_api.expect(page.get_by_text("Quality against cost").first).to_be_visible()
     sync_api.expect(page.get_by_text("Cheapest config tied with the best").first).to_be_visible()

@@ -18,9 +18,7 @@ supported) and copies the screenshot to ``docs/images/judge-review.png`` (docs/j
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -30,18 +28,14 @@ from sklearn.metrics import cohen_kappa_score
 
 from ragexp.evaluation.results import RunResults
 from ragexp.judging.calibration.labels import label_of, read_labels
+from tests.helpers.chromium import BROWSER_MARKS, UPDATE_SCREENSHOTS, launched, new_page, screenshot
 from tests.helpers.cli import ragexp
-from tests.helpers.page_server import BROWSER_MARKS, start_page, stop_page
+from tests.helpers.page_server import start_page, stop_page
 from tests.helpers.tiny_dataset import write_tiny_dataset
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-REPO = Path(__file__).resolve().parents[1]
-UPDATE_SCREENSHOTS = os.environ.get("RAGEXP_UPDATE_SCREENSHOT") == "1"
-TIMEOUT_MS = 60_000
+VIEWPORT = {"width": 1400, "height": 900}
 KEYS = {"y": "supported", "n": "not_supported", "s": "skip"}
 GENERATOR = ["generator=local"] if UPDATE_SCREENSHOTS else ["generator=extractive", "+generator.min_overlap=0.1"]
 PATTERN = "ynsyn"  # the verdicts typed, claim after claim (repeated if there are more claims)
@@ -63,70 +57,59 @@ def test_a_person_labels_claims_with_the_keyboard_and_agreement_reaches_mlflow(t
     server, url = start_page(tmp_path, ["judge", "review", run_id, "-n", "20", "--labels", str(labels), "--tracking-uri", f"sqlite:///{db}",
                                        "--port", "0"], timeout_s=180)
     try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 900})
-                page.set_default_timeout(TIMEOUT_MS)
-                sync_api.expect.set_options(timeout=TIMEOUT_MS)
-                page.goto(url)
-                page.wait_for_selector("body[data-ready=true]")
-                claims = page.evaluate("fetch('/api/review').then(r => r.json())")["claims"]
-                assert len(claims) >= 4, claims  # enough to disagree on
-                assert all(c["evidence_by"] == "judge" for c in claims if c["evidence"])
-                first = claims[0]
-                if first["evidence"]:
-                    sync_api.expect(page.locator("#context mark")).to_have_text(first["context"][slice(*first["evidence"])])
-                typed = {}
-                for index, claim in enumerate(claims):
-                    key = PATTERN[index % len(PATTERN)]
-                    sync_api.expect(page.locator("#claim")).to_have_text(claim["claim"])
-                    page.keyboard.press(key)
-                    typed[claim["id"]] = KEYS[key]
-                sync_api.expect(page.locator("#logged")).to_contain_text("Logged to run")
-                sync_api.expect(page.locator("#save-status")).to_have_text("saved")
-                # the PPI panel: the corrected faithfulness, and the labels a chosen width needs
-                sync_api.expect(page.locator("#ppi")).to_contain_text("judge alone")
-                page.locator("#ppi-width").select_option("0.05")
-                sync_api.expect(page.locator("#ppi-needed")).to_contain_text(re.compile(r": \d+ more"))
-                shot = REPO / "test-artifacts" / "judge-review.png"
-                shot.parent.mkdir(exist_ok=True)
-                page.keyboard.press("k")  # back one: its verdict and the judge's are both shown
-                page.screenshot(path=str(shot))
-                if UPDATE_SCREENSHOTS:
-                    shutil.copyfile(shot, REPO / "docs" / "images" / "judge-review.png")
+        with launched() as browser:
+            page = new_page(browser, VIEWPORT)
+            page.goto(url)
+            page.wait_for_selector("body[data-ready=true]")
+            claims = page.evaluate("fetch('/api/review').then(r => r.json())")["claims"]
+            assert len(claims) >= 4, claims  # enough to disagree on
+            assert all(c["evidence_by"] == "judge" for c in claims if c["evidence"])
+            first = claims[0]
+            if first["evidence"]:
+                sync_api.expect(page.locator("#context mark")).to_have_text(first["context"][slice(*first["evidence"])])
+            typed = {}
+            for index, claim in enumerate(claims):
+                key = PATTERN[index % len(PATTERN)]
+                sync_api.expect(page.locator("#claim")).to_have_text(claim["claim"])
+                page.keyboard.press(key)
+                typed[claim["id"]] = KEYS[key]
+            sync_api.expect(page.locator("#logged")).to_contain_text("Logged to run")
+            sync_api.expect(page.locator("#save-status")).to_have_text("saved")
+            # the PPI panel: the corrected faithfulness, and the labels a chosen width needs
+            sync_api.expect(page.locator("#ppi")).to_contain_text("judge alone")
+            page.locator("#ppi-width").select_option("0.05")
+            sync_api.expect(page.locator("#ppi-needed")).to_contain_text(re.compile(r": \d+ more"))
+            page.keyboard.press("k")  # back one: its verdict and the judge's are both shown
+            screenshot(page, "judge-review.png")
 
-                # A second page on the same labels file opens with the first page's verdicts; it
-                # changes the first claim's verdict (lands), then the first page, still showing its
-                # own older verdict, gives that claim a third one: a visible conflict, nothing written
-                # until the person clicks Keep mine.
-                first_id = claims[0]["id"]
-                mine = typed[first_id]
-                theirs = next(v for v in ("supported", "not_supported") if v != mine)
-                third = next(v for v in KEYS.values() if v not in (mine, theirs))
-                key_of = {verdict: key for key, verdict in KEYS.items()}
-                item = f'#claim-list li[data-id="{first_id}"]'
-                other = browser.new_page(viewport={"width": 1400, "height": 900})
-                other.set_default_timeout(TIMEOUT_MS)
-                other.goto(url)
-                other.wait_for_selector("body[data-ready=true]")
-                sync_api.expect(other.locator(item)).to_have_attribute("data-state", mine)
-                other.locator(item).click()
-                other.keyboard.press(key_of[theirs])
-                sync_api.expect(other.locator(item)).to_have_attribute("data-state", theirs)
-                sync_api.expect(other.locator("#save-status")).to_have_text("saved")
-                typed[first_id] = theirs
-                page.locator(item).click()
-                page.keyboard.press(key_of[third])
-                sync_api.expect(page.locator("#conflict-bar")).to_contain_text(f"{first_id} was marked")
-                sync_api.expect(page.locator("#save-status")).to_contain_text("conflict")
-                # "Keep mine": the first page's verdict goes over theirs and is the one stored
-                page.locator("#conflict-bar").get_by_role("button", name="Keep mine").click()
-                sync_api.expect(page.locator("#save-status")).to_have_text("saved")
-                sync_api.expect(page.locator(item)).to_have_attribute("data-state", third)
-                typed[first_id] = third
-            finally:
-                browser.close()
+            # A second page on the same labels file opens with the first page's verdicts; it
+            # changes the first claim's verdict (lands), then the first page, still showing its
+            # own older verdict, gives that claim a third one: a visible conflict, nothing written
+            # until the person clicks Keep mine.
+            first_id = claims[0]["id"]
+            mine = typed[first_id]
+            theirs = next(v for v in ("supported", "not_supported") if v != mine)
+            third = next(v for v in KEYS.values() if v not in (mine, theirs))
+            key_of = {verdict: key for key, verdict in KEYS.items()}
+            item = f'#claim-list li[data-id="{first_id}"]'
+            other = new_page(browser, VIEWPORT)
+            other.goto(url)
+            other.wait_for_selector("body[data-ready=true]")
+            sync_api.expect(other.locator(item)).to_have_attribute("data-state", mine)
+            other.locator(item).click()
+            other.keyboard.press(key_of[theirs])
+            sync_api.expect(other.locator(item)).to_have_attribute("data-state", theirs)
+            sync_api.expect(other.locator("#save-status")).to_have_text("saved")
+            typed[first_id] = theirs
+            page.locator(item).click()
+            page.keyboard.press(key_of[third])
+            sync_api.expect(page.locator("#conflict-bar")).to_contain_text(f"{first_id} was marked")
+            sync_api.expect(page.locator("#save-status")).to_contain_text("conflict")
+            # "Keep mine": the first page's verdict goes over theirs and is the one stored
+            page.locator("#conflict-bar").get_by_role("button", name="Keep mine").click()
+            sync_api.expect(page.locator("#save-status")).to_have_text("saved")
+            sync_api.expect(page.locator(item)).to_have_attribute("data-state", third)
+            typed[first_id] = third
     finally:
         stop_page(server)
 

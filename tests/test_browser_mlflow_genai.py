@@ -20,9 +20,7 @@ Screenshots go to ``test-artifacts/``; ``RAGEXP_UPDATE_SCREENSHOT=1`` runs the d
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,30 +32,18 @@ from ragexp.commands.ui import newest_view_path
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.tracking import experiments, store
 from ragexp.tracking.traces import TAG_TRACES
+from tests.helpers.chromium import BROWSER_MARKS, MLFLOW_ASSISTANT_CLOSE, UPDATE_SCREENSHOTS, close_mlflow_assistant, screenshot
 from tests.helpers.cli import ENV, ragexp
 from tests.helpers.mlflow_server import mlflow_server, wait_until_healthy
 from tests.helpers.tiny_dataset import write_tiny_dataset
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-REPO = Path(__file__).resolve().parents[1]
-ARTIFACTS = REPO / "test-artifacts"
-DOCS_IMAGES = REPO / "docs" / "images"
-UPDATE_SCREENSHOTS = os.environ.get("RAGEXP_UPDATE_SCREENSHOT") == "1"
-UI_TIMEOUT_MS = 60_000
-ASSISTANT_CLOSE = '[data-component-id="mlflow.assistant.chat_panel.close"]'
 #: Runs whose rows fit in the runs table of a 1000-pixel-high window below MLflow's shared-view banner
 #: (the 18-run demo sweep's parent is one scroll down: docs/mlflow.md).
 FIRST_SCREEN_ROWS = 16
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)"),
-]
+pytestmark = BROWSER_MARKS
 
 
 @dataclass
@@ -108,43 +94,9 @@ def sweep(tmp_path_factory) -> Iterator[Sweep]:
         yield Sweep(base, client, experiment.experiment_id, parent, children, traced, root)
 
 
-@pytest.fixture()
-def page() -> Iterator[sync_api.Page]:
-    """A fresh headless Chromium profile (no stored UI state: a first visit)."""
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
-            page.set_default_timeout(UI_TIMEOUT_MS)
-            sync_api.expect.set_options(timeout=UI_TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
-
-
-def close_assistant_panel(page: sync_api.Page) -> None:
-    close = page.locator(ASSISTANT_CLOSE)
-    try:
-        close.wait_for(state="visible", timeout=10_000)
-        close.click()
-        close.wait_for(state="hidden")
-        page.wait_for_timeout(500)  # the panel slides out; the table re-lays out after it
-    except sync_api.TimeoutError:
-        pass
-
-
-def screenshot(page: sync_api.Page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.mouse.move(0, 0)
-    page.screenshot(path=ARTIFACTS / name)
-    if UPDATE_SCREENSHOTS:
-        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ARTIFACTS / name, DOCS_IMAGES / name)
-
-
 def evaluation_runs(sweep: Sweep, page: sync_api.Page) -> None:
     page.goto(f"{sweep.base}/#/experiments/{sweep.experiment_id}/evaluation-runs")
-    close_assistant_panel(page)
+    close_mlflow_assistant(page)
     sync_api.expect(page.locator('[data-component-id="mlflow.eval-runs.run-name-cell"]').first).to_be_visible()
 
 
@@ -229,7 +181,7 @@ def test_the_first_screen_shows_what_decides_beside_the_assistant_panel(sweep, p
     decision = f"tags.`{experiments.DECISION_TAG}`"
     header = page.locator(f'[role="columnheader"][col-id="{decision}"]')
     sync_api.expect(header).to_be_visible()
-    assistant = page.locator(ASSISTANT_CLOSE)
+    assistant = page.locator(MLFLOW_ASSISTANT_CLOSE)
     try:  # MLflow opens its Assistant over the right third on a first visit to a local server
         assistant.wait_for(state="visible", timeout=15_000)
         right_limit = page.get_by_text("MLflow Assistant").first.bounding_box()["x"]

@@ -22,9 +22,7 @@ dataset instead of the tiny one and copies the screenshots to ``docs/images/`` (
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,29 +35,18 @@ from ragexp.comparison import vs_best
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
 from ragexp.tracking import store
 from ragexp.tracking.metric_names import to_mlflow
+from tests.helpers.chromium import ARTIFACTS, BROWSER_MARKS, UI_TIMEOUT_MS, UPDATE_SCREENSHOTS, close_mlflow_assistant, screenshot
 from tests.helpers.cli import ENV, ragexp
 from tests.helpers.mlflow_server import mlflow_server, wait_until_healthy
 from tests.helpers.tiny_dataset import write_tiny_dataset
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-REPO = Path(__file__).resolve().parents[1]
-ARTIFACTS = REPO / "test-artifacts"
-DOCS_IMAGES = REPO / "docs" / "images"
-UPDATE_SCREENSHOTS = os.environ.get("RAGEXP_UPDATE_SCREENSHOT") == "1"
 CHUNKINGS = ("fixed", "recursive", "markdown")
 RETRIEVALS = ("bm25", "dense", "hybrid_rrf")
 HEADLINE = ("hit_rate_at_5", "mrr", "ndcg_at_5")
-UI_TIMEOUT_MS = 60_000
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)"),
-]
+pytestmark = BROWSER_MARKS
 
 
 @dataclass
@@ -101,40 +88,6 @@ def sweep(tmp_path_factory) -> Iterator[Sweep]:
         yield Sweep(base, client, experiment.experiment_id, parent, children)
 
 
-@pytest.fixture()
-def page() -> Iterator[sync_api.Page]:
-    """A fresh headless Chromium page (no stored UI state: a first visit); every wait gives up
-    after ``UI_TIMEOUT_MS``."""
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
-            page.set_default_timeout(UI_TIMEOUT_MS)
-            sync_api.expect.set_options(timeout=UI_TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
-
-
-def close_assistant_panel(page: sync_api.Page) -> None:
-    """Hide the "MLflow Assistant" side panel (open by default) so the page gets the width."""
-    close = page.locator('[data-component-id="mlflow.assistant.chat_panel.close"]')
-    try:
-        close.wait_for(state="visible", timeout=5_000)
-        close.click()
-    except sync_api.TimeoutError:
-        pass
-
-
-def screenshot(page: sync_api.Page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.mouse.move(0, 0)
-    page.screenshot(path=ARTIFACTS / name)
-    if UPDATE_SCREENSHOTS:
-        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ARTIFACTS / name, DOCS_IMAGES / name)
-
-
 def scroll_to_column(page: sync_api.Page, col_id: str) -> None:
     """Scroll the runs table sideways until column ``col_id`` is rendered (the grid renders only
     the columns in view: each headline metric brings its CI bounds and tie mark, wider than a screen)."""
@@ -170,7 +123,7 @@ def retrieval_failures(results: RunResults) -> set[str]:
 
 def test_one_click_from_the_first_screen_shows_full_names_and_headline_columns(sweep, page):
     page.goto(f"{sweep.base}/#/experiments/{sweep.experiment_id}/runs")
-    close_assistant_panel(page)
+    close_mlflow_assistant(page)
     # First visit: the sweep's parent is expanded (children are evaluation runs), no click needed.
     for child in sweep.children:
         sync_api.expect(page.get_by_role("link", name=child.info.run_name, exact=True)).to_be_attached()
@@ -180,7 +133,7 @@ def test_one_click_from_the_first_screen_shows_full_names_and_headline_columns(s
         page.get_by_role("link", name="Open the ragexp view").click()
     page = opened.value
     page.set_default_timeout(UI_TIMEOUT_MS)
-    close_assistant_panel(page)
+    close_mlflow_assistant(page)
     sync_api.expect(page.get_by_text("ragexp: headline metrics")).to_be_visible()
     for chunking in CHUNKINGS:
         for retrieval in RETRIEVALS:
@@ -233,7 +186,7 @@ def test_one_click_from_the_first_screen_shows_full_names_and_headline_columns(s
 
 def test_chart_view_opens_on_the_headline_section(sweep, page):
     page.goto(f"{sweep.base}/#/experiments/{sweep.experiment_id}/runs?compareRunsMode=CHART")
-    close_assistant_panel(page)
+    close_mlflow_assistant(page)
     area = page.locator('[data-testid="experiment-view-compare-runs-chart-area"]')
     sections = area.get_by_role("figure")
     sync_api.expect(sections.filter(has_text="1_headline")).to_be_visible()
@@ -250,7 +203,7 @@ def evaluation_view(sweep: Sweep, page: sync_api.Page, runs) -> None:
     query = urllib.parse.urlencode({"compareRunsMode": "ARTIFACT", "searchFilter": f"attributes.run_id IN ({ids})",
                                     "orderByKey": f"metrics.`{to_mlflow('hit_rate_at_5')}`", "orderByAsc": "false"})
     page.goto(f"{sweep.base}/#/experiments/{sweep.experiment_id}/runs?{query}")
-    close_assistant_panel(page)
+    close_mlflow_assistant(page)
     sync_api.expect(page.get_by_text(store.PER_QUERY_TABLE).first).to_be_visible()
 
 
@@ -317,7 +270,7 @@ def test_the_same_query_side_by_side_in_two_runs(sweep, page):
 
 def test_parent_run_shows_the_sweep_summary(sweep, page):
     page.goto(f"{sweep.base}/#/experiments/{sweep.experiment_id}/runs/{sweep.parent.info.run_id}")
-    close_assistant_panel(page)
+    close_mlflow_assistant(page)
     sync_api.expect(page.get_by_text(re.compile(r"^Best of 9 runs"))).to_be_visible()
     page.get_by_text("Show more", exact=True).click()  # MLflow folds long descriptions
     image = page.locator('img[src*="summary%2Fheatmap_hit_rate_at_5.png"]')  # MLflow drops the alt text

@@ -17,8 +17,8 @@ import pytest
 
 from ragexp.errors import RagexpInputError
 from ragexp.web.browser_ports import BLOCKED, BLOCKED_BY_NEWER, check_browser_port, next_open_port
+from tests.helpers.chromium import BROWSER_MARKS, CHROMIUM, launched
 from tests.helpers.cli import ENV
-from tests.helpers.page_server import BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS
 
 SCANNED = range(1, 11_000)
 
@@ -36,17 +36,15 @@ _FETCH_ALL = """async ([lo, hi]) => {
 @pytest.mark.slow
 @pytest.mark.skipif(not CHROMIUM.exists(), reason=BROWSER_MARKS[2].kwargs["reason"])
 def test_the_list_is_what_chromium_refuses():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
     from urllib.parse import urlsplit
 
     failures: dict[int, str] = {}
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launched() as browser:
         page = browser.new_page()
         page.goto("about:blank")
         page.on("requestfailed", lambda request: failures.__setitem__(urlsplit(request.url).port or 80, request.failure))
         page.evaluate(_FETCH_ALL, [SCANNED.start, SCANNED.stop])
-        browser.close()
     refused = {port for port, why in failures.items() if why == "net::ERR_UNSAFE_PORT"}
     assert len(failures) > 0.99 * len(SCANNED)  # nearly every fetch failed (nothing listens there), so each was seen
     assert refused == {port for port in BLOCKED if port in SCANNED}

@@ -17,9 +17,9 @@ from ragexp.judge_review.sample import ReviewClaim
 from ragexp.judge_review.session import ReviewSession
 from ragexp.judging.calibration.labels import LabelledClaim
 from ragexp.web.app import STATIC_DIR
-from tests.helpers.page_server import BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS
+from tests.helpers.chromium import BROWSER_MARKS, launched
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
+pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
 pytestmark = BROWSER_MARKS
 
@@ -50,15 +50,11 @@ def test_the_highlight_after_emoji_is_the_sentence_the_judge_relied_on(tmp_path)
             return route.fulfill(status=200, content_type="text/html", body=(STATIC_DIR / "review.html").read_text(encoding="utf-8"))
         return route.fulfill(status=404, body="")
 
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(30_000)
-            page.route("http://127.0.0.1:9/**", serve)
-            page.goto("http://127.0.0.1:9/")
-            page.wait_for_selector("body[data-ready=true]")
-            assert page.locator("#context mark").text_content() == RELIED_ON
-            assert page.locator("#context").text_content() == CONTEXT
-        finally:
-            browser.close()
+    with launched() as browser:
+        page = browser.new_page()
+        page.set_default_timeout(30_000)
+        page.route("http://127.0.0.1:9/**", serve)
+        page.goto("http://127.0.0.1:9/")
+        page.wait_for_selector("body[data-ready=true]")
+        assert page.locator("#context mark").text_content() == RELIED_ON
+        assert page.locator("#context").text_content() == CONTEXT

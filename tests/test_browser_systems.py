@@ -9,19 +9,15 @@ from __future__ import annotations
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tests.helpers.chromium import BROWSER_MARKS, close_mlflow_assistant, launched, new_page, screenshot
 from tests.helpers.cli import ENV, dataset_args, job_runs, ragexp
 from tests.helpers.mlflow_server import mlflow_server, wait_until_healthy
 from tests.helpers.system_server import serve
-from tests.test_browser_mlflow_ui import CHROMIUM, CHROMIUM_ARGS, UI_TIMEOUT_MS, close_assistant_panel, screenshot
 from tests.test_systems_cache_and_reproduce import keyword_system
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (test extra)")
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM}"),
-]
+pytestmark = BROWSER_MARKS
 
 
 def test_a_black_box_run_beside_a_reference_run_in_the_mlflow_ui(tiny_dataset, tmp_path):
@@ -36,22 +32,16 @@ def test_a_black_box_run_beside_a_reference_run_in_the_mlflow_ui(tiny_dataset, t
         client, _, runs = job_runs(db)
         black_box = next(r for r in runs if r.info.run_name.startswith("http: "))
         reference = next(r for r in runs if r is not black_box)
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1600, "height": 1000})
-                page.set_default_timeout(UI_TIMEOUT_MS)
-                sync_api.expect.set_options(timeout=UI_TIMEOUT_MS)
-                page.goto(f"{base}/#/experiments/{black_box.info.experiment_id}/runs")
-                close_assistant_panel(page)
-                for run in (black_box, reference):
-                    sync_api.expect(page.get_by_role("link", name=run.info.run_name, exact=True)).to_be_visible()
-                screenshot(page, "mlflow-system-beside-reference.png")
-                page.goto(f"{base}/#/experiments/{black_box.info.experiment_id}/runs/{black_box.info.run_id}")
-                close_assistant_panel(page)
-                for metric in ("black_box/located_rate", "cost/endpoint_latency_p50_ms", "1_headline/hit_rate_at_5"):
-                    sync_api.expect(page.get_by_text(metric, exact=True).first).to_be_visible()
-                screenshot(page, "mlflow-system-run.png")
-            finally:
-                browser.close()
+        with launched() as browser:
+            page = new_page(browser)
+            page.goto(f"{base}/#/experiments/{black_box.info.experiment_id}/runs")
+            close_mlflow_assistant(page)
+            for run in (black_box, reference):
+                sync_api.expect(page.get_by_role("link", name=run.info.run_name, exact=True)).to_be_visible()
+            screenshot(page, "mlflow-system-beside-reference.png")
+            page.goto(f"{base}/#/experiments/{black_box.info.experiment_id}/runs/{black_box.info.run_id}")
+            close_mlflow_assistant(page)
+            for metric in ("black_box/located_rate", "cost/endpoint_latency_p50_ms", "1_headline/hit_rate_at_5"):
+                sync_api.expect(page.get_by_text(metric, exact=True).first).to_be_visible()
+            screenshot(page, "mlflow-system-run.png")
     assert black_box.data.metrics["black_box/located_rate"] == 1.0

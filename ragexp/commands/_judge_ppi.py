@@ -26,7 +26,8 @@ import argparse
 from ragexp.commands._runs import RUN_ID, client_for, load_results
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation import corrected
-from ragexp.judging.answer_labels import answer_labels_csv, read_answer_labels
+from ragexp.judging import answer_labels
+from ragexp.judging.answer_labels import read_answer_labels
 from ragexp.judging.calibration.labels import labels_csv, read_labels
 from ragexp.judging.calibration.record import judge_key
 
@@ -98,7 +99,7 @@ def ppi(args: argparse.Namespace) -> int:
         if answer_rows:
             mine = corrected.answer_labels_for(results, answer_rows, run_id)
             kept = [row for row in answer_rows if row.id.rpartition("/")[2] in mine]
-            store.log_artifact_text(client, args.run, corrected.ANSWER_LABELS_ARTIFACT, answer_labels_csv(kept))
+            store.log_artifact_text(client, args.run, corrected.ANSWER_LABELS_ARTIFACT, labels_csv(kept, answer_labels.COLUMNS))
             logged += ", artifact " + corrected.ANSWER_LABELS_ARTIFACT
     print(f"logged to run {args.run}: {logged}")
     return 0

@@ -25,10 +25,11 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
+from ragexp.judging.calibration.labels import labels_csv
 from ragexp.judging.failure import ANSWERABLE_CLASSES
 from ragexp.runtime.atomic_file import atomic_write
 from ragexp.stored.limits import read_text
@@ -78,18 +79,10 @@ def read_answer_labels(path: str | Path) -> list[AnswerLabel]:
     return rows
 
 
-def answer_labels_csv(rows: Iterable[AnswerLabel]) -> str:
-    """The CSV text of ``rows`` in :data:`COLUMNS` order (what :func:`read_answer_labels` reads)."""
-    out = io.StringIO(newline="")
-    writer = csv.DictWriter(out, fieldnames=COLUMNS)
-    writer.writeheader()
-    writer.writerows({column: asdict(row)[column] for column in COLUMNS} for row in rows)
-    return out.getvalue()
-
-
 def write_answer_labels(path: str | Path, rows: Iterable[AnswerLabel]) -> Path:
-    """Write ``rows`` in :data:`COLUMNS` order, whole or not at all."""
+    """Write ``rows`` in :data:`COLUMNS` order, whole or not at all (the CSV text is
+    :func:`ragexp.judging.calibration.labels.labels_csv`'s, the claim labels' writer)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, answer_labels_csv(rows))
+    atomic_write(path, labels_csv(rows, COLUMNS))
     return path

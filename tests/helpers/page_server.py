@@ -10,8 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.helpers.cli import ENV
 
 
@@ -43,19 +41,6 @@ def stop_page(server: subprocess.Popen) -> None:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
 
-
-#: Debian's Chromium, driven by Playwright through ``executable_path``.
-CHROMIUM = Path("/usr/bin/chromium")
-#: The marks of every browser test module: ``browser``, ``slow``, skipped without Debian's Chromium.
-BROWSER_MARKS = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)"),
-]
-#: Smooth scrolling off: a wheel or scrollIntoView scroll otherwise animates after the call
-#: returns, and a drag measured meanwhile starts beside the text it aimed at (a flaky first item).
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-smooth-scrolling"]
 
 _TEXT_BOX_JS = """async ([selector, text]) => {
     const root = document.querySelector(selector);

@@ -26,8 +26,9 @@ from ragexp.annotation.pool import Pooler
 from ragexp.annotation.server import Annotation, routers
 from ragexp.annotation.session import Session, sidecar_path
 from ragexp.web.app import CONTENT_SECURITY_POLICY, STATIC_DIR, create_app
+from tests.helpers.chromium import CHROMIUM, launched
 from tests.helpers.cli import ragexp
-from tests.helpers.page_server import CHROMIUM, CHROMIUM_ARGS, start_page, stop_page
+from tests.helpers.page_server import start_page, stop_page
 from tests.helpers.tiny_dataset import write_tiny_dataset
 
 IMG = '<img src=x onerror="window.__pwned=(window.__pwned||0)+1">'
@@ -93,8 +94,7 @@ def test_hostile_stored_strings_show_as_text_and_run_nothing_in_chromium(tmp_pat
     server, url = start_page(tmp_path, ["evalset", "annotate", str(evalset), "--corpus", str(corpus_dir), "--port", "0",
                                         "--pipelines", "bm25"])
     try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        with launched() as browser:
             page = browser.new_page()
             page.goto(url + "#a")
             page.wait_for_function("() => document.querySelectorAll('#candidates .passage').length > 0", timeout=120_000)
@@ -112,6 +112,5 @@ def test_hostile_stored_strings_show_as_text_and_run_nothing_in_chromium(tmp_pat
                           f" document.body.append(d); d.outerHTML = {json.dumps(IMG)}; }}")
             page.wait_for_timeout(500)
             assert page.evaluate("() => window.__pwned") is None
-            browser.close()
     finally:
         stop_page(server)

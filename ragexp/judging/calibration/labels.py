@@ -94,10 +94,15 @@ def read_labels(path: str | Path) -> list[LabelledClaim]:
     return rows
 
 
-def labels_csv(rows: Iterable[LabelledClaim]) -> str:
-    """The CSV text of ``rows`` in :data:`COLUMNS` order (the format :func:`read_labels` reads)."""
+def labels_csv(rows: Iterable[object], columns: Sequence[str] = COLUMNS) -> str:
+    """The CSV text of dataclass ``rows`` with a header of ``columns``, one row per item in that
+    column order; every field of a row must be one of ``columns`` (else ``ValueError``). The one
+    writer of a person's label files: claims (:data:`COLUMNS`, the format :func:`read_labels`
+    reads) and whole answers (:mod:`ragexp.judging.answer_labels`). The csv module's ``excel``
+    dialect: CRLF row ends, a cell quoted only when it holds a comma, quote or line break, quotes
+    doubled; every cell verbatim (a formula too: ragexp reads these files back as written)."""
     out = io.StringIO(newline="")
-    writer = csv.DictWriter(out, fieldnames=COLUMNS)
+    writer = csv.DictWriter(out, fieldnames=columns)
     writer.writeheader()
     writer.writerows(asdict(row) for row in rows)
     return out.getvalue()
