@@ -5,6 +5,7 @@ same whoever hands the config over (there is no trust flag to forget)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,49 @@ def test_eval_options_are_the_checked_values(tiny_dataset, tmp_path):
     assert options.bootstrap_resamples == node["bootstrap_resamples"] and options.retrieve_k == node["retrieve_k"]
     with pytest.raises(RagexpInputError, match="eval.sample"):
         job_spec(compose_run_config(tiny_dataset, tmp_path / "cache", "eval.sample=0"))
+
+
+PATH_FIELDS = {  # field: the overrides that make a run read the file it names
+    "judge.calibration": ("judge=lexical", "judge.calibration={}"),
+    "dataset.corpus": ("dataset.corpus={}",),
+    "dataset.evalset": ("dataset.evalset={}",),
+    "system.path": ("system=recorded", "system.path={}"),
+    "embedding.model": ("retrieval=dense", "embedding.model={}"),
+}
+
+
+def _hostile(kind: str, tmp_path: Path) -> str:
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "pipe")
+        return str(tmp_path / "pipe")
+    if kind == "device":
+        return "/dev/zero"
+    (tmp_path / "folder" / "sub").mkdir(parents=True)  # a folder where a file is read (or no config.json in it)
+    return str(tmp_path / "folder" / "sub")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+@pytest.mark.parametrize("field", sorted(set(PATH_FIELDS) - {"dataset.corpus"}))
+def test_every_file_a_run_reads_is_checked_in_the_spec(tiny_dataset, tmp_path, field, kind, monkeypatch):
+    """Each path field a run reads from, handed a FIFO (would block), a device (would read without
+    end) or a folder where a file belongs: refused by the gate, naming the field, before anything is
+    built or read (no cache folder, no model constructed). A corpus may be a folder: its FIFO and
+    device cases are the same check as the eval set's (``check_path_fields``) and are covered with
+    it in :func:`test_a_corpus_that_is_no_file_or_folder_is_refused`."""
+    import ragexp.evaluation.pipeline as pipeline_module
+
+    monkeypatch.setattr(pipeline_module, "build_component", lambda *a, **k: pytest.fail("a model was built"))
+    path = _hostile(kind, tmp_path)
+    overrides = [value.format(path) for value in PATH_FIELDS[field]]
+    with pytest.raises(RagexpInputError) as refused:
+        job_spec(compose_run_config(tiny_dataset, tmp_path / "cache", *overrides))
+    assert refused.value.field == field, str(refused.value)
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_corpus_that_is_no_file_or_folder_is_refused(tiny_dataset, tmp_path, kind):
+    path = _hostile(kind, tmp_path)
+    with pytest.raises(RagexpInputError) as refused:
+        job_spec(compose_run_config(tiny_dataset, tmp_path / "cache", f"dataset.corpus={path}"))
+    assert refused.value.field == "dataset.corpus" and "regular file or folder" in refused.value.message

@@ -65,6 +65,8 @@ FLAGS: dict[str, _Flag] = {
     "-cd": _DIR, "--config-dir": _DIR,
     "--allow-endpoint": _Flag("allowed_endpoints", True, repeatable=True),
 }
+#: What ``--hydra-help`` shows: the flags above (``conf/hydra/hydra_help/ragexp.yaml``), not Hydra's own list.
+HYDRA_HELP_OVERRIDE = "hydra/hydra_help=ragexp"
 #: A config name: one plain file name (what Hydra looks up inside the chosen config folder).
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _GRAMMAR = ("ragexp run takes overrides (key=value) and only these flags: -m/--multirun, --cfg job|hydra|all, "
@@ -99,13 +101,16 @@ class RunCommandLine:
 
     def hydra_argv(self) -> list[str]:
         """The canonical argv Hydra parses: every flag whole and ``--flag=value``, then the overrides
-        (none begins with ``-``, so argparse reads each as one)."""
+        (none begins with ``-``, so argparse reads each as one). ``--hydra-help`` shows ragexp's flags
+        (:data:`HYDRA_HELP_OVERRIDE`); Hydra composes that help from ``conf/`` without a primary config,
+        so a handed ``--config-path`` is left out of it."""
+        if self.hydra_help:
+            return ["--hydra-help", *self.overrides, HYDRA_HELP_OVERRIDE]
         argv = ["--multirun"] if self.multirun else []
         argv += [f"--cfg={self.cfg}"] if self.cfg else []
         argv += ["--resolve"] if self.resolve else []
         argv += [f"--info={self.info}"] if self.info else []
         argv += ["--help"] if self.help else []
-        argv += ["--hydra-help"] if self.hydra_help else []
         argv += [f"--config-path={self.config_path}"] if self.config_path is not None else []
         argv += [f"--config-name={self.config_name}"] if self.config_name is not None else []
         argv += [f"--config-dir={self.config_dir}"] if self.config_dir is not None else []

@@ -140,15 +140,16 @@ def check_data_components(cfg: DictConfig, skip: frozenset[str] = frozenset()) -
         make_chunker(chunker_options(cfg.chunking))
 
 
-#: The dataset fields that name a corpus or eval-set file or folder.
+#: The dataset fields that name a corpus or eval-set file or folder; of them, those that name a file.
 DATASET_PATH_FIELDS = ("path", "corpus", "evalset")
+DATASET_FILE_FIELDS = ("evalset",)
 
 
 def check_path_fields(config: Mapping[str, Any]) -> None:
     """What a config's path fields may name, checked before anything is read: every
     ``calibration`` a regular file of at most :data:`MAX_CALIBRATION_BYTES` (``/dev/zero`` would
-    read until memory runs out, a FIFO would block); the dataset's corpus, eval set and path,
-    where they exist, a regular file or a folder (no device, FIFO or socket). A model path is
+    read until memory runs out, a FIFO would block); the dataset's corpus and path, where they
+    exist, a regular file or a folder (no device, FIFO or socket), its eval set a regular file. A model path is
     checked where it is resolved (:func:`ragexp.models.resolve.resolve_model`)."""
     for field, value in _calibrations(config, ""):
         try:
@@ -164,6 +165,9 @@ def check_path_fields(config: Mapping[str, Any]) -> None:
                 mode = os.stat(value).st_mode
             except OSError:
                 continue  # missing: the loader names it with its own advice
+            if key in DATASET_FILE_FIELDS and not stat.S_ISREG(mode):
+                raise RagexpInputError("is not a regular file (a folder, device, FIFO or socket)", file=value,
+                                       field=f"dataset.{key}")
             if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 raise RagexpInputError("is not a regular file or folder (a device, FIFO or socket)", file=value,
                                        field=f"dataset.{key}")

@@ -28,7 +28,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragexp import cli
-from ragexp.config.command_line import CFG_CHOICES, FLAGS, INFO_CHOICES, RunCommandLine, parse_run_command_line
+from ragexp.config.command_line import (CFG_CHOICES, FLAGS, HYDRA_HELP_OVERRIDE, INFO_CHOICES, RunCommandLine,
+                                        parse_run_command_line)
 from ragexp.errors import RagexpInputError
 from tests.helpers.bad_input_cases import ENV
 
@@ -136,6 +137,12 @@ def test_hydra_reads_the_canonical_argv_as_ragexp_built_it(command):
     grammar reads the canonical argv back to the same command."""
     argv = command.hydra_argv()
     hydra = get_args_parser().parse_args(argv)
+    if command.hydra_help:  # ragexp's flags as Hydra's help, composed without a primary config
+        assert hydra.hydra_help and hydra.overrides == [*command.overrides, HYDRA_HELP_OVERRIDE]
+        assert not (hydra.multirun or hydra.cfg or hydra.help or hydra.info or hydra.config_path or hydra.config_dir)
+        assert parse_run_command_line(argv) == RunCommandLine(overrides=(*command.overrides, HYDRA_HELP_OVERRIDE),
+                                                              hydra_help=True)
+        return
     assert hydra.overrides == list(command.overrides)
     assert (hydra.multirun, hydra.cfg, hydra.resolve, hydra.help, hydra.hydra_help) == (
         command.multirun, command.cfg, command.resolve, command.help, command.hydra_help)
@@ -144,6 +151,23 @@ def test_hydra_reads_the_canonical_argv_as_ragexp_built_it(command):
     assert hydra.config_dir == (None if command.config_dir is None else str(command.config_dir))
     assert hydra.config_name == command.config_name
     assert parse_run_command_line(argv) == command
+
+
+def test_hydra_help_lists_the_flags_ragexp_accepts_and_no_other():
+    """``--hydra-help`` is ragexp's flag list (conf/hydra/hydra_help/ragexp.yaml), not Hydra's, which
+    names flags the grammar refuses (``--experimental-rerun``, ``--package``, ``-sc``, ``--version``)."""
+    import re
+
+    proc = subprocess.run([sys.executable, "-m", "ragexp.cli", "run", "--hydra-help"], capture_output=True, text=True,
+                          timeout=300, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    flags_part = proc.stdout.split("== Configuration groups ==")[0]
+    listed = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", flags_part))
+    assert listed == set(FLAGS), listed ^ set(FLAGS)
+    for refused in ("--experimental-rerun", "--package", "--shell-completion", "--version", "--run"):
+        assert refused not in proc.stdout
+        with pytest.raises(RagexpInputError):
+            parse_run_command_line([refused])
 
 
 # --- every other command: whole option names only ------------------------------------------------------------

@@ -26,7 +26,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragexp.config.command_line import RunCommandLine, parse_run_command_line
+from ragexp.config.command_line import HYDRA_HELP_OVERRIDE, RunCommandLine, parse_run_command_line
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation.results import RunResults
 from ragexp.judging.calibration.record import read_calibration
@@ -119,7 +119,9 @@ def test_a_random_command_line_is_parsed_or_refused_by_the_gate(argv):
         assert "\n" not in str(err)
         return
     assert isinstance(command, RunCommandLine)  # Hydra's argv leaves out ragexp's own --allow-endpoint
-    assert parse_run_command_line(command.hydra_argv()) == replace(command, allowed_endpoints=())
+    expected = (RunCommandLine(overrides=(*command.overrides, HYDRA_HELP_OVERRIDE), hydra_help=True) if command.hydra_help
+                else replace(command, allowed_endpoints=()))  # --hydra-help: ragexp's flag list, no primary config
+    assert parse_run_command_line(command.hydra_argv()) == expected
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
