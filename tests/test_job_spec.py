@@ -17,6 +17,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.evaluation.job_spec import ConfigSource, EvalOptions, JobSpec, job_spec
 from ragexp.evaluation.results import RunResults
 from ragexp.evaluation.saved_config import read_run_config
+from ragexp.metrics.relevance import OverlapRule
 from ragexp.jobs.job import log_saved_run, run_job
 from ragexp.tracking import store
 from ragexp.tracking.run_logger import LOCAL_CONFIG
@@ -136,7 +137,7 @@ def test_eval_options_are_the_checked_values(tiny_dataset, tmp_path):
                              "eval.failure.min_f1=0.25")
     options = job_spec(cfg).eval
     node = OmegaConf.to_container(cfg.eval)
-    assert options.sample == 3 and options.relevance_mode == "span" and options.failure.min_f1 == 0.25
+    assert options.sample == 3 and options.relevance == OverlapRule(min_fraction=0.5, mode="span") and options.failure.min_f1 == 0.25
     assert options.bootstrap_resamples == node["bootstrap_resamples"] and options.retrieve_k == node["retrieve_k"]
     with pytest.raises(RagexpInputError, match="eval.sample"):
         job_spec(compose_run_config(tiny_dataset, tmp_path / "cache", "eval.sample=0"))

@@ -84,7 +84,6 @@ def reproduce_run(original, uri: str, work: Path, args: argparse.Namespace):
     """Re-run ``original`` from its stored config (read through the gate) in the folder ``work``:
     a fresh cache there unless ``--use-cache``, logged as its reproduction unless ``--no-log``."""
     from ragexp.jobs.job import LogTo, run_job
-    from ragexp.runtime.stage_cache import StageCache
 
     run_id = original.info.run_id
     saved = store.download_artifact(run_id, store.CONFIG_ARTIFACT, uri, args.artifacts, dst_dir=work / "stored")
@@ -110,7 +109,7 @@ def reproduce_run(original, uri: str, work: Path, args: argparse.Namespace):
     log_to = None if args.no_log else LogTo(
         experiment_id=original.info.experiment_id, tags=reproduction_tags(original),
         run_name=run_names.reproduction_name(original.info.run_name or run_id[:8]))
-    result = run_job(spec, output_dir=work / "output", cache=StageCache(Path(spec.config.cache_dir)), log_to=log_to)
+    result = run_job(spec, output_dir=work / "output", log_to=log_to)  # its stage cache: the spec's cache_dir
     if args.live and stored_responses:
         print(live_drift(stored_responses[0], spec, result.output))
     return result

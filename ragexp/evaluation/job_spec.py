@@ -38,6 +38,7 @@ from omegaconf import DictConfig, OmegaConf
 from ragexp.cost.settings import CostSettings, cost_settings
 from ragexp.evaluation.checks import check_job
 from ragexp.judging.failure import FailureThresholds
+from ragexp.metrics.relevance import OverlapRule
 
 
 class ConfigSource(str, enum.Enum):
@@ -54,14 +55,13 @@ class ConfigSource(str, enum.Enum):
 class EvalOptions:
     """``eval``, checked (:func:`ragexp.config.schema.validate`): the cutoffs ``ks`` (distinct,
     ascending), the ranking depth ``retrieve_k`` (0: the largest k), the ``context_k`` chunks a
-    generator sees, the overlap rule (``relevance_mode``, ``relevance_min_fraction``), the
+    generator sees, the overlap rule that makes a chunk relevant to a span (``relevance``), the
     bootstrap's resamples, the eval-set sample (``None``: all of it) and the failure thresholds."""
 
     ks: tuple[int, ...]
     retrieve_k: int
     context_k: int
-    relevance_mode: str
-    relevance_min_fraction: float
+    relevance: OverlapRule
     bootstrap_resamples: int
     sample: int | None
     sample_seed: int
@@ -70,8 +70,8 @@ class EvalOptions:
     @classmethod
     def of(cls, node: Mapping[str, Any]) -> EvalOptions:
         return cls(ks=tuple(sorted(set(int(k) for k in node["ks"]))), retrieve_k=int(node["retrieve_k"]),
-                   context_k=int(node["context_k"]), relevance_mode=str(node["relevance"]["mode"]),
-                   relevance_min_fraction=float(node["relevance"]["min_fraction"]),
+                   context_k=int(node["context_k"]),
+                   relevance=OverlapRule(min_fraction=node["relevance"]["min_fraction"], mode=node["relevance"]["mode"]),
                    bootstrap_resamples=int(node["bootstrap_resamples"]),
                    sample=None if node.get("sample") is None else int(node["sample"]),
                    sample_seed=int(node.get("sample_seed") or 0),

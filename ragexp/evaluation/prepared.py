@@ -15,7 +15,7 @@ from ragexp.data.dataset import load_dataset
 from ragexp.data.loaders.corpus import persist_conversions
 from ragexp.datamodel import Chunk, Corpus, EvalSet, Qrels
 from ragexp.evaluation.job_spec import JobSpec
-from ragexp.metrics.relevance import OverlapRule, chunk_qrels, doc_qrels
+from ragexp.metrics.relevance import chunk_qrels, doc_qrels
 from ragexp.runtime.stage_cache import StageCache
 
 log = logging.getLogger(__name__)
@@ -69,12 +69,12 @@ def prepare_data(spec: JobSpec, cache: StageCache, progress: bool = True, chunke
     by_doc: dict[str, list[Chunk]] = defaultdict(list)
     for chunk in chunks:
         by_doc[chunk.doc_id].append(chunk)
-    rule = OverlapRule(min_fraction=options.relevance_min_fraction, mode=options.relevance_mode)
     not_indexed = [doc_id for doc_id in corpus if doc_id not in by_doc]
     if not_indexed:
         log.warning("%d documents have neither text nor title and are not indexed (e.g. %s)", len(not_indexed),
                     ", ".join(not_indexed[:5]))
-    by_chunk = chunk_qrels(evalset.items, by_doc, rule) if chunked else Qrels({item.id: {} for item in evalset.items})
+    by_chunk = (chunk_qrels(evalset.items, by_doc, options.relevance) if chunked
+                else Qrels({item.id: {} for item in evalset.items}))
     by_document = doc_qrels(evalset.items)
     blank = blank_gold(by_document, set(not_indexed))
     for warning in [*evalset.meta.get("warnings", []), *blank_gold_warnings(blank)]:

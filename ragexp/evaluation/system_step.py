@@ -34,7 +34,6 @@ import numpy as np
 
 from ragexp.evaluation.job_spec import JobSpec
 from ragexp.evaluation.prepared import PreparedData
-from ragexp.metrics.relevance import OverlapRule
 from ragexp.evaluation.retrieval_step import Retrieved
 from ragexp.metrics.ranking import doc_level
 from ragexp.runtime.stage_cache import StageCache
@@ -92,8 +91,7 @@ def system_step(spec: JobSpec, data: PreparedData, system: Any, cache: StageCach
         per_item_placements.append(placements)
     locate_s = time.perf_counter() - started
     pool = list({unit.id: unit for r in per_item_units for unit in r.units}.values())
-    rule = OverlapRule(min_fraction=spec.eval.relevance_min_fraction, mode=spec.eval.relevance_mode)
-    qrels, unreturned = pooled_qrels(items, pool, data.corpus, rule, set(data.not_indexed))
+    qrels, unreturned = pooled_qrels(items, pool, data.corpus, spec.eval.relevance, set(data.not_indexed))
     rankings = [r.ranking() for r in per_item_units]
     new_data = replace(data, chunks=pool, chunk_qrels=qrels, chunking_label=f"system={node['name']}")
     retrieved = Retrieved(rankings=rankings, doc_rankings=[doc_level(r) for r in rankings],
