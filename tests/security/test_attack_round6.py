@@ -10,7 +10,8 @@ questions elsewhere, each root tested over its family of variants.
    config was refused): every optional field of every endpoint block, absent, null or set.
 3. ``mlflow-artifacts://HOST/...`` without a port was checked as if it had the tracking server's
    port; MLflow connects to the tracking scheme's default port of HOST.
-Low: an IPv6 zone id was accepted in a URL.
+Low: an IPv6 zone id was accepted in a URL; Markdown images and HTML elements in untrusted text
+written into MLflow (traces, the experiment description) loaded from other hosts when opened.
 
 Fails before (main at ``bd8562d``, this file run there: 28 of its first 37 tests failed): root 1,
 97 of the family's 108 locations were accepted (either tracking store); ``ragexp run`` and
@@ -21,7 +22,7 @@ absent/null/set variants, ``system.secret_env`` absent was let through, and the 
 questions were POSTed to the endpoint. Root 3: ``mlflow-artifacts://mlflow/1`` was accepted under
 tracking servers ``http://mlflow:5000``, ``http://mlflow:443``, ``https://mlflow:8443`` and
 ``https://mlflow:80``, where MLflow connects to the scheme's default port instead. Zone ids: all 5
-accepted.
+accepted. The Markdown tests import a function main lacks.
 """
 
 from __future__ import annotations
@@ -416,3 +417,35 @@ def test_an_ipv6_zone_id_is_refused(host):
         with pytest.raises(RagexpInputError, match="zone id|IPv6"):
             canonical_url(url, field="base_url")
 
+
+# --- low: untrusted text written into MLflow loads nothing when opened --------------------------------------
+
+REMOTE_CONTENT = ["see ![x](http://evil/p.png) now", "![a][r]\n\n[r]: http://evil/x", "\\![x](http://evil/p)",
+                  "\\\\![x](http://evil/p)", "<IMG src=http://evil/p>", "x <video poster=http://evil/p>",
+                  "<svg><image href=http://evil/p /></svg>", "\\<img src=http://evil/p>",
+                  "<picture><source srcset=http://evil/p>",
+                  "< img src=http://evil/p>", "<iframe src=http://evil/p>", "<link rel=stylesheet href=http://evil/s>"]
+
+
+@pytest.mark.parametrize("text", REMOTE_CONTENT)
+def test_text_from_untrusted_data_renders_without_remote_content(text):
+    """Rendered as CommonMark with HTML on (what MLflow's Markdown views do at most), the inert text
+    has no element that fetches a URL; plain text is unchanged."""
+    from markdown_it import MarkdownIt
+
+    from ragexp.tracking.trace_content import inert, inert_markdown
+
+    rendered = MarkdownIt("commonmark", {"html": True}).render(inert_markdown(text)).lower()
+    for tag in ("<img", "<video", "<svg", "<image", "<picture", "<source", "<iframe", "<link"):
+        assert tag not in rendered, (text, rendered)
+    assert inert({"a": [text, 3]}) == {"a": [inert_markdown(text), 3]}
+    plain = "a<b, List<String>, 2 ! [x] and [link](http://h/)"
+    assert inert_markdown(plain) == plain
+
+
+def test_the_experiment_description_shows_an_eval_set_name_inert():
+    from ragexp.datamodel import Corpus, EvalSet
+    from ragexp.tracking.experiments import describe
+
+    description = describe(Corpus([]), EvalSet(items=[], name="![x](http://evil/p.png)"), "1")
+    assert "![" not in description and "&#33;[x](http://evil/p.png)" in description
