@@ -142,6 +142,10 @@ def _results(client, run) -> RunResults | None:
         try:
             return RunResults.load(store.download_artifact(run.info.run_id, ARTIFACT_NAME, client.tracking_uri,
                                                            dst_dir=Path(tmp)))  # artifact location checked
+        except RagexpInputError as err:
+            if err.field == "artifact_location":
+                raise  # a refused location is said, not taken for a run without results
+            return None
         except Exception:  # noqa: BLE001 - any store or file error: the run just gets no tie mark
             return None
 
@@ -307,6 +311,6 @@ def _per_query(client, args) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / f"{other.info.run_id}.html").write_text(format_html(diff), encoding="utf-8")
             (Path(tmp) / f"{other.info.run_id}.json").write_text(diff.to_json(), encoding="utf-8")
-            client.log_artifacts(run.info.run_id, tmp, artifact_path=PER_QUERY_DIR)
+            store.run_artifacts(client, run.info.run_id).log_artifacts(tmp, artifact_path=PER_QUERY_DIR)
     print(f"\nlogged to both runs: {PER_QUERY_DIR}/<other run id>.html and .json")
     return 0

@@ -1,7 +1,9 @@
 """Model endpoints and their key variables come from this machine, not from a stored config.
 
 A component that calls an HTTP model names ``base_url`` and ``api_key_env`` (the variable whose
-value is sent as ``Authorization: Bearer``; ``OPENAI_API_KEY`` when unset). A stored config
+value is sent as ``Authorization: Bearer``; ``OPENAI_API_KEY`` when unset), a black-box system
+``url`` and ``secret_env`` (no key when unset): :data:`ENDPOINT_FIELDS` declares both, and every
+block holding either URL key is checked, whichever optional keys it has. A stored config
 (``ragexp reproduce``) or a hand-given one (``ragexp run --config-path``) that re-points either
 would send this machine's secret to another host, so such a config may use only a pair that
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -32,8 +35,25 @@ from ragexp.stored.urls import canonical_url
 
 ALLOWED_ENDPOINTS_ENV = "RAGEXP_ALLOWED_ENDPOINTS"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"  # what an OpenAI-compatible model reads when api_key_env is not set
-#: A black-box system's endpoint and key variable (conf/system/http.yaml).
-SYSTEM_URL, SYSTEM_KEY_ENV = "url", "secret_env"
+
+
+@dataclass(frozen=True)
+class EndpointField:
+    """A config key whose value is a URL a client sends requests to (``url``), the key naming the
+    variable whose value goes with them (``key_env``), and the variable the client reads when
+    that key is absent or null (``default_key_env``; ``None``: no key is sent)."""
+
+    url: str
+    key_env: str
+    default_key_env: str | None
+
+
+#: Every key under which a config names an endpoint: a model's ``base_url``
+#: (:class:`~ragexp.llm.openai_compat.OpenAIChatModel`) and a black-box system's ``url``
+#: (:class:`~ragexp.systems.http_system.HttpSystem`). The one declaration :func:`endpoint_uses`
+#: reads: every mapping at any depth that holds one of these keys is an endpoint, whatever other
+#: keys it has or lacks (a policy that looked for a sibling key was skipped by leaving it out).
+ENDPOINT_FIELDS = (EndpointField("base_url", "api_key_env", DEFAULT_KEY_ENV), EndpointField("url", "secret_env", None))
 
 
 def endpoint(url: Any, field: str = "base_url") -> str:
@@ -50,16 +70,22 @@ def _local_endpoint(url: Any) -> str | None:
         return None  # not canonical: no config URL (checked before this) can be it
 
 
-def endpoint_uses(config: Any, prefix: str = "") -> Iterator[tuple[str, str, str | None]]:
-    """``(field, base_url, api_key_env)`` of every block in ``config`` that names a ``base_url``
-    (``api_key_env`` defaulted as the model does) or an ``api_key_env`` alone; a black-box
-    system's endpoint (``system=http``: ``url`` with its ``secret_env``) as ``(system, url, secret_env)``."""
+def endpoint_uses(config: Any, prefix: str = "") -> Iterator[tuple[str, Any, str | None]]:
+    """``(field, url, key variable)`` of every endpoint in ``config`` (:data:`ENDPOINT_FIELDS`). The
+    key variable is the one the client reads, its default when the config leaves it absent or
+    null; a block that names only a key variable is a use with no URL (``""``). ``field`` is the
+    key a refusal names: the URL's (``generator.model.base_url``, ``system.url``), or the key
+    variable's when there is no URL."""
     if isinstance(config, Mapping):
-        if SYSTEM_URL in config and SYSTEM_KEY_ENV in config and config.get(SYSTEM_URL):
-            yield prefix.rstrip("."), str(config[SYSTEM_URL]), config.get(SYSTEM_KEY_ENV)
-        if "base_url" in config or "api_key_env" in config:
-            key_env = config.get("api_key_env", DEFAULT_KEY_ENV if config.get("base_url") else None)
-            yield prefix.rstrip("."), str(config.get("base_url") or ""), key_env
+        for declared in ENDPOINT_FIELDS:
+            if declared.url not in config and declared.key_env not in config:
+                continue
+            url = config.get(declared.url)
+            key_env = config.get(declared.key_env)
+            if key_env is None:
+                key_env = declared.default_key_env if url not in (None, "") else None
+            url = "" if url is None else url
+            yield f"{prefix}{declared.url if url != '' else declared.key_env}", url, key_env
         for key, value in config.items():
             yield from endpoint_uses(value, f"{prefix}{key}.")
     elif isinstance(config, (list, tuple)):
@@ -98,28 +124,21 @@ def allowed_pairs(flags: Iterable[str] = ()) -> set[tuple[str, str | None]]:
     return pairs
 
 
-def _url_key(config: Mapping, field: str) -> str:
-    """``url`` for a system's block, ``base_url`` for a model's."""
-    node: Any = config
-    for part in field.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return SYSTEM_URL if isinstance(node, Mapping) and SYSTEM_URL in node and "base_url" not in node else "base_url"
-
-
 def check_endpoints(config: Mapping, flags: Iterable[str] = ()) -> None:
-    """Refuse a (base_url, api_key_env) pair neither this machine's ``conf/`` nor the allow-list names."""
+    """Refuse an (endpoint, key variable) pair neither this machine's ``conf/`` nor the allow-list
+    names, for every endpoint of :func:`endpoint_uses`."""
     uses = list(endpoint_uses(config))
     if not uses:
         return
     allowed = local_pairs() | allowed_pairs(flags)
     for field, url, key_env in uses:
-        if url and (endpoint(url, field=f"{field}.base_url"), key_env) in allowed:
+        if url != "" and (endpoint(url, field=field), key_env) in allowed:
             continue
-        if not url and key_env in {key for _, key in allowed}:
+        if url == "" and key_env in {key for _, key in allowed}:
             continue  # a local model naming a known key variable: nothing is sent anywhere
         sends = f"the key in ${key_env}" if key_env else "requests (no key)"
         raise RagexpInputError(
             f"this config sends {sends} to {url or '(no endpoint)'}: neither this machine's conf/ nor the allow-list "
             f"names that pair (endpoints and key variables come from this machine); to allow it: "
             f"{ALLOWED_ENDPOINTS_ENV}={url}{'=' + key_env if key_env else ''} or --allow-endpoint",
-            field=f"{field}.{_url_key(config, field)}" if url else f"{field}.api_key_env")
+            field=field)

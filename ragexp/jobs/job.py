@@ -104,8 +104,7 @@ def run_job(spec: JobSpec, *, output_dir: Path, cache: StageCache | None = None,
     if client is not None:  # only now: a run refused for bad data leaves no experiment behind
         if log_to.experiment_id:  # a given one (reproduce); ensure_for_evalset checks the one it finds
             experiment_id = log_to.experiment_id
-            store.check_artifact_location(client.get_experiment(experiment_id).artifact_location, client.tracking_uri,
-                                          f"experiment {experiment_id}")
+            store.check_experiment_location(client, experiment_id)
         else:
             experiment_id = experiments.ensure_for_evalset(client, cfg.tracking.experiment, data.evalset)
         existing = (store.find_finished_run(client, experiment_id, config_hash(cfg, data), settings_key(cfg.get("cost")))

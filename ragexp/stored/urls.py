@@ -14,12 +14,16 @@ one canonical form that every client reads alike, and uses the form it serialise
              (``127.1``, ``0x7f.1`` are addresses to a resolver)
            | IPv4 address: four decimal numbers 0-255 without leading zeros
            | "[" IPv6 address "]" as Python's ``ipaddress`` writes it (lower case, compressed,
-             no zone)
+             no zone id: ``[fe80::1%25eth0]`` names an interface of this machine, and clients
+             read the ``%`` differently)
     port   = 1-65535 in decimal, no leading zero
     path   = ("/" segment)*, segment = RFC 3986 unreserved, sub-delims, ":" or %XX (upper-case
              hex), never "." or ".." alone
 
-No user info (``@``), query, fragment, backslash, white space, control or non-ASCII character.
+No user info (``@``), query, fragment, backslash, white space, control or non-ASCII character,
+anywhere: ``urllib.parse`` (and so MLflow) drops leading C0 controls and spaces and every tab and
+newline before it reads the scheme, so `` http://h/`` or ``ht\ttp://h/`` is ``http://h/`` to MLflow.
+The text accepted is exactly the serialisation of what was parsed (``Url.text == text``).
 :func:`canonical_url` refuses anything else in one line that shows the URL's canonical spelling
 where there is one (``HTTP://Host/`` -> ``http://host/``): the text used is always
 :attr:`Url.text`, the serialisation of what was checked, so the host checked is the host the
@@ -36,6 +40,8 @@ from dataclasses import dataclass
 from ragexp.errors import RagexpInputError
 
 HTTP_SCHEMES = ("http", "https")
+#: The port an HTTP client connects to when the URL names none. ``mlflow-artifacts`` has none of
+#: its own: MLflow resolves such a URI to the tracking server's scheme (:func:`ragexp.tracking.store.artifact_origin`).
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):(?://(?P<authority>[^/]*))?(?P<path>/.*)?")
 _AUTHORITY = re.compile(r"(?P<host>\[[^\]/]*\]|[^:\[\]]*)(?::(?P<port>[^:]*))?")
@@ -113,7 +119,10 @@ def parse_canonical(text: object, schemes: tuple[str, ...] = HTTP_SCHEMES) -> Ur
     port = parts["port"]
     if port is not None and (not _PORT.fullmatch(port) or int(port) > 65535):
         raise _NotCanonical("a port that is not 1-65535 in plain decimal")
-    return Url(scheme, _canonical_host(parts["host"]), None if port is None else int(port), path)
+    url = Url(scheme, _canonical_host(parts["host"]), None if port is None else int(port), path)
+    if url.text != text:  # the invariant the rules above keep: the text checked is the text handed on
+        raise _NotCanonical(f"not its canonical spelling {url.text}")
+    return url
 
 
 def _canonical_host(host: str) -> str:
@@ -122,6 +131,8 @@ def _canonical_host(host: str) -> str:
             address = ipaddress.IPv6Address(host[1:-1])
         except ValueError:
             raise _NotCanonical("not an IPv6 address in brackets") from None
+        if address.scope_id is not None:
+            raise _NotCanonical("an IPv6 zone id (%...)")
         if f"[{address}]" != host:
             raise _NotCanonical(f"an IPv6 address not in its canonical form [{address}]")
         return host

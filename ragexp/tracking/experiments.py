@@ -31,6 +31,7 @@ from ragexp.metrics.measure import CHUNK, ci_bounds, measure
 from ragexp.tracking import store
 from ragexp.tracking.metric_names import HEADLINE_SECTION, to_mlflow
 from ragexp.tracking.run_names import AXIS_TAG_PREFIX
+from ragexp.tracking.trace_content import inert_markdown
 
 VS_BEST_TAG_PREFIX = "ragexp.vs_best."
 #: A sweep child's standing on the sort metric in one short cell, the view's first column:
@@ -91,14 +92,15 @@ def run_link(experiment_id: str, run_id: str) -> str:
 
 
 def describe(corpus: Corpus, evalset: EvalSet, experiment_id: str) -> str:
-    """The experiment description (markdown)."""
+    """The experiment description (markdown); the eval set's name is its file's, made inert
+    (:func:`~ragexp.tracking.trace_content.inert_markdown`)."""
     items = evalset.items
     no_gold = sum(1 for item in items if not item.evidence)
     level = gold_level(evalset)
     caveat = (" Gold is whole documents: chunk-level metrics are not comparable across chunkings; compare `doc/...`."
               if level == "document" else "")
     return (
-        f"**ragexp** runs on eval set **{evalset.name or 'evalset'}**: {len(items)} queries ({no_gold} without gold "
+        f"**ragexp** runs on eval set **{inert_markdown(evalset.name or 'evalset')}**: {len(items)} queries ({no_gold} without gold "
         f"evidence), gold as {level} evidence, corpus of {len(corpus)} documents. Eval-set fingerprint "
         f"`{evalset.fingerprint()[:16]}`, corpus `{corpus.fingerprint()[:16]}`: every run here is scored on exactly "
         f"this eval set.{caveat}\n\n"

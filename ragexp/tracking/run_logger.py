@@ -318,7 +318,7 @@ def _log_run(
             (tmp_path / "plots").mkdir()
             (tmp_path / "plots" / "recall_at_k.svg").write_text(
                 recall_curve_svg(results.aggregates, results.meta["ks"], output.run_name), encoding="utf-8")
-            client.log_artifacts(run_id, str(tmp_path))
+            store.run_artifacts(client, run_id).log_artifacts(str(tmp_path))
         client.log_table(run_id, pd.DataFrame(per_query_table(output)), store.PER_QUERY_TABLE)
         store.log_batched(client, run_id, params=params, metrics=metrics)
         documents = passages.documents if passages is not None else {}

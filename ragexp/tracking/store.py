@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import unicodedata
 from collections.abc import Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
@@ -21,6 +22,8 @@ from pathlib import Path
 import mlflow
 from mlflow.entities import Metric, Param, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
+from mlflow.store.artifact.artifact_repo import ArtifactRepository
+from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 from mlflow.tracking import MlflowClient
 
 from ragexp import __version__
@@ -28,7 +31,7 @@ from ragexp.config.machine import default_tracking_uri
 from ragexp.config.secrets import WHERE_URL_CREDENTIALS_GO, secret_kind
 from ragexp.errors import RagexpInputError
 from ragexp.runtime import file_lock
-from ragexp.stored.urls import HTTP_SCHEMES, canonical_url, parse_canonical
+from ragexp.stored.urls import HTTP_SCHEMES, Url, canonical_url, parse_canonical
 from ragexp.tracking import store_template
 
 TAG_CONFIG_HASH = "ragexp.config_hash"
@@ -253,43 +256,65 @@ def ensure_experiment(client: MlflowClient, name: str) -> str:
 
 #: Artifact URI schemes MLflow sends over HTTP; every other scheme but a local path or ``file:`` is refused.
 ARTIFACT_HTTP_SCHEMES = ("http", "https", "mlflow-artifacts")
-_HAS_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+#: This machine's file system in the forms MLflow itself stores (an absolute path, ``file:/``,
+#: ``file:///``): one ``/`` then a character other than ``/`` (``//host/share`` is a network path).
+_LOCAL_LOCATION = re.compile(r"(?:file:(?://)?)?/(?!/)")
 
 
-def check_artifact_location(artifact_uri: str, tracking_uri: str, owner: str) -> str:
+def check_artifact_location(artifact_uri: object, tracking_uri: str, owner: str) -> str:
     """The location to use for ``artifact_uri``: credentials follow the machine, not the data.
     MLflow sends this machine's ``MLFLOW_TRACKING_*`` credentials to an ``http(s)`` artifact
     location, and a store writer can set any location on an experiment or run. Artifacts may
-    therefore only stay on this machine's file system (a path, ``file:``) or go to the tracking
-    server itself: ``mlflow-artifacts:`` with no other host, or the tracking URI's own scheme,
-    host and port, each URL in the one canonical form of :mod:`ragexp.stored.urls` (so the host
-    compared is the host connected to); anything else is refused, naming ``owner`` (the
-    experiment or run that holds the location). Returns the canonical text to hand MLflow."""
-    location = str(artifact_uri or "")
-    if not _HAS_SCHEME.match(location):
-        return location  # a local path
-    scheme = location.split(":", 1)[0]
-    if scheme == "file" and not location.startswith("file://") or location.startswith("file:///"):
-        return location  # file:/path or file:///path: this machine's file system
+    therefore only stay on this machine's file system or go to the tracking server itself, and
+    the text is accepted only in one canonical form, exactly, so that MLflow reads it as it was
+    checked (``urllib.parse``, under MLflow, drops a leading space or control character and every
+    tab or newline before it reads the scheme: `` http://evil/`` is a path to a prefix check but
+    ``http://evil/`` to MLflow):
+
+    - no control character (C0, DEL, C1) anywhere and no white space at either end;
+    - this machine: an absolute path, ``file:/PATH`` or ``file:///PATH`` (not ``//host/...``);
+    - the tracking server: a URL in the canonical form of :mod:`ragexp.stored.urls` whose origin
+      as MLflow connects to it (:func:`artifact_origin`) is the tracking URI's.
+
+    Anything else is refused, naming ``owner`` (the experiment or run that holds the location).
+    Returns the text checked, the one to hand MLflow."""
+    location = artifact_uri if isinstance(artifact_uri, str) else ""
     shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in location)
-    refusal = (f"{owner} keeps its artifacts at {shown}, which is not this machine's file system nor the tracking "
-               f"server {tracking_uri}; refusing to send or fetch anything there (MLflow would send this machine's "
-               "MLFLOW_TRACKING_* credentials with it)")
+    refusal = (f"{owner} keeps its artifacts at {shown or repr(artifact_uri)}, which is not this machine's file system "
+               f"nor the tracking server {tracking_uri}; refusing to send or fetch anything there (MLflow would send "
+               "this machine's MLFLOW_TRACKING_* credentials with it)")
+    if not location:
+        raise RagexpInputError(f"{refusal}: no location", field="artifact_location")
+    if location != location.strip() or any(unicodedata.category(c) == "Cc" for c in location):
+        raise RagexpInputError(f"{refusal}: a control character or surrounding white space (MLflow drops them before it "
+                               "reads the scheme)", field="artifact_location")
+    if _LOCAL_LOCATION.match(location):
+        return location
     try:
         parsed = parse_canonical(location, ARTIFACT_HTTP_SCHEMES)
     except ValueError as err:
         raise RagexpInputError(f"{refusal}: {err}", field="artifact_location") from None
     try:
-        tracking = parse_canonical(tracking_uri, HTTP_SCHEMES).origin
+        tracking = parse_canonical(tracking_uri, HTTP_SCHEMES)
     except ValueError:
-        tracking = None  # not a tracking server: nothing may be sent over HTTP
-    if parsed.scheme == "mlflow-artifacts":
-        served = tracking is not None and (not parsed.host or (parsed.host, parsed.port or tracking[2]) == tracking[1:])
-    else:
-        served = parsed.origin == tracking
-    if not served:
+        raise RagexpInputError(f"{refusal}: the tracking store is no HTTP server", field="artifact_location") from None
+    if artifact_origin(parsed, tracking) != tracking.origin:
         raise RagexpInputError(refusal, field="artifact_location")
     return parsed.text
+
+
+def artifact_origin(location: Url, tracking: Url) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` MLflow connects to for the canonical artifact ``location`` under
+    the ``tracking`` server. An ``http(s)`` URL is its own origin, its scheme's default port
+    filled in. ``mlflow-artifacts:`` is resolved by MLflow (``MlflowArtifactsRepository.resolve_uri``)
+    to the tracking server's scheme with the location's host and port, or the tracking server's
+    host and port when it names no host: so ``mlflow-artifacts://HOST/x`` goes to port 80 (443
+    under an ``https`` server) of HOST, not to the tracking server's port."""
+    if location.scheme != "mlflow-artifacts":
+        return location.origin
+    if not location.host:
+        return tracking.origin
+    return Url(tracking.scheme, location.host, location.port, location.path).origin
 
 
 @functools.cache
@@ -362,14 +387,28 @@ def log_batched(client: MlflowClient, run_id: str, *, params: Mapping[str, str] 
         client.log_batch(run_id, metrics=batch_metrics, params=batch_params, tags=batch_tags)
 
 
+def run_artifacts(client: MlflowClient, run_id: str) -> ArtifactRepository:
+    """Where run ``run_id`` keeps its artifacts, built from the location :func:`check_artifact_location`
+    accepted: ``client.log_artifacts(run_id, ...)`` would read the location from the store again."""
+    checked = check_artifact_location(client.get_run(run_id).info.artifact_uri, client.tracking_uri, f"run {run_id}")
+    return get_artifact_repository(checked, tracking_uri=client.tracking_uri)
+
+
+def check_experiment_location(client: MlflowClient, experiment_id: str) -> None:
+    """The experiment's artifact location passes :func:`check_artifact_location`: MLflow derives the
+    location of every new run and trace of the experiment from it."""
+    check_artifact_location(client.get_experiment(experiment_id).artifact_location, client.tracking_uri,
+                            f"experiment {experiment_id}")
+
+
 def log_artifact_text(client: MlflowClient, run_id: str, artifact_path: str, text: str) -> None:
     """Add a text file to an existing run's artifacts (kept where :func:`check_artifact_location` allows)."""
-    check_artifact_location(client.get_run(run_id).info.artifact_uri, client.tracking_uri, f"run {run_id}")
+    repository = run_artifacts(client, run_id)
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / Path(artifact_path).name
         target.write_text(text, encoding="utf-8")
         parent = str(Path(artifact_path).parent)
-        client.log_artifact(run_id, str(target), artifact_path=None if parent == "." else parent)
+        repository.log_artifact(str(target), artifact_path=None if parent == "." else parent)
 
 
 def download_artifact(run_id: str, artifact_path: str, tracking_uri: str | None = None,

@@ -23,6 +23,10 @@ relevant, absent unjudged). The root span's attributes hold the query's whole re
 span carries the generation call's tokens as ``mlflow.chat.tokenUsage`` (:func:`token_usage`)
 where the model reported them.
 
+Every text in a span comes from untrusted data (the eval set, the corpus, a system's answers) and
+MLflow's trace view renders text as Markdown, so it is made inert first (:func:`inert_markdown`):
+no image or HTML element that would load from another host when the trace is opened.
+
 Assessments (:mod:`mlflow.entities`; every one on the trace's root span unless said):
 
 - expectations, source HUMAN (the item's annotator, else the eval set): ``expected_response``
@@ -40,6 +44,7 @@ Assessments (:mod:`mlflow.entities`; every one on the trace's root span unless s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -273,6 +278,34 @@ def token_usage(row: QueryResult) -> dict[str, Any]:
                                           TokenUsageKey.TOTAL_TOKENS: prompt + completion}}
 
 
+#: Markdown's image syntax, and the HTML elements that fetch a URL when rendered.
+_REMOTE_CONTENT = re.compile(r"!(?=\[)|<(?=/?\s*(?:img|image|picture|source|video|audio|svg|iframe|frame|object|embed|"
+                             r"link|input|use|track|body|table|style|meta|base)\b)", re.IGNORECASE)
+
+
+def inert_markdown(text: str) -> str:
+    """``text`` with nothing Markdown would load from elsewhere: the ``!`` of ``![alt](url)`` becomes
+    ``&#33;`` (then a link, followed only when clicked) and the ``<`` of ``<img ...>`` (of any
+    element that fetches a URL) ``&lt;`` (shown as text). Character references, not backslashes:
+    a backslash before them would escape the escape. Everything else is unchanged."""
+    return _REMOTE_CONTENT.sub(lambda match: "&#33;" if match.group() == "!" else "&lt;", text)
+
+
+def inert(value: Any) -> Any:
+    """``value`` with :func:`inert_markdown` applied to every string in it (dicts, lists)."""
+    if isinstance(value, str):
+        return inert_markdown(value)
+    if isinstance(value, Mapping):
+        return {key: inert(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [inert(item) for item in value]
+    return value
+
+
+def _inert_span(span: SpanContent) -> SpanContent:
+    return SpanContent(span.name, span.span_type, inert(span.inputs), inert(span.outputs), inert(span.attributes))
+
+
 def query_trace(row: QueryResult, item: EvalItem | None, source: Passages, meta: Mapping[str, Any],
                 run_name: str, *, reranked: bool, evalset_name: str = "") -> QueryTrace:
     """The trace of one query of a run (module docstring). ``meta``: the results' ``meta``
@@ -312,4 +345,5 @@ def query_trace(row: QueryResult, item: EvalItem | None, source: Passages, meta:
     tags = {QUERY_TAG: row.query_id, RUN_NAME_TAG: run_name, FAILURE_TAG: failure}
     assessments = (*expectations(item, source.documents, evalset_name), *retrieval_feedback(row, ks, context_k),
                    *trace_feedback)
-    return QueryTrace(root, tuple(children), tags, assessments, span_assessments)
+    return QueryTrace(_inert_span(root), tuple(_inert_span(child) for child in children), tags, assessments,
+                      span_assessments)

@@ -37,6 +37,7 @@ from ragexp.config.schema import TraceMode
 from ragexp.datamodel import EvalSet
 from ragexp.evaluation.results import RunResults
 from ragexp.runtime import progress
+from ragexp.tracking import store
 from ragexp.tracking.trace_content import QUERY_TAG, Passages, QueryTrace, query_trace
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ def log_run_traces(client: MlflowClient, experiment_id: str, run_id: str, result
                    source: Passages, *, reranked: bool) -> int:
     """Write one trace per query of ``results`` to ``run_id`` (module docstring); returns how many
     the store holds for the run afterwards. The run's tag :data:`TAG_TRACES` records it."""
+    store.check_experiment_location(client, experiment_id)  # where MLflow keeps the traces' data
     _configure_export()
     mlflow.set_tracking_uri(client.tracking_uri)  # tracing writes to the global URI
     items = {item.id: item for item in evalset.items}
