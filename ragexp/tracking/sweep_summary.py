@@ -306,8 +306,9 @@ def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequenc
     names = {child.run_id: child.name for child in children}
     lines = [*judge, *([""] if judge else []), f"**Best of {len(children)} runs** (sweep over {sweep}):", ""]
     if reused:
+        links = ", ".join(f"[{names[run_id]}]({experiments.run_link(experiment_id, run_id)})" for run_id in reused)
         lines = [*lines, f"{len(reused)} of them logged by an earlier launch of this sweep and reused by this one "
-                         f"(resume=true): {', '.join(f'[{names[run_id]}]({experiments.run_link(experiment_id, run_id)})' for run_id in reused)}.", ""]
+                         f"(resume=true): {links}.", ""]
     if not_comparable:
         lines = [*lines, f"{NOT_COMPARABLE_NOTE}: {', '.join(sorted(not_comparable))}.", ""]
     for metric in metrics:
