@@ -120,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return USAGE_EXIT_CODE
     try:
+        runs = sys.modules.get("ragexp.commands._runs")  # imported by every command that takes a run
+        if runs is not None:
+            runs.resolve_run_refs(args)  # a run id or a unique prefix of one -> the run's id
         return int(_command_module(args.command).run(args) or 0)
     except RagexpInputError as err:
         print(f"ragexp {args.command}: error: {err}", file=sys.stderr)

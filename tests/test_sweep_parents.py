@@ -43,11 +43,13 @@ def test_only_dead_parents_of_the_same_sweep_are_closed(tmp_path):
 
 @pytest.mark.slow
 def test_a_sweep_stopped_by_bad_input_closes_its_parent(tiny_dataset, tmp_path):
+    """BM25's ``b`` outside [0, 1] is refused when the retriever is built, in the job (the gate
+    refuses the configs it can check before the parent opens: tests/test_sweep_relaunch.py)."""
     db = tmp_path / "mlflow.db"
     proc = subprocess.run([sys.executable, "-m", "ragexp.cli", "run", "-m", *dataset_args(tiny_dataset, db), "retrieval=bm25",
-                           "chunking=fixed", "chunking.size=120", "chunking.overlap=120,20"],
+                           "retrieval.b=1.5,0.75"],
                           cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600, check=False)
     lines = [line for line in proc.stderr.splitlines() if "ragexp run: error:" in line]
-    assert proc.returncode == 2 and len(lines) == 1 and "field 'chunking.overlap'" in lines[0], proc.stderr[-3000:]
+    assert proc.returncode == 2 and len(lines) == 1 and "field 'retrieval.b'" in lines[0], proc.stderr[-3000:]
     _, (parent,), children = job_runs(db)
     assert parent.info.status == "FAILED" and children == []  # closed, not left RUNNING

@@ -4,12 +4,19 @@ Hydra's basic sweeper composes every job's config before the first job starts (s
 cannot compose fails before any work), and its launcher composes each one again to run it: two
 compositions per job, about 0.4 s each for ragexp's config tree. :class:`RagexpSweeper` expands the
 sweep like the basic sweeper (the cross product of the swept values in command-line order,
-``params`` first, ``max_batch_size`` jobs per batch), composes a batch's configs up front as it
-does, and hands them to the launcher through :class:`ComposedOnce`, the config loader the launcher
+``params`` first, ``max_batch_size`` jobs per batch), composes EVERY job's config before the
+first job starts (a value Hydra cannot compose in the last job stops the sweep before any work),
+and hands them to the launcher through :class:`ComposedOnce`, the config loader the launcher
 is given: the launcher's own call for a job's config returns the one already composed (once; a
 job composed nowhere else is composed then). Launchers that run jobs in other processes (joblib,
-submitit) receive the loader with the configs inside it. Only Hydra's public plugin API is used
-(``Sweeper``, ``ConfigLoader``, ``HydraContext``, ``OverridesParser``, ``Plugins``).
+submitit) receive the loader with the configs inside it.
+
+Once every config is composed, and before the sweep folder is made or any job starts, each Hydra
+callback that defines :data:`SWEEP_COMPOSED_HOOK` is given the sweep's config and every job's
+``(overrides, config)``: ragexp's :class:`~ragexp.tracking.sweep.MlflowSweepCallback` checks each
+job through the job-spec gate there, opens the sweep's parent run only then, and marks each job's
+config with it. An exception it raises stops the sweep with nothing written. Only Hydra's public
+plugin API is used (``Sweeper``, ``ConfigLoader``, ``HydraContext``, ``OverridesParser``, ``Plugins``).
 """
 
 from __future__ import annotations
@@ -36,8 +43,9 @@ class ComposedOnce(ConfigLoader):
         self.loader = loader
         self.composed: dict[tuple[str, ...], DictConfig] = {}
 
-    def compose(self, master_config: DictConfig, overrides: Sequence[str]) -> None:
-        self.composed[tuple(overrides)] = self.loader.load_sweep_config(master_config, list(overrides))
+    def compose(self, master_config: DictConfig, overrides: Sequence[str]) -> DictConfig:
+        composed = self.composed[tuple(overrides)] = self.loader.load_sweep_config(master_config, list(overrides))
+        return composed
 
     def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
         composed = self.composed.pop(tuple(sweep_overrides), None)
@@ -79,6 +87,11 @@ def job_overrides(arguments: Sequence[str], loader: ConfigLoader) -> list[list[s
     return [list(job) for job in itertools.product(*values.values())]
 
 
+#: The method a Hydra callback may define to see every job's composed config before the first job
+#: starts: ``on_sweep_composed(config=SWEEP_CONFIG, jobs=[(OVERRIDES, JOB_CONFIG), ...])`` (module docstring).
+SWEEP_COMPOSED_HOOK = "on_sweep_composed"
+
+
 class RagexpSweeper(Sweeper):
     """Hydra's basic sweep, each job's config composed once (module docstring)."""
 
@@ -101,14 +114,17 @@ class RagexpSweeper(Sweeper):
         assert self.config is not None and self.loader is not None and self.launcher is not None
         jobs = job_overrides([*(f"{key}={value}" for key, value in self.params.items()), *arguments], self.loader)
         size = self.max_batch_size if self.max_batch_size and self.max_batch_size > 0 else max(len(jobs), 1)
+        composed = [(overrides, self.loader.compose(self.config, overrides)) for overrides in jobs]
+        for callback in getattr(self.hydra_context.callbacks, "callbacks", None) or ():
+            hook = getattr(callback, SWEEP_COMPOSED_HOOK, None)
+            if hook is not None:  # called directly: Hydra's own dispatch would turn its refusal into a warning
+                hook(config=self.config, jobs=composed)
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         returns = []
         for start in range(0, len(jobs), size):
             batch = jobs[start : start + size]
-            for overrides in batch:  # a value Hydra cannot compose fails before the batch starts
-                self.loader.compose(self.config, overrides)
             results = self.launcher.launch(batch, initial_job_idx=start)
             for result in results:
                 _ = result.return_value  # re-raises a job's exception, as the basic sweeper does

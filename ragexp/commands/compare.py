@@ -40,7 +40,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from ragexp.commands._runs import add_tracking_argument, client_for, get_run
+from ragexp.commands._runs import add_tracking_argument, client_for, get_run, run_ref
 from ragexp.comparison import vs_best
 from ragexp.comparison.per_query_diff import format_html, format_text, per_query_diff
 from ragexp.comparison.table import cost_metrics, format_table, headline_metrics
@@ -61,7 +61,8 @@ CHUNKING_NOTE = (f"{NOT_COMPARABLE_MARK} not comparable across chunkings: the go
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="runs to compare (default: all job runs of --experiment)")
+    parser.add_argument("run_ids", nargs="*", metavar="RUN_ID", type=run_ref,
+                        help="runs to compare, by id or a unique prefix as printed here (default: all job runs of --experiment)")
     parser.add_argument("--experiment", help="experiment name (default: the newest experiment with ragexp runs)")
     parser.add_argument("--metrics", help="comma-separated metric keys (default: headline metrics at k=5)")
     parser.add_argument("--by-tag", metavar="METRIC", help="instead: METRIC per eval-set tag (category) for each run")

@@ -13,7 +13,7 @@ import argparse
 import re
 from pathlib import Path
 
-from ragexp.commands._runs import add_tracking_argument, load_results
+from ragexp.commands._runs import add_tracking_argument, load_results, run_or_file_ref
 from ragexp.errors import RagexpInputError
 from ragexp.metrics.ranking import doc_level
 from ragexp.runtime.atomic_file import atomic_write
@@ -29,7 +29,8 @@ def _check_trec_id(value: str, field: str, source: str) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_id", metavar="RUN_ID", help="MLflow run id, or a ragexp_results.json file")
+    parser.add_argument("run_id", metavar="RUN_ID", type=run_or_file_ref,
+                        help="MLflow run id (or a unique prefix of one), or a ragexp_results.json file")
     parser.add_argument("--run", required=True, type=Path, metavar="FILE", help="where to write the TREC run file")
     parser.add_argument("--qrels", required=True, type=Path, metavar="FILE", help="where to write the TREC qrels file")
     parser.add_argument("--level", choices=("chunk", "doc"), default="chunk", help="chunk ids or documents (best chunk)")

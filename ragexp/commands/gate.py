@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from ragexp.commands._runs import RUN_ID, add_tracking_argument, load_results
+from ragexp.commands._runs import RUN_ID, add_tracking_argument, load_results, run_or_file_ref
 from ragexp.comparison.cost_gate import CostVerdict
 from ragexp.comparison.gate import (
     REGRESSION,
@@ -49,8 +49,10 @@ from ragexp.tracking import store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--baseline", required=True, metavar="REF", help="results JSON file or MLflow run id")
-    parser.add_argument("--candidate", required=True, metavar="REF", help="results JSON file or MLflow run id")
+    parser.add_argument("--baseline", required=True, metavar="REF", type=run_or_file_ref,
+                        help="results JSON file, or MLflow run id (or a unique prefix of one)")
+    parser.add_argument("--candidate", required=True, metavar="REF", type=run_or_file_ref,
+                        help="results JSON file, or MLflow run id (or a unique prefix of one)")
     parser.add_argument("--spec", metavar="FILE", help="gate spec YAML (default: ragexp/resources/gate_default.yaml)")
     parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     parser.add_argument("--force", action="store_true", help="compare even if the eval set fingerprints differ")

@@ -39,6 +39,8 @@ from ragexp.commands._runs import (
     client_for,
     get_run,
     load_results,
+    run_or_file_ref,
+    run_ref,
 )
 from ragexp.errors import RagexpInputError
 from ragexp.judging.calibration.labels import (
@@ -73,7 +75,8 @@ JUDGES = ("local", "lexical", "embedding", "openai")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="judge_command", metavar="ACTION", required=True)
     sample = sub.add_parser("sample", help="draw judged claims from a run into a CSV for human review")
-    sample.add_argument("run", metavar="RUN_ID", help="MLflow run id (or a ragexp results JSON file)")
+    sample.add_argument("run", metavar="RUN_ID", type=run_or_file_ref,
+                        help="MLflow run id or a unique prefix of one (or a ragexp results JSON file)")
     sample.add_argument("-n", type=int, default=20, help="claims to draw (default 20)")
     sample.add_argument("--out", required=True, type=Path, help="CSV to write")
     sample.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
@@ -82,7 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_tracking_argument(sample)
 
     review = sub.add_parser("review", help="label a run's sampled claims in the browser; agreement logged to the run")
-    review.add_argument("run", metavar="RUN_ID", help="MLflow run id of a run with a generator and a judge")
+    review.add_argument("run", metavar="RUN_ID", type=run_ref,
+                        help="MLflow run id (or a unique prefix of one) of a run with a generator and a judge")
     review.add_argument("-n", type=int, default=20, help="claims to draw (default 20)")
     review.add_argument("--labels", type=Path, default=Path("judge_labels.csv"),
                         help="labels CSV the verdicts are added to (default ./judge_labels.csv; created if missing)")
@@ -91,11 +95,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_tracking_argument(review)
 
     ppi = sub.add_parser("ppi", help="a run's faithfulness corrected by human labels (PPI), with its interval")
-    ppi.add_argument("run", metavar="RUN_ID", help="MLflow run id (or a ragexp results JSON file)")
+    ppi.add_argument("run", metavar="RUN_ID", type=run_or_file_ref,
+                     help="MLflow run id or a unique prefix of one (or a ragexp results JSON file)")
     ppi.add_argument("--labels", type=Path, help="claim labels CSV (ragexp judge review / sample format)")
     ppi.add_argument("--answer-labels", type=Path, metavar="FILE",
                      help="answer labels CSV (ragexp judge sample --answers): corrects generation_failure_rate and ok_rate")
-    ppi.add_argument("--labels-from", metavar="OTHER_RUN",
+    ppi.add_argument("--labels-from", metavar="OTHER_RUN", type=run_or_file_ref,
                      help="use the labels of this other run of the same judge (an assumption: docs/ppi.md)")
     ppi.add_argument("--confidence", type=float, default=0.95, help="interval confidence (default 0.95)")
     ppi.add_argument("--no-log", action="store_true", help="print only; do not log to the run")
@@ -109,7 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     agree.add_argument("--calibration", type=Path, metavar="CALIB.json",
                        help="use the threshold of this calibration file (from ragexp judge calibrate)")
     agree.add_argument("--out", type=Path, help="write the CSV with the judge's verdicts filled in")
-    agree.add_argument("--run", metavar="RUN_ID", help="log the agreement numbers to this MLflow run")
+    agree.add_argument("--run", metavar="RUN_ID", type=run_ref,
+                       help="log the agreement numbers to this MLflow run (its id or a unique prefix)")
     _add_cache_argument(agree)
     add_tracking_argument(agree)
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ragexp.commands._runs import add_tracking_argument, client_for, get_run
+from ragexp.commands._runs import add_tracking_argument, client_for, get_run, run_ref
 from ragexp.comparison.table import format_table
 from ragexp.metrics.measure import Measure, measure
 from ragexp.runtime import interrupt
@@ -52,7 +52,7 @@ def _compared(identity: Measure) -> bool:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_id", metavar="RUN_ID")
+    parser.add_argument("run_id", metavar="RUN_ID", type=run_ref, help="the run's id or a unique prefix of it")
     parser.add_argument("--use-cache", action="store_true", help="reuse the stage cache (default: recompute everything)")
     parser.add_argument("--no-log", action="store_true", help="do not log the reproduction as a new MLflow run")
     parser.add_argument("--live", action="store_true",

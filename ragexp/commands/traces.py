@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 
-from ragexp.commands._runs import RUN_ID, add_tracking_argument, client_for, get_run
-from ragexp.errors import RagexpInputError
+from ragexp.commands._runs import add_tracking_argument, client_for, get_run, run_ref
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    parser.add_argument("run_ids", nargs="+", metavar="RUN_ID", type=run_ref, help="run ids or unique prefixes of them")
     add_tracking_argument(parser)
 
 
@@ -25,9 +24,6 @@ def run(args: argparse.Namespace) -> int:
     from ragexp.config.machine import local_cache_dir
     from ragexp.tracking.logged_traces import has_traces, prepared_cache, trace_logged_run
 
-    for run_id in args.run_ids:
-        if not RUN_ID.fullmatch(run_id):
-            raise RagexpInputError(f"{run_id!r} is not an MLflow run id (32 hex digits)", field="RUN_ID")
     client, uri = client_for(args)
     runs = [get_run(client, run_id) for run_id in args.run_ids]
     prepare = prepared_cache(local_cache_dir())

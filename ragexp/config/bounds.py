@@ -21,6 +21,10 @@ number                                          bound           why
 ``judge sample/review -n`` (claims drawn)       100,000         a page or file row each
 ``evalset draft --per-category``                10,000          one model call each
 ``--pool-depth``, ``annotate --depth``          1,000           candidates a person reads per question
+a component's ``batch_size``, ``threads``,      per name,       checked in every registered component's
+``top_n`` ... (:data:`COMPONENT_COUNTS`)        100 to          block before anything is built: a zero
+                                                1,000,000       batch size failed only after the
+                                                                encoder's model export
 =============================================  ==============  ==========================================
 
 Bounds derived from the data are checked as soon as the data is known: the retrieval depth is at
@@ -40,6 +44,28 @@ MAX_EMBEDDED_QUERIES = 1_000_000
 MAX_CLAIMS_DRAWN = 100_000
 MAX_DRAFTS_PER_CATEGORY = 10_000
 MAX_POOL_DEPTH = 1_000
+
+#: The integer parameters of pipeline components (any registered class: embedding, retrieval,
+#: reranker, generator, judge blocks and the blocks nested in them), by parameter name: the range
+#: ``(low, high)`` a value must fall in. Checked by :func:`ragexp.config.targets.check_component`
+#: at the job-spec gate, for every config of a sweep before its first job.
+COMPONENT_COUNTS: dict[str, tuple[int, int]] = {
+    "batch_size": (1, 4_096),  # texts, pairs or prompts per model call
+    "threads": (1, 1_024),  # an integer; "auto" is resolved per job (ragexp.runtime.threads)
+    "max_seq_length": (1, 32_768),  # tokens a model reads per text
+    "max_length": (1, 32_768),
+    "max_new_tokens": (1, 32_768),  # tokens a generator or judge writes
+    "max_tokens": (1, 32_768),
+    "top_n": (1, MAX_CUTOFF),  # candidates a reranker scores
+    "top_sentences": (1, MAX_CUTOFF),
+    "context_k": (1, MAX_CUTOFF),  # chunks a generator reads
+    "hnsw_m": (2, 1_024),  # FAISS index shape and search breadth
+    "hnsw_ef_construction": (1, 100_000),
+    "ef_search": (1, 100_000),
+    "ivf_nlist": (1, 1_000_000),
+    "nprobe": (1, 1_000_000),
+    "max_retries": (0, 100),  # an endpoint's retries per call
+}
 
 
 def check_count(value: object, field: str, *, low: int = 1, high: int) -> int:

@@ -30,6 +30,7 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any
 
+from ragexp.config.bounds import COMPONENT_COUNTS, check_count
 from ragexp.errors import RagexpInputError
 
 ENTRY_POINT_GROUP = "ragexp.components"
@@ -153,7 +154,8 @@ _SIMPLE_NAMES = {(int,): "an integer", (int, float): "a number", (str,): "a stri
 def _check_parameters(cls: Any, node: Mapping, field: str) -> None:
     """The block's keys must be parameters of the class's constructor (unless it takes
     ``**kwargs``) and a value of a parameter annotated ``int``/``float``/``str``/``bool`` (or
-    ``Optional`` of one) must have that type; no number is NaN or infinite."""
+    ``Optional`` of one) must have that type; no number is NaN or infinite; an integer parameter
+    named in :data:`~ragexp.config.bounds.COMPONENT_COUNTS` must fall in its range."""
     init = cls.__init__
     try:
         params = inspect.signature(init).parameters
@@ -180,6 +182,9 @@ def _check_parameters(cls: Any, node: Mapping, field: str) -> None:
         if allowed and value is not None and not (isinstance(value, allowed) and not (isinstance(value, bool) and bool not in allowed)):
             raise RagexpInputError(f"must be {_SIMPLE_NAMES[allowed]}, got {value!r}",
                                    field=f"{field}.{key}")
+        if key in COMPONENT_COUNTS and isinstance(value, int) and not isinstance(value, bool):
+            low, high = COMPONENT_COUNTS[key]
+            check_count(value, f"{field}.{key}", low=low, high=high)
 
 
 def _simple_types(hint: Any) -> tuple[type, ...]:

@@ -11,10 +11,12 @@ here, :mod:`ragexp.config.endpoints`): a job checks nothing twice and starts no 
 
 Order, so that bad input fails before any work and a store outage loses nothing:
 the spec (checked) -> build the components (a bad parameter fails here,
-before the store or the cache is touched) -> connect to the store -> load and chunk the data (a
-black-box system: ask it every query, :mod:`ragexp.systems.fetch`) ->
+before the store or the cache is touched) -> load and chunk the data (a missing eval set fails
+here, before a store is created) -> connect to the store -> a black-box system: ask it every query
+(:mod:`ragexp.systems.fetch`) ->
 find (create if new) the eval set's experiment (:mod:`ragexp.tracking.experiments`) -> skip when
-a FINISHED run has the same config hash and cost settings (sweeps with ``resume=true``) -> evaluate -> name the run
+a FINISHED run has the same config hash and cost settings (sweeps with ``resume=true``; the sweep's
+parent records the run reused, :mod:`ragexp.tracking.sweep_runs`) -> evaluate -> name the run
 from its sweep axes (:mod:`ragexp.tracking.run_names`) -> save the results to the job's output
 folder -> log them to MLflow (:func:`log_run`, retried; when the store stays away the error says
 how to upload the saved folder later). The logged run starts when the job started, so its
@@ -44,7 +46,7 @@ from ragexp.evaluation.runner import RunOutput, config_hash, execute, semantic_c
 from ragexp.evaluation.system_step import fetch_responses
 from ragexp.runtime import interrupt, progress
 from ragexp.runtime.stage_cache import StageCache
-from ragexp.tracking import experiments, run_names, store
+from ragexp.tracking import experiments, run_names, store, sweep_runs
 from ragexp.tracking.run_logger import log_evaluation, save_local
 from ragexp.tracking.trace_content import Passages
 from ragexp.tracking.traces import traces_now
@@ -94,13 +96,15 @@ def run_job(spec: JobSpec, *, output_dir: Path, cache: StageCache | None = None,
     progress.set_enabled(cfg.progress)
     cache = cache or StageCache(Path(cfg.cache_dir))
     pipeline = build_pipeline(spec, cache)
-    client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s) if log_to is not None else None
     started = time.perf_counter()
     data = prepare_data(spec, cache, progress=cfg.progress, chunked=pipeline.system is None)
     prepare_s = time.perf_counter() - started
+    # only now: a run refused for its data (a missing eval set) creates no store
+    client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s) if log_to is not None else None
     # a black-box system is asked before anything is created in the store: when it fails, nothing is left behind
     responses = fetch_responses(spec, data, pipeline.system, cache) if pipeline.system is not None else None
     experiment_id = None
+    values = run_names.axis_values(overrides, log_to.axes if log_to else ())
     if client is not None:  # only now: a run refused for bad data leaves no experiment behind
         if log_to.experiment_id:  # a given one (reproduce); ensure_for_evalset checks the one it finds
             experiment_id = log_to.experiment_id
@@ -111,8 +115,9 @@ def run_job(spec: JobSpec, *, output_dir: Path, cache: StageCache | None = None,
                     if log_to.resume else None)
         if existing:
             log.info("resume: skipping, run %s already FINISHED with this config hash and cost settings", existing)
+            if log_to.parent_run_id:  # the sweep's summary covers the run this job reused
+                sweep_runs.record_reused(client, log_to.parent_run_id, existing, values)
             return JobResult(None, existing, data.evalset)
-    values = run_names.axis_values(overrides, log_to.axes if log_to else ())
     output = execute(spec, cache=cache, data=data, pipeline=pipeline, run_name=_run_name(cfg, data, values, log_to),
                      responses=responses)
     output.timings["prepare_s"] = prepare_s

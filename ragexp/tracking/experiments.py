@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from mlflow.tracking import MlflowClient
 
@@ -180,12 +180,10 @@ def set_view(client: MlflowClient, experiment_id: str, state: Mapping) -> None:
     client.set_experiment_tag(experiment_id, VIEW_TAG, json.dumps(envelope))
 
 
-def ensure_for_config(client: MlflowClient, cfg) -> str:
+def ensure_for_config(connect: Callable[[], MlflowClient], cfg) -> tuple[str, MlflowClient]:
     """The experiment of a config's eval set (loaded, and sampled as ``eval.sample`` says), for
-    the sweep's parent run, before any job has loaded it; an explicit ``tracking.experiment``
-    needs no loading (its jobs add the description)."""
-    if cfg.tracking.experiment:
-        return store.ensure_experiment(client, cfg.tracking.experiment)
+    the sweep's parent run, before any job has loaded it (``tracking.experiment`` when set), and
+    the client ``connect()`` made once the eval set loaded: a missing one creates no store."""
     from ragexp.data.dataset import load_dataset
     from ragexp.data.loaders.corpus import persist_conversions
     from ragexp.evaluation.prepared import sample_evalset
@@ -196,9 +194,10 @@ def ensure_for_config(client: MlflowClient, cfg) -> str:
     persist_conversions(corpus, cache)  # the jobs find the documents converted
     if cfg.eval.get("sample") is not None:
         evalset = sample_evalset(evalset, cfg.eval.sample, cfg.eval.get("sample_seed", 0))
-    experiment_id = ensure_for_evalset(client, None, evalset)
+    client = connect()
+    experiment_id = ensure_for_evalset(client, cfg.tracking.experiment, evalset)
     describe_once(client, experiment_id, corpus, evalset)
-    return experiment_id
+    return experiment_id, client
 
 
 def ensure_for_evalset(client: MlflowClient, configured: str | None, evalset: EvalSet) -> str:

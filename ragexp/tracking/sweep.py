@@ -1,12 +1,18 @@
 """A Hydra multirun is one MLflow parent run with one child run per job.
 
 :class:`MlflowSweepCallback` (wired in ``conf/config.yaml`` under ``hydra.callbacks``) runs in the
-launching process: it creates the tracking store and the experiment ONCE, before any job
-starts (parallel workers creating a fresh sqlite store at once lose runs), opens the parent run
-and hands its id to every job inside the job's own config (``hydra.job.env_set.RAGEXP_PARENT_RUN``,
+launching process. Before anything is written, every job's config is checked through the job-spec
+gate (:func:`~ragexp.evaluation.job_spec.job_spec`; ragexp's sweeper hands the composed configs to
+:meth:`MlflowSweepCallback.on_sweep_composed`): a bad value in the last config refuses the sweep
+with one line naming that job and the field, and leaves no store, parent run or sweep folder.
+Only then does it create the tracking store and the experiment ONCE, before any job
+starts (parallel workers creating a fresh sqlite store at once lose runs; the eval set is loaded
+first, so a missing one creates no store), open the parent run
+and hand its id to every job inside the job's own config (``hydra.job.env_set.RAGEXP_PARENT_RUN``,
 which every launcher ships to its workers, on this machine or another; a job also sees it as that
 environment variable). When the sweep ends, the launching process closes the parent FINISHED when
-every child finished, else FAILED, with the child count as metrics, after the summary (and, with
+every run it covers finished (its children and the runs its resumed jobs reused,
+:mod:`~ragexp.tracking.sweep_runs`), else FAILED, with the counts as metrics, after the summary (and, with
 ``tracking.traces=best``, the best and tied runs' traces: :mod:`~ragexp.tracking.sweep_summary`); an interrupted sweep's parent
 is closed KILLED by ``ragexp run`` (:func:`close_open_parent`); a parent whose process died
 without closing it (SIGKILL) is closed KILLED when the same sweep is launched again
@@ -17,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +40,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.runtime import interrupt
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.config.schema import TraceMode
-from ragexp.tracking import experiments, run_names, store, sweep_summary, traces
+from ragexp.tracking import experiments, run_names, store, sweep_runs, sweep_summary, traces
 
 PARENT_ENV = "RAGEXP_PARENT_RUN"
 AXES_ENV = "RAGEXP_SWEEP_AXES"
@@ -44,39 +50,76 @@ log = logging.getLogger(__name__)
 class MlflowSweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra sets its global config only per job; the launching process needs it here so that
-        # ``${hydra:...}`` interpolations (``cache_dir``) resolve while the experiment is chosen.
+        # ``${hydra:...}`` interpolations (``cache_dir``) resolve while the jobs are checked.
         HydraConfig.instance().set_config(config)
-        _validate_sweep(config)  # before the store, the experiment, the parent run and multirun.yaml
-        client = store.connect(config.tracking.uri, config.tracking.connect_timeout_s)
-        experiment_id = experiments.ensure_for_config(client, config)
-        sweep_dir = Path(config.hydra.sweep.dir)
-        overrides = list(config.hydra.overrides.task)
-        axes = run_names.sweep_axes(overrides, config.hydra.sweeper.get("params"))
-        key = sweep_key(overrides)
-        close_stale_parents(client, experiment_id, key)
-        run = client.create_run(
-            experiment_id,
-            run_name=f"sweep {sweep_dir.name}",
-            tags={store.TAG_KIND: "sweep", store.TAG_VERSION: __version__, store.TAG_SWEEP_AXES: ",".join(axes),
-                  **launcher_tags(key), **_budget_tags(config)},
-        )
-        store.log_batched(client, run.info.run_id, params={"sweep.overrides": " ".join(overrides) or "(none)"})
-        # Launchers compose each job's config from hydra.overrides.hydra plus the job's overrides, so
-        # this override reaches every job, also where the sweep dir is not at the same path as here
-        # (a Ray node with another working directory, hydra.job.chdir=true with a relative sweep dir).
-        with read_write(config.hydra), open_dict(config.hydra):
-            config.hydra.overrides.hydra.append(f"++hydra.job.env_set.{PARENT_ENV}='{run.info.run_id}'")
-            config.hydra.overrides.hydra.append(f"++hydra.job.env_set.{AXES_ENV}='{','.join(axes)}'")
-        global _open_parent
-        review = config.tracking.judge_review
-        _open_parent = _OpenParent(config.tracking.uri, config.tracking.connect_timeout_s, run.info.run_id, experiment_id,
-                                   float(review.min_kappa), str(review.unverified),
-                                   trace_best=traces.mode_of(config.tracking) == TraceMode.best,
-                                   cache_dir=str(config.cache_dir))
-        log.info("MLflow parent run %s in experiment %s", run.info.run_id, experiment_id)
+        _validate_sweep(config)  # before any job's config is composed
+        if config.hydra.sweeper.get("_target_") != RAGEXP_SWEEPER:  # no on_sweep_composed: open the parent now
+            _open_parent_run(config)
+
+    def on_sweep_composed(self, config: DictConfig, jobs: Sequence[tuple[Sequence[str], DictConfig]]) -> None:
+        """Every job's config through the job-spec gate, then the store and the parent run, whose
+        id every job's config is given (ragexp's sweeper calls this before the first job starts)."""
+        axes = run_names.sweep_axes(list(config.hydra.overrides.task), config.hydra.sweeper.get("params"))
+        for number, (overrides, job_config) in enumerate(jobs, start=1):
+            _check_job_config(job_config, overrides, f"sweep job {number} of {len(jobs)}", axes)
+        extra = _open_parent_run(config)
+        for _, job_config in jobs:
+            with read_write(job_config.hydra), open_dict(job_config.hydra):
+                job_config.hydra.overrides.hydra.extend(extra)
+                job_config.hydra.job.env_set.update({PARENT_ENV: _open_parent.run_id, AXES_ENV: ",".join(axes)})
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         close_open_parent()
+
+
+#: The sweeper that calls :meth:`MlflowSweepCallback.on_sweep_composed` (``conf/config.yaml``).
+RAGEXP_SWEEPER = "hydra_plugins.ragexp_sweeper.ragexp_sweeper.RagexpSweeper"
+
+
+def _check_job_config(job_config: DictConfig, overrides: Sequence[str], job: str, axes: Sequence[str]) -> None:
+    """One job's composed config through the gate its job will pass (without its ``hydra`` node,
+    as Hydra hands it to the job); a refusal names the job and its swept values."""
+    from ragexp.evaluation.job_spec import job_spec
+
+    task = OmegaConf.masked_copy(job_config, [key for key in job_config.keys() if key != "hydra"])
+    try:
+        job_spec(task, list(overrides))
+    except RagexpInputError as err:
+        values = " ".join(f"{axis}={value}" for axis, value in run_names.axis_values(overrides, axes).items())
+        raise SweepRefused(f"{job} ({values or ' '.join(overrides)}): {err}; nothing was run") from None
+
+
+def _open_parent_run(config: DictConfig) -> list[str]:
+    """The store, the experiment and the sweep's open parent run; the overrides that hand its id
+    and axes to every job (appended to ``hydra.overrides.hydra`` too)."""
+    experiment_id, client = experiments.ensure_for_config(
+        lambda: store.connect(config.tracking.uri, config.tracking.connect_timeout_s), config)
+    sweep_dir = Path(config.hydra.sweep.dir)
+    overrides = list(config.hydra.overrides.task)
+    axes = run_names.sweep_axes(overrides, config.hydra.sweeper.get("params"))
+    key = sweep_key(overrides)
+    close_stale_parents(client, experiment_id, key)
+    run = client.create_run(
+        experiment_id,
+        run_name=f"sweep {sweep_dir.name}",
+        tags={store.TAG_KIND: "sweep", store.TAG_VERSION: __version__, store.TAG_SWEEP_AXES: ",".join(axes),
+              **launcher_tags(key), **_budget_tags(config)},
+    )
+    store.log_batched(client, run.info.run_id, params={"sweep.overrides": " ".join(overrides) or "(none)"})
+    # Launchers compose each job's config from hydra.overrides.hydra plus the job's overrides, so
+    # this override reaches every job, also where the sweep dir is not at the same path as here
+    # (a Ray node with another working directory, hydra.job.chdir=true with a relative sweep dir).
+    extra = [f"++hydra.job.env_set.{PARENT_ENV}='{run.info.run_id}'", f"++hydra.job.env_set.{AXES_ENV}='{','.join(axes)}'"]
+    with read_write(config.hydra), open_dict(config.hydra):
+        config.hydra.overrides.hydra.extend(extra)
+    global _open_parent
+    review = config.tracking.judge_review
+    _open_parent = _OpenParent(config.tracking.uri, config.tracking.connect_timeout_s, run.info.run_id, experiment_id,
+                               float(review.min_kappa), str(review.unverified),
+                               trace_best=traces.mode_of(config.tracking) == TraceMode.best,
+                               cache_dir=str(config.cache_dir))
+    log.info("MLflow parent run %s in experiment %s", run.info.run_id, experiment_id)
+    return extra
 
 
 BUDGET_SEPARATOR = " ; "
@@ -112,7 +155,7 @@ def _validate_sweep(config: DictConfig) -> None:
 
 
 class SweepRefused(BaseException):
-    """Bad input found before a sweep starts (its ``args[0]`` is the :class:`RagexpInputError`).
+    """Bad input found before a sweep starts (its ``args[0]``: the :class:`RagexpInputError` or the line to print).
     A ``BaseException``: Hydra turns a callback's ``Exception`` into a warning and sweeps on."""
 
 
@@ -132,36 +175,38 @@ _open_parent: _OpenParent | None = None  # the parent this process opened and ha
 
 
 def _close_parent(parent: _OpenParent, status: str | None = None) -> None:
-    """Log the child counts and close the parent: ``status``, else FINISHED when every child
-    finished (and, under ``tracking.judge_review.unverified=fail``, no judge metric is unverified),
-    else FAILED."""
+    """Log the counts and close the parent: ``status``, else FINISHED when every run it covers
+    finished (its children and the runs its jobs reused, :func:`~ragexp.tracking.sweep_runs.covered_runs`;
+    under ``tracking.judge_review.unverified=fail``, no judge metric unverified), else FAILED."""
     client = store.connect(parent.uri, parent.timeout_s)
-    children = sweep_summary.children_of(client, parent.run_id)
-    unverified = _summarize(client, parent, children) if status is None else []
-    finished = sum(run.info.status == "FINISHED" for run in children)
+    runs, reused = sweep_runs.covered_runs(client, parent.run_id)
+    unverified = _summarize(client, parent, runs, reused) if status is None else []
+    finished = sum(run.info.status == "FINISHED" for run in runs)
     if status is None:
-        status = "FINISHED" if children and finished == len(children) else "FAILED"
+        status = "FINISHED" if runs and finished == len(runs) else "FAILED"
         if unverified and parent.on_unverified == "fail":
             log.error("sweep marked FAILED: judge metrics unverified (%s); tracking.judge_review.unverified=fail",
                       ", ".join(unverified))
             status = "FAILED"
     with interrupt.deferred():  # a write cut short can leave the sqlite store locked and the run RUNNING
-        store.log_batched(
-            client, parent.run_id, metrics={"sweep.children": len(children), "sweep.children_finished": finished}
-        )
+        store.log_batched(client, parent.run_id, metrics={"sweep.children": len(runs) - len(reused),
+                                                          "sweep.children_finished": finished - len(reused),
+                                                          "sweep.runs_reused": len(reused)})
         client.set_terminated(parent.run_id, status=status)
 
 
-def _summarize(client: MlflowClient, parent: _OpenParent, children: list) -> list[str]:
-    """The parent's summary (:mod:`~ragexp.tracking.sweep_summary`), returning its unverified judge
-    metrics; a failure to draw it is reported and does not keep the sweep from closing."""
+def _summarize(client: MlflowClient, parent: _OpenParent, runs: list, reused: list[str]) -> list[str]:
+    """The parent's summary (:mod:`~ragexp.tracking.sweep_summary`) of ``runs`` (``reused``: those
+    from earlier launches), returning its unverified judge metrics; a failure to draw it is
+    reported and does not keep the sweep from closing."""
     tags = client.get_run(parent.run_id).data.tags
     axes = [a for a in tags.get(store.TAG_SWEEP_AXES, "").split(",") if a]
     budgets = [b for b in tags.get(sweep_summary.TAG_BUDGETS, "").split(BUDGET_SEPARATOR) if b]
     try:
-        return sweep_summary.log_sweep_summary(client, parent.run_id, parent.experiment_id, children, axes, budgets,
+        return sweep_summary.log_sweep_summary(client, parent.run_id, parent.experiment_id, runs, axes, budgets,
                                                min_kappa=parent.min_kappa,
-                                               trace_cache_dir=parent.cache_dir if parent.trace_best else None)
+                                               trace_cache_dir=parent.cache_dir if parent.trace_best else None,
+                                               reused=reused)
     except Exception as err:  # noqa: BLE001 - the sweep's runs are logged; only the summary is missing
         log.warning("could not write the sweep summary to parent run %s: %s", parent.run_id, err)
         return []

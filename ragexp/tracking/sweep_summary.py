@@ -300,11 +300,15 @@ def artifact_url(run_id: str, path: str) -> str:
 def describe(children: Sequence[ChildRun], axes: Sequence[str], metrics: Sequence[str], best: Mapping[str, ChildRun],
              parent_run_id: str, experiment_id: str, image: str | None, not_comparable: set[str] = frozenset(),
              ties: Ties | None = None, cost: cost_summary.CostSummary | None = None,
-             judge: Sequence[str] = ()) -> str:
+             judge: Sequence[str] = (), reused: Sequence[str] = ()) -> str:
     ties = ties or Ties({}, {})
     sweep = " × ".join(axes) or "no swept axis"
     names = {child.run_id: child.name for child in children}
     lines = [*judge, *([""] if judge else []), f"**Best of {len(children)} runs** (sweep over {sweep}):", ""]
+    if reused:
+        links = ", ".join(f"[{names[run_id]}]({experiments.run_link(experiment_id, run_id)})" for run_id in reused)
+        lines = [*lines, f"{len(reused)} of them logged by an earlier launch of this sweep and reused by this one "
+                         f"(resume=true): {links}.", ""]
     if not_comparable:
         lines = [*lines, f"{NOT_COMPARABLE_NOTE}: {', '.join(sorted(not_comparable))}.", ""]
     for metric in metrics:
@@ -439,8 +443,9 @@ def _axis_params(children: Sequence[ChildRun], axes: Sequence[str]) -> list[str]
 
 def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: str, runs: Sequence[Run],
                       axes: Sequence[str], budgets: Sequence[str] = (), min_kappa: float = MIN_KAPPA,
-                      trace_cache_dir: str | None = None) -> list[str]:
+                      trace_cache_dir: str | None = None, reused: Sequence[str] = ()) -> list[str]:
     """Write the summary of the FINISHED job runs ``runs`` to the parent run (module docstring);
+    ``reused``: those of them logged by earlier launches of the sweep (named in the description);
     ``budgets``: the sweep's ``cost.budgets`` strings; with ``trace_cache_dir``
     (``tracking.traces=best``), log the traces of the runs best or tied on hit rate@5
     (:func:`trace_winners`). Returns the unverified judge metrics."""
@@ -499,7 +504,8 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
         tied = len(vs_best.tie_set(ties.standings[SORT_METRIC]))
         tags[experiments.DECISION_TAG] = f"sweep · {tied}/{len(children)} best or tied · heatmaps"
     tags[store.DESCRIPTION_TAG] = describe(children, axes, metrics, best, parent_run_id, experiment_id, image,
-                                           not_comparable, ties, cost, judge)
+                                           not_comparable, ties, cost, judge,
+                                           reused=[c.run_id for c in children if c.run_id in set(reused)])
     if judge:
         tags[TAG_REVIEW_STATUS] = (f"unverified: {', '.join(unverified)}" if unverified else "verified")
     store.log_batched(client, parent_run_id, tags=tags)
