@@ -568,7 +568,8 @@
   function done() {
     leaveFields();
     const e = entry();
-    if (unanswered.some((sent) => sent.id === e.id)) { lastSave.then(done, done); return; }  // decide on the saved entry
+    // an adjudicated question is settled on the server's reading of its saved entry: wait for it
+    if (adjudicating(e) && unanswered.some((sent) => sent.id === e.id)) { lastSave.then(done, done); return; }
     const unsettled = adjudicationUnsettled(e);
     if (unsettled) { say(unsettled); return; }
     const changes = {confirmed: true, skipped: false};
