@@ -12,6 +12,7 @@ import torch
 from ragexp.llm.answer_end import (
     degeneration_start,
     end_at_sentence,
+    final_cut,
     most_repeated_sentence,
     ngram_repeat_start,
     repetition_start,
@@ -161,6 +162,9 @@ SCRIPTS = {
     "ends_on_copy": [" Open", " Settings.", " Open", " Settings."],
     "capped": [" Hold", " the", " button.", " Then", " wait", " for", " the", " light", " to", " turn", " green."],
     "markers": [" Kept", " 30", " days.", "\n1.", " 1.", " 1.", " 1.", " 1.", " 1.", " 1.", " 1."],
+    # the end shapes #50 found on held-out corpora: a copy cut at a stop string, a copy without its end mark
+    "copy_then_stop": [" Open", " Settings.", " Close", " it.", " Open", " Settings.", "\n\n", "Question:"],
+    "list_copy_at_eos": ["1.", " Computational", " complexity", " theory", "\n2.", " Computational", " complexity", " theory"],
 }
 
 
@@ -174,6 +178,19 @@ def test_decoding_stops_at_the_repetition_and_keeps_the_text_before_it() -> None
     assert (ends.text, ends.finish_reason) == (" Open Settings. ", "repetition")
     [capped] = model.complete_batch(["capped"], max_tokens=10)
     assert (capped.text, capped.finish_reason) == (" Hold the button. Then wait for the light to turn", "length")
+
+
+def test_a_copy_at_the_very_end_is_caught_after_a_stop_string_and_without_an_end_mark() -> None:
+    model = scripted_model(SCRIPTS, repeat_ngram=10)
+    stopped, listed = model.complete_batch(["copy_then_stop", "list_copy_at_eos"], max_tokens=16, stop=["\n\n"])
+    assert (stopped.text, stopped.finish_reason) == (" Open Settings. Close it. ", "repetition")
+    assert (listed.text, listed.finish_reason) == ("1. Computational complexity theory\n2. ", "repetition")
+    generator = LLMGenerator(scripted_model(SCRIPTS, repeat_ngram=10), max_new_tokens=16)
+    assert generator._answer(stopped) == "Open Settings. Close it."
+    assert generator._answer(listed) == "1. Computational complexity theory"
+    # without the stop, an ordinary answer that ends on new words is left alone
+    assert final_cut("Open Settings. Close it.", ["\n\n"], 10, "eos") == ("Open Settings. Close it.", "eos")
+    assert final_cut("Open it. Close it", [], 10, "eos") == ("Open it. Close it", "eos")
 
 
 def test_decoding_stops_where_the_answer_degenerates_and_says_so() -> None:

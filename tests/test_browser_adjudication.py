@@ -160,3 +160,103 @@ def test_two_annotators_with_three_planted_disagreements_adjudicate_to_the_inten
         {"file": "alice.jsonl", "sha256": hashlib.sha256(Path(alice).read_bytes()).hexdigest()},
         {"file": "bob.jsonl", "sha256": hashlib.sha256(Path(bob).read_bytes()).hexdigest()}]}
     assert ragexp(tmp_path, "evalset", "lint", str(queue), "--corpus", str(corpus), check=False).returncode == 0
+
+
+WIDE = span("keys", f"{TWO_KEYS} {CREATE}")
+NARROW = span("keys", CREATE)
+#: Nested spans (alice the whole rotation paragraph, bob one sentence inside it) and an item whose only
+#: difference is the gold answer.
+NESTED_ALICE = [item("n1", "How do I rotate a key without downtime?", [WIDE], gold_answer="Create, deploy, revoke."),
+                item("g1", "How long are webhooks retried?", [RETRIED], gold_answer="24 hours")]
+NESTED_BOB = [item("n1", "How do I rotate a key without downtime?", [NARROW], gold_answer="Create, deploy, revoke."),
+              item("g1", "How long are webhooks retried?", [RETRIED], gold_answer="For 24 hours, with exponential backoff.")]
+#: What dave decides: the narrow sentence relevant, the wide passage around it not; bob's answer.
+NESTED_INTENDED = {
+    "n1": item("n1", "How do I rotate a key without downtime?", [span("keys", f"{TWO_KEYS} {CREATE}", 0), NARROW],
+               gold_answer="Create, deploy, revoke."),
+    "g1": item("g1", "How long are webhooks retried?", [RETRIED], gold_answer="For 24 hours, with exponential backoff."),
+}
+
+
+def put_reviewed(url: str, item_id: str) -> tuple[int, str]:
+    """Mark an entry reviewed straight through the API, as a page that skipped its own check would."""
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"changes": {"reviewed": True}, "before": {"reviewed": False}}).encode()
+    request = urllib.request.Request(f"{url.rstrip('/')}/api/entries/{item_id}", data=body, method="PUT",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def test_nested_spans_and_a_differing_gold_answer_each_need_an_explicit_decision(tmp_path):
+    corpus, _ = write_tiny_dataset(tmp_path)
+    alice, bob = write(tmp_path / "alice.jsonl", NESTED_ALICE), write(tmp_path / "bob.jsonl", NESTED_BOB)
+    queue = tmp_path / "adjudicated.jsonl"
+    printed = ragexp(tmp_path, "evalset", "agreement", alice, bob, "--corpus", str(corpus), "--queue", str(queue),
+                     "--adjudicator", "dave", "--no-log").stdout
+    assert "0 items both gave alike (settled)" in printed
+    server, url = start_page(tmp_path, ["evalset", "annotate", str(queue), "--corpus", str(corpus), "--port", str(free_port()),
+                                        "--pipelines", "bm25"])
+
+    def badges(page) -> list[list[str]]:
+        return [[b.inner_text() for b in box.locator(".verdict, .mine").all()] for box in page.locator("#candidates .passage").all()]
+
+    def saved(page) -> None:
+        assert settled_save_state(page, TIMEOUT_MS) == "saved"
+
+    def refused(page, message: str) -> None:
+        page.keyboard.press("Control+Enter")
+        sync_api.expect(page.locator("#page-message")).to_have_text(message)
+
+    try:
+        # the server refuses to settle an undecided item whatever the page does
+        assert put_reviewed(url, "g1")[0] == 422
+        status, text = put_reviewed(url, "n1")
+        assert status == 422 and "2 disputed passage(s) not judged yet" in text, text
+        with launched() as browser:
+            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(url)
+            sync_api.expect(page.locator("#queue li .badge")).to_have_text(["review 2", "review"])
+            sync_api.expect(page.locator("#query")).to_have_text("How do I rotate a key without downtime?")
+            page.wait_for_function("() => { const s = window.ragexpAnnotate.state; return s.candidatesOf === s.current; }")
+            sync_api.expect(page.locator("#adjudication .adjudicator")).to_contain_text("adjudicating as dave")
+            # each side's verdict says how its span lies: bob's sentence within alice's passage, hers around his
+            assert badges(page) == [["alice: relevant", "bob: relevant, a span within", "yours: not judged yet"],
+                                    ["alice: relevant, a span around it", "bob: relevant", "yours: not judged yet"]]
+            page.keyboard.press("j")  # the narrow sentence
+            page.keyboard.press("r")
+            saved(page)
+            # the wide passage around it is not decided by that: the page says so and refuses
+            assert badges(page)[0][2] == "yours: not judged yet" and badges(page)[1][2] == "yours: relevant"
+            sync_api.expect(page.locator("#queue li .badge").first).to_have_text("review 1")
+            refused(page, "1 disputed passage(s) not judged yet: r relevant, x not relevant, Shift+X the rest not relevant")
+            page.keyboard.press("k")
+            page.keyboard.press("x")  # the wide passage: not relevant (only the sentence answers it)
+            saved(page)
+            assert badges(page)[0][2] == "yours: not relevant"
+            page.keyboard.press("Control+Enter")
+
+            # only the gold answer differs: no passage to judge, and still no settling without a choice
+            sync_api.expect(page.locator("#query")).to_have_text("How long are webhooks retried?")
+            rows = page.locator("#adjudication tr").all_inner_texts()
+            assert any(r.startswith("gold answer") for r in rows), rows
+            refused(page, "the gold answers differ: take one (or type your own)")
+            page.locator("#adjudication button[data-take=gold_answer][data-side='1']").click()
+            saved(page)
+            page.keyboard.press("Control+Enter")
+            saved(page)
+            sync_api.expect(page.locator("#queue li .badge")).to_have_text(["done"] * 2)
+    finally:
+        stop_page(server)
+
+    header, *lines = map(json.loads, queue.read_text(encoding="utf-8").splitlines())
+    assert {obj["id"]: comparable(obj) for obj in lines} == {i: comparable(x) for i, x in NESTED_INTENDED.items()}
+    assert [obj.get("annotator") for obj in lines] == ["dave", "dave"]
+    assert header["adjudication"]["adjudicator"] == "dave"
+    assert ragexp(tmp_path, "evalset", "lint", str(queue), "--corpus", str(corpus), check=False).returncode == 0

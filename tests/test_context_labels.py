@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ragexp.data.context import context_labels, format_context, label_title, strip_label_copies
+from ragexp.data.context import context_labels, context_titles, format_context, is_title_copy, label_title, strip_label_copies
 from ragexp.datamodel import Chunk
 
 TITLES = ["Proration > Proration > Downgrades", "Plan comparison > Plan comparison > Changing plans",
@@ -75,3 +75,51 @@ def test_stripping_only_ever_removes_whole_lines(parts, answer) -> None:
         assert len([line for line in kept.split("\n") if line.strip()]) <= len(lines) - removed
         # every line kept is a line of the answer (an answer that was all label copies keeps nothing)
         assert all(line.strip() in [x.strip() for x in lines] for line in kept.split("\n") if line.strip())
+
+
+# --- section titles however an answer lists them (issue #50) ---------------------------------------
+
+_word = st.text(st.sampled_from(list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJ")), min_size=3, max_size=9)
+_title = st.lists(_word, min_size=1, max_size=4).map(" ".join)
+LISTINGS = ("{t}", "1. {t}", "12) {t}", "- {t}", "* {t}", "• {t}", "**{t}**", "__{t}__", "*{t}*", "`{t}`", "### {t}",
+            "# {t}", "[{t}](#anchor)", "{t}:", "1. **{t}**:", "- [{t}](#x)", "{t}.")
+"""How a small model lists a title it copies (``1. <title>`` the commonest on held-out corpora)."""
+
+
+def _context(label_paths: list[list[str]], headings: list[str]) -> str:
+    chunks = [Chunk(f"c{i}", "d", i, 0, 1, "\n".join([*(f"## {h}" for h in headings[i::len(label_paths)]),
+                                                     "Some statement about the product."]), " > ".join(path))
+              for i, path in enumerate(label_paths)]
+    return format_context(chunks)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_title, min_size=1, max_size=3), min_size=1, max_size=3), st.lists(_title, max_size=3),
+       st.sampled_from(LISTINGS), st.data())
+def test_a_title_copy_is_recognised_however_it_is_listed(paths, headings, listing, data) -> None:
+    context = _context(paths, headings)
+    path = data.draw(st.sampled_from(paths)).copy()
+    path[:] = label_title(" > ".join(path)).split(" > ")  # the parts the label shows (a repeated one once)
+    i = data.draw(st.integers(0, len(path) - 1))
+    j = data.draw(st.integers(i + 1, len(path)))
+    title = data.draw(st.sampled_from([" > ".join(path[i:j]), *headings]))  # a label part, a run of them, a heading
+    line = listing.format(t=title)
+    assert is_title_copy(line, context), line
+    statement = "It is done in two steps."
+    assert strip_label_copies(f"{line}\n{statement}", context) == (statement, 1)
+    assert strip_label_copies(f"{statement}\n{line}", context) == (statement, 1)
+    # more than the title on the line: a statement, kept; as the whole plain answer, a title may be the answer
+    assert strip_label_copies(f"{line} {statement}", context)[1] == 0
+    if listing == "{t}" and " > " not in title:  # one title, the whole answer, written plainly: may be the answer
+        assert strip_label_copies(line, context) == (line, 0)
+    assert not is_title_copy(f"{title} is set per key", context)
+
+
+def test_no_labels_no_titles_and_short_or_near_titles_are_no_copies() -> None:
+    context = _context([["Refund policy", "Annual plans"], ["Downgrades"]], ["Retries"])
+    assert context_titles(context) == ["Refund policy", "Annual plans", "Downgrades", "Retries"]
+    assert context_titles("Plain text.\n## A heading") == []  # not a labelled context
+    for line in ("1. A downgrade.", "- Annual plan refunds", "1. Retry", "2. [1] Annual plans", "- plans"):
+        assert not is_title_copy(line, context), line
+    assert is_title_copy("1. Refund polcy > Annual plans", context) is False  # a short title is never fuzzy
+    assert is_title_copy("**Refund policy > Annual plans**", context)

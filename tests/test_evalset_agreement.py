@@ -141,7 +141,7 @@ def test_command_prints_queues_for_the_page_and_notes_in_mlflow(pair, tmp_path, 
     candidates = page.get("/api/entries/i5/candidates").json()
     assert candidates["kind"] == "review"
     assert [(c["doc_id"], c["start"], c["end"], c["verdicts"]) for c in candidates["candidates"]] == [
-        ("refunds", 0, REFUNDS, [{"grade": 0, "how": "document"}, {"grade": 1, "how": "overlap"}]),
+        ("refunds", 0, REFUNDS, [{"grade": 0, "how": "document"}, {"grade": 1, "how": "within"}]),  # bob's span inside
         ("refunds", 0, 20, [{"grade": 0, "how": "document"}, {"grade": 1, "how": "span"}])]
     assert candidates["candidates"][1]["text"] == TINY_DOCS["refunds"][:20]
     i3 = next(e for e in state["entries"] if e["id"] == "i3")

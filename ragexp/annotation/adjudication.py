@@ -15,6 +15,12 @@ evalset annotate FILE``) from two annotators' eval sets of the same questions:
   less (evidence F1 at or above the threshold, a grade, a tag, the answer's wording) with the
   differences named.
 
+On the page every dispute is decided explicitly (:func:`unsettled`, which the server checks before
+it marks the question reviewed): each queued passage by evidence over exactly it (relevant or not:
+a narrower span marked inside a wider disputed passage decides the narrower one only), a disputed
+answerability by ``u`` or by relevant evidence, and differing gold answers of a question that stays
+answerable by taking one side's answer or typing one.
+
 ``FILE``'s header records the adjudicator and both source files (name, annotator, SHA-256), and
 its name is the first file's eval-set name with ``-adjudicated``, so runs on it get their own
 MLflow experiment (:func:`ragexp.tracking.experiments.experiment_name`), never an annotator's.
@@ -32,11 +38,13 @@ from pathlib import Path
 from ragexp.annotation.agreement import Agreement
 from ragexp.annotation.session import Session
 from ragexp.data.evalset_schema import AdjudicationRecord, SourceRecord
-from ragexp.datamodel import Corpus, EvalItem, Evidence
+from ragexp.datamodel import Corpus, EvalItem, Evidence, is_relevant
 from ragexp.errors import RagexpInputError
 from ragexp.stored import limits
 
 ORIGIN = "adjudication"
+OVERLAP_ORDER = ("within", "around", "overlap", "document")
+"""How evidence can overlap a passage without being over exactly it (:func:`verdict`), closest first."""
 
 
 @dataclass(frozen=True)
@@ -162,8 +170,10 @@ def verdict(item: EvalItem, doc_id: str, start: int, end: int, length: int) -> d
 
     - ``{"grade": g, "how": "span"}``: evidence over exactly this passage (``"document"``: the
       passage is the whole document and so was the evidence);
-    - otherwise the highest grade of the evidence that overlaps it, ``"how": "overlap"`` for a
-      span, ``"document"`` for whole-document evidence (a grade-0 span around it counts as well);
+    - otherwise the highest grade of the evidence that overlaps it, ``"how"`` saying how: a span
+      ``"within"`` the passage, a span ``"around"`` it (containing it), a span overlapping it partly
+      (``"overlap"``), ``"document"`` for whole-document evidence; at equal grades the closest
+      (within, around, overlap, document);
     - ``{"grade": None, "how": "unanswerable"}``: nothing on it, and the question marked unanswerable;
     - ``{"grade": None, "how": None}``: not judged."""
     whole = (start, end) == (0, length)
@@ -175,10 +185,11 @@ def verdict(item: EvalItem, doc_id: str, start: int, end: int, length: int) -> d
         if span == (start, end):
             return {"grade": e.grade, "how": "document" if whole and not e.is_span else "span"}
         if span[0] < end and span[1] > start:
-            how = "overlap" if e.is_span else "document"
+            how = ("document" if not e.is_span else "within" if start <= span[0] and span[1] <= end
+                   else "around" if span[0] <= start and end <= span[1] else "overlap")
             grades[how] = max(grades.get(how, 0), e.grade)
     if grades:
-        how = max(grades, key=lambda h: (grades[h], h == "overlap"))
+        how = max(grades, key=lambda h: (grades[h], -OVERLAP_ORDER.index(h)))
         return {"grade": grades[how], "how": how}
     return {"grade": None, "how": None if item.answerable else "unanswerable"}
 
@@ -188,3 +199,32 @@ def _unit(evidence: Evidence, corpus: Corpus, a: EvalItem, b: EvalItem) -> dict:
     start, end = (evidence.start, evidence.end) if evidence.is_span else (0, length)
     return {"unit_id": f"{evidence.doc_id}:{start}-{end}", "doc_id": evidence.doc_id, "start": start, "end": end,
             "verdicts": [verdict(x, evidence.doc_id, start, end, length) for x in (a, b)]}
+
+
+def decided(unit: dict, evidence: list[dict]) -> bool:
+    """Whether the adjudicator decided a queued passage: evidence (either grade) over exactly it.
+    Evidence inside, around or overlapping it decides that other passage, not this one."""
+    return any(e["doc_id"] == unit["doc_id"] and e.get("start") is not None
+               and (e["start"], e["end"]) == (unit["start"], unit["end"]) for e in evidence)
+
+
+def unsettled(entry: dict) -> str | None:
+    """Why an entry queued for adjudication cannot be marked reviewed (``None`` when it can, or
+    when it was not queued for adjudication): a queued passage not :func:`decided`; answerability disputed
+    and neither ``u`` pressed nor relevant evidence marked; the gold answers differ, the question is
+    still answerable and its gold answer is empty (neither taken nor typed)."""
+    review = entry.get("review") or {}
+    record = review.get("adjudication")
+    if record is None:
+        return None
+    evidence = entry.get("evidence", [])
+    open_units = sum(not decided(unit, evidence) for unit in review["units"])
+    if open_units:
+        return f"{open_units} disputed passage(s) not judged yet: r relevant, x not relevant, Shift+X the rest not relevant"
+    answerable = entry.get("answerable", True) is not False
+    positive = any(is_relevant(e.get("grade", 1)) for e in evidence)
+    if record["answerable"][0] != record["answerable"][1] and answerable and not positive:
+        return "answerability is disputed: mark the evidence that answers it, or press u if the corpus does not"
+    if record["gold_answer"][0] != record["gold_answer"][1] and answerable and not (entry.get("gold_answer") or "").strip():
+        return "the gold answers differ: take one (or type your own)"
+    return None

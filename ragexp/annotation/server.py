@@ -15,6 +15,9 @@
 An entry's status is ``skipped``, ``review`` (a run queued units on it that nobody has gone through:
 ``Ctrl+Enter`` marks them reviewed; the item may be in the eval set already), ``done`` (in the eval
 set) or ``open``; ``pending`` counts the queued units nobody judged yet (:func:`pending_units`).
+On a set queued for adjudication ``unsettled`` says why the question cannot be marked reviewed yet
+(:func:`ragexp.annotation.adjudication.unsettled`), and a change that marks it reviewed before then
+is refused with 422; ``GET /api/state`` names the ``adjudicator``.
 
 Every write re-reads the corpus if a file under it changed, and checks each evidence span the page
 sends against it: a span that does not read its quote any more is *stale*. A stale span the eval
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import threading
 
+from ragexp.annotation.adjudication import decided, unsettled
 from ragexp.annotation.coverage import coverage
 from ragexp.annotation.hints import ChunkMap, category_hints
 from ragexp.annotation.live_corpus import LiveCorpus, span_problem
@@ -72,7 +76,8 @@ class Annotation:
         to_review = bool(entry.get("review")) and not entry.get("reviewed")
         status = ("skipped" if entry.get("skipped") else "review" if to_review else "done" if is_complete(entry)
                   else "open")
-        return {**entry, "status": status, "pending": pending_units(entry) if to_review else 0, "stale": {str(i): p for i, p in stale.items()}, "pages": pages,
+        return {**entry, "status": status, "pending": pending_units(entry) if to_review else 0,
+                "unsettled": unsettled(entry) if to_review else None, "stale": {str(i): p for i, p in stale.items()}, "pages": pages,
                 "hints": category_hints(entry["query"], fresh, self.chunk_map(corpus))}
 
     def state(self) -> dict:
@@ -80,7 +85,9 @@ class Annotation:
         with self.session.lock:
             self.session.reload_if_changed()
             entries = [self.view(entry, corpus) for entry in self.session.entries]
+            adjudication = self.session.header.adjudication
             return {"evalset": str(self.session.evalset),
+                    "adjudicator": adjudication.adjudicator if adjudication is not None else None,
                     "corpus_generation": self.corpus.generation, "entries": entries,
                     "coverage": coverage(self.session.items(), self.chunk_map(corpus))}
 
@@ -98,8 +105,12 @@ class Annotation:
 
 def pending_units(entry: dict) -> int:
     """How many units a run queued on the entry (``--from-run``, ``--failures``) nobody judged yet:
-    no span over the unit, no positive evidence inside it, no whole-document evidence of its document."""
+    no span over the unit, no positive evidence inside it, no whole-document evidence of its document.
+    A unit queued for adjudication counts as judged only when it is decided: evidence over exactly it
+    (:func:`ragexp.annotation.adjudication.decided`)."""
     evidence = entry.get("evidence", [])
+    if entry["review"].get("adjudication") is not None:
+        return sum(not decided(unit, evidence) for unit in entry["review"]["units"])
 
     def judged(unit: dict) -> bool:
         return any(e["doc_id"] == unit["doc_id"] and (
@@ -169,6 +180,8 @@ def routers(annotation: Annotation) -> list:
                 if annotation.session.entry(item_id) is None:
                     raise KeyError(item_id)
                 check_changes(changes)
+                if changes.get("reviewed") is True and (reason := unsettled({**annotation.session.entry(item_id), **changes})):
+                    raise ValueError(f"not reviewed: {reason}")
                 if "evidence" in changes:
                     annotation.check_evidence(item_id, changes["evidence"])
                 entry = annotation.session.update(item_id, changes, before)

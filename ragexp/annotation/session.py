@@ -173,7 +173,7 @@ def check_changes(changes: dict) -> None:
 
 
 #: How an annotator's verdict on an adjudicated unit was given (:mod:`ragexp.annotation.adjudication`).
-VERDICT_HOW = ("span", "overlap", "document", "unanswerable")
+VERDICT_HOW = ("span", "within", "around", "overlap", "document", "unanswerable")
 
 
 def _is_verdict(verdict) -> bool:

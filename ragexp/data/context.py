@@ -27,6 +27,10 @@ TITLE_PARTS = re.compile(r"\s+[>›»]\s+")
 _NUMBER_MARK = re.compile(r"^\[(\d{1,3})\]\s*")
 _ANSWER_LIST_MARK = re.compile(r"^\s*(?:[-*•–]|\d{1,3}[.)])\s+")
 _EMPHASIS = re.compile(r"^[*_`]+|[*_`]+$")
+COPY_RULES_VERSION = 2
+"""Part of a run's judge-cache key (:mod:`ragexp.evaluation.generation_step`): verdicts on answers
+and claims cleaned by older rules are not reused (2: section titles however listed, claims that are
+titles). Stripping runs after the model call, so the model's call cache holds uncleaned answers."""
 #: Two title texts this similar (difflib ratio, case and spacing ignored) are the same label
 #: (a small model misspells what it copies: "Prration").
 SAME_LABEL = 0.85
@@ -78,6 +82,64 @@ def _runs(parts: list[str], shortest: int) -> list[str]:
     return [" > ".join(parts[i:j]) for i in range(len(parts)) for j in range(i + shortest, len(parts) + 1)]
 
 
+_HEADING_LINE = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_HEADING_MARK = re.compile(r"^#{1,6}\s+")
+_ANCHOR_LINK = re.compile(r"^\[([^\]\n]+)\]\(#[^)\s]*\)$")
+_TITLE_END = re.compile(r"[\s:.;,]+$")
+MIN_TITLE_CHARS = 3
+FUZZY_TITLE_CHARS = 16
+"""A title at least this long is recognised misspelled too (:func:`_same_title`)."""
+"""A title shorter than this (``A``, ``Q&``) is never taken for a copy: too short to tell."""
+
+
+def context_titles(context: str) -> list[str]:
+    """The section titles a context shows: every part of each label line's title (``Proration >
+    Downgrades`` gives ``Proration`` and ``Downgrades``) and every Markdown heading line inside its
+    passages (``### `EventSource```), each once, in order; ``[]`` for a context without labels."""
+    labels = context_labels(context)
+    titles = [part for label in labels for part in TITLE_PARTS.split(" ".join(label.split()))]
+    if labels:
+        titles += [m.group(1) for start, end in passage_spans(context) for m in _HEADING_LINE.finditer(context[start:end])]
+    return list(dict.fromkeys(title for title in (_bare(t) for t in titles) if len(title) >= MIN_TITLE_CHARS))
+
+
+def _bare(text: str) -> str:
+    """``text`` as a title reads without its listing: list marker, heading ``#``s, Markdown
+    emphasis, an anchor link's target (``[Usage](#usage)``) and trailing ``:``/``.`` left out."""
+    text = _ANSWER_LIST_MARK.sub("", text.strip())
+    text = _HEADING_MARK.sub("", text)
+    link = _ANCHOR_LINK.match(text)
+    text = link.group(1) if link else text
+    return _EMPHASIS.sub("", _TITLE_END.sub("", _EMPHASIS.sub("", text))).strip()
+
+
+def is_title_copy(text: str, context: str) -> bool:
+    """Whether ``text`` (a line or a claim) is nothing but a section title of ``context``
+    (:func:`context_titles`) however it is listed: ``1. Downgrades``, ``- Downgrades``,
+    ``**Downgrades**``, ``### Downgrades``, ``[Downgrades](#downgrades)``, ``Downgrades:``, or a
+    heading path of them (``Proration > Downgrades``), in the same words (a long title also up to
+    :data:`SAME_LABEL` similarity: :func:`_same_title`).
+    A title states nothing about the documents, so it is no claim."""
+    titles = context_titles(context)
+    body = _bare(text)
+    if not titles or len(body) < MIN_TITLE_CHARS:
+        return False
+    parts = [_bare(part) for part in TITLE_PARTS.split(body)]
+    return all(any(_same_title(part, title) for title in titles) for part in parts)
+
+
+def _words_key(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+def _same_title(text: str, title: str) -> bool:
+    """The same words (case and punctuation ignored); a title of :data:`FUZZY_TITLE_CHARS` or more
+    also when :data:`SAME_LABEL` similar (a copied misspelling), a shorter one never (``A
+    downgrade`` is not the title ``Downgrades``)."""
+    key = _words_key(text)
+    return bool(key) and (key == _words_key(title) or (len(title) >= FUZZY_TITLE_CHARS and _similar(text, title)))
+
+
 def _copies_label(line: str, labels: Sequence[str]) -> bool:
     """Whether an answer line is a copy of a label line (see :func:`strip_label_copies`)."""
     numbered = _NUMBER_MARK.match(line)
@@ -99,23 +161,30 @@ def _copies_label(line: str, labels: Sequence[str]) -> bool:
 
 
 def strip_label_copies(answer: str, context: str) -> tuple[str, int]:
-    """``answer`` without the lines that copy a label line of ``context``, and how many there were.
+    """``answer`` without the lines that copy a label line or a section title of ``context``, and
+    how many there were.
 
     A line (a list marker and Markdown emphasis around it ignored) copies a label when it is
     ``[i]`` alone for a passage number ``i`` of the context, ``[i]`` followed by a label's title or
     a run of its parts (``[4] Downgrading`` for ``[4] Proration > Downgrading``), or, without
     ``[i]``, a heading path (two parts or more joined by ``>``) that is a label's title or a run of
     its parts. Titles are compared as written and with a part that repeats the one before it left
-    out, equal up to :data:`SAME_LABEL` similarity (a copied ``Prration``). A heading alone
-    (``Annual plans``) is document text and stays, as does a line that says anything beyond the
-    label. Any other context (no label lines) removes nothing."""
+    out, equal up to :data:`SAME_LABEL` similarity (a copied ``Prration``). A line that is nothing
+    but a section title (:func:`is_title_copy`: a label's part or a heading of a passage, however
+    listed) is a copy too, unless it is the whole answer written plainly (``Annual plans`` alone,
+    without a list marker, ``#`` or emphasis, may answer the question in the heading's words). A
+    line that says anything beyond the title stays. Any other context (no label lines) removes
+    nothing."""
     labels = context_labels(context)
     if not labels or not answer:
         return answer, 0
+    lines = answer.split("\n")
+    several = sum(bool(line.strip()) for line in lines) > 1
     kept, removed = [], 0
-    for line in answer.split("\n"):
+    for line in lines:
         body = _ANSWER_LIST_MARK.sub("", line).strip()
-        if body and _copies_label(body, labels):
+        listed = several or body != line.strip() or _bare(line) != line.strip()
+        if body and (_copies_label(body, labels) or (listed and is_title_copy(line, context))):
             removed += 1
         else:
             kept.append(line)

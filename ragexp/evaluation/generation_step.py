@@ -6,8 +6,8 @@ judge's reconstructed question vs the query, by embedding cosine), correctness a
 (SQuAD EM/F1, key-fact recall, refusals) and gets a failure class: ``retrieval_failure`` when no
 gold chunk reached the generator, ``generation_failure`` when it did and the answer is still
 wrong or unfaithful, ``ok``; ``unanswerable_ok`` / ``hallucinated`` for unanswerable items.
-Lines of an answer that copy a context label line (``[1] Refund policy > Annual plans``) are taken
-out before anything reads it (:func:`~ragexp.data.context.strip_label_copies`): they are ragexp's
+Lines of an answer that copy a context label line (``[1] Refund policy > Annual plans``) or a section
+title (``1. Annual plans``) are taken out before anything reads it (:func:`~ragexp.data.context.strip_label_copies`): they are ragexp's
 labels, not claims about the documents. ``gen.label_copies`` counts the answers that had one,
 ``gen.degenerate_answers`` the answers that degenerated into list markers or one token over and
 over (:func:`~ragexp.llm.answer_end.degeneration_start`, on the answer as kept: a local model's stop
@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from ragexp.config.schema import component_config
-from ragexp.data.context import format_context, strip_label_copies
+from ragexp.data.context import COPY_RULES_VERSION, format_context, strip_label_copies
 from ragexp.evaluation.generation_speed import speed_metrics
 from ragexp.evaluation.job_spec import JobSpec
 from ragexp.evaluation.pipeline import Pipeline
@@ -141,7 +141,8 @@ def generation_step(
     generator, judge = pipeline.generator, pipeline.judge
     # the threshold in force: a calibration file rewritten under the same path changes verdicts
     cfg = spec.config
-    judge_key = {"config": component_config(cfg.get("judge")), "threshold": getattr(judge, "threshold", None)}
+    judge_key = {"config": component_config(cfg.get("judge")), "threshold": getattr(judge, "threshold", None),
+                 "copy_rules": COPY_RULES_VERSION}
     generator_id = getattr(generator, "params", {}).get("model_id") if hasattr(generator, "params") else None
     if judge is not None:
         warn_if_self_judging(judge.model_id, generator_id)

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
+from ragexp.data.context import is_title_copy
 from ragexp.judging.correctness import is_refusal
 
 FAITHFULNESS_PROMPT = """Context:
@@ -113,8 +114,11 @@ def faithfulness(answer: str, context: str, judge: ClaimJudge) -> FaithfulnessRe
 
 def faithfulness_batch(items: Sequence[tuple[str, str]], judge: ClaimJudge) -> list[FaithfulnessResult]:
     """:func:`faithfulness` for each ``(answer, context)``; the claims of all answers go to the
-    judge in one ``judge_claims_batch`` call where the judge has one."""
-    claims = [[] if is_refusal(answer) else judge.split_claims(answer) for answer, _ in items]
+    judge in one ``judge_claims_batch`` call where the judge has one. A claim that is nothing but a
+    section title of its context (:func:`ragexp.data.context.is_title_copy`: ``Downgrades``, a
+    sentence the answer made of a title) is no claim and is not judged."""
+    claims = [[] if is_refusal(answer) else [claim for claim in judge.split_claims(answer) if not is_title_copy(claim, context)]
+              for answer, context in items]
     todo = [i for i, answer_claims in enumerate(claims) if answer_claims]
     batch = getattr(judge, "judge_claims_batch", None)
     if batch is not None:

@@ -9,8 +9,9 @@ only (a word counts once whitespace follows it, so a half-made word never matche
   answer (the occurrences may overlap): the repetition starts at the first of those ``n`` words.
   Any loop, with or without sentence ends, is caught ``n`` words into its second round.
 - **sentence**: a sentence just ended (``.``, ``!`` or ``?`` and whitespace, or a line break)
-  equals an earlier sentence of the answer, compared lower-cased with spacing and list markers
-  (``-``, ``*``, ``•``, ``4.``, ``4)``) ignored: the repetition starts where the later one does.
+  equals an earlier sentence of the answer, compared lower-cased with spacing, list markers
+  (``-``, ``*``, ``•``, ``4.``, ``4)``) and its end mark ignored (a copy that lacks its ``.``
+  still repeats): the repetition starts where the later one does.
 
 Words are compared with list markers left out too (a marker word first on its line or after a
 sentence end), so numbered copies (``4. X`` / ``5. X``) match. That leaves the loops with no word
@@ -41,9 +42,10 @@ _SENTENCE_END = re.compile(r"(?:[.!?][\"')\]]*(?=\s)|\n)")
 _LEADING_MARKER = re.compile(r"^\s*(?:(?:[-*•–]|\d{1,3}[.)])\s+)*")
 _LAST_SENTENCE = re.compile(r"[.!?][\"')\]]*(?=\s|$)")
 _TRAILING_MARKER = re.compile(r"(?:^|\n|[.!?:][\"')\]]*\s)\s*(?:[-*•–]|\d{1,3}[.)])$")
-RULES_VERSION = 3
+RULES_VERSION = 4
 """Part of a local model's call-cache key with ``repeat_ngram``: an answer cut by older rules is not reused
-(version 2 added the degeneration rule, 3 citation markers and word runs across list markers)."""
+(version 2 added the degeneration rule, 3 citation markers and word runs across list markers, 4 the
+answer's end checked after a stop string too, its last sentence ended by a line break)."""
 MARKER_RUN = 3
 """List markers in a row (nothing between them) that make a degenerate answer."""
 WORD_RUN = 4
@@ -82,7 +84,7 @@ def _sentences(text: str) -> list[tuple[str, int]]:
     out, start = [], 0
     for match in _SENTENCE_END.finditer(text):
         piece = text[start : match.end()]
-        body = " ".join(_LEADING_MARKER.sub("", piece).lower().split())
+        body = " ".join(_LEADING_MARKER.sub("", piece).lower().split()).rstrip(".!?").rstrip()
         if any(ch.isalpha() for ch in body):
             out.append((body, start + len(piece) - len(piece.lstrip())))
         start = match.end()
@@ -141,3 +143,19 @@ def end_at_sentence(text: str) -> str:
     if ends:
         return text[: ends[-1]]
     return _TRAILING_MARKER.sub("", text).rstrip()
+
+
+def final_cut(text: str, stops: list[str], repeat_ngram: int | None, finish_reason: str) -> tuple[str, str]:
+    """A finished answer and why it ended: ``text`` cut before the first of ``stops``, then (with
+    ``repeat_ngram``) before a repetition by any rule (``repetition`` or ``degenerate``). The end is
+    checked as if a line break followed it, so its last words count and its last sentence counts as
+    ended without an end mark (``A. B. A`` at the end-of-turn token; ``A. B. A.`` cut at a stop
+    string: both repeat ``A``)."""
+    answer = text
+    for marker in stops:
+        answer = answer.split(marker, 1)[0]
+    if repeat_ngram is not None:
+        at = repetition_start(answer + "\n", repeat_ngram)
+        if at is not None:
+            return answer[:at], "degenerate" if degeneration_start(answer + "\n") == at else "repetition"
+    return answer, finish_reason

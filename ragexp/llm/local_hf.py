@@ -28,7 +28,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
 from ragexp.errors import RagexpInputError
-from ragexp.llm.answer_end import RULES_VERSION, degeneration_start, repetition_start
+from ragexp.llm.answer_end import RULES_VERSION, final_cut, repetition_start
 from ragexp.llm.base import LLMCallError, LLMResponse, Prompt, as_messages
 from ragexp.llm.call_cache import CallCache, cached_batch
 from ragexp.llm.usage import record
@@ -339,20 +339,10 @@ class LocalHFModel:
         return results
 
     def _answer_text(self, tokens: list[int], finish_reason: str, markers: list[str]) -> tuple[str, str]:
-        """The answer of a decoded row and why it ended: cut before the first stop string, else
-        (with ``repeat_ngram``) before a repetition: the one that stopped the row, or one the
-        row's last words make once they count as complete (an answer ending on ``eos`` or the cap)."""
-        text = self.weights.tokenizer.decode(tokens, skip_special_tokens=True)
-        answer = text
-        for marker in markers:
-            answer = answer.split(marker, 1)[0]
-        if answer != text:
-            return answer, finish_reason
-        if self.repeat_ngram is not None:
-            at = repetition_start(text + " ", self.repeat_ngram)
-            if at is not None:
-                return text[:at], "degenerate" if degeneration_start(text + " ") == at else "repetition"
-        return text, finish_reason
+        """The answer of a decoded row and why it ended (:func:`~ragexp.llm.answer_end.final_cut`:
+        the stop strings, then a repetition the answer's end makes once it counts as complete)."""
+        return final_cut(self.weights.tokenizer.decode(tokens, skip_special_tokens=True), markers, self.repeat_ngram,
+                         finish_reason)
 
     def logprob(self, prefix: str, continuation: str) -> float:
         return self.logprobs([(prefix, continuation)])[0]

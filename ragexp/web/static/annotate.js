@@ -10,6 +10,7 @@
                  pending: [], dragging: false, renderHeld: false};
   const shownPassage = new WeakMap();  // a passage box on the page -> the passage it shows (its offsets)
   let saver = null;
+  let lastSave = Promise.resolve();  // the newest save's reply (done() decides on the saved entry)
   const unanswered = [];  // changes sent whose reply has not come yet: {id, changes}, in order
 
   const el = RagexpText.el;  // every value reaches the page as a text node (text.js)
@@ -36,6 +37,7 @@
     state.entries = data.entries;
     state.coverage = data.coverage;
     state.generation = data.corpus_generation;
+    state.adjudicator = data.adjudicator;
     $("file").textContent = data.evalset;
     const wanted = decodeURIComponent(location.hash.slice(1));
     const first = state.entries.find((e) => e.id === wanted) ||
@@ -141,9 +143,10 @@
     const answered = () => unanswered.splice(unanswered.indexOf(sent), 1);
     renderItem();
     renderCandidates();
-    return saver.send("PUT", `/api/entries/${encodeURIComponent(e.id)}`, {changes, before}).then(
+    lastSave = saver.send("PUT", `/api/entries/${encodeURIComponent(e.id)}`, {changes, before}).then(
       (reply) => { answered(); if (reply) applyReply(reply); return reply; },
       (err) => { answered(); throw err; });
+    return lastSave;
   }
 
   function setEvidence(evidence) { return save({evidence, confirmed: true, skipped: false}); }
@@ -212,7 +215,8 @@
   function verdictText(v) {
     if (v.grade === null) return v.how === "unanswerable" ? "unanswerable, not judged" : "not judged";
     if (v.grade === 0) return "not relevant";
-    const how = {overlap: ", a span within", document: ", whole document"}[v.how] || "";
+    const how = {within: ", a span within", around: ", a span around it", overlap: ", a span overlapping it",
+                 document: ", whole document"}[v.how] || "";
     return `relevant${v.grade > 1 ? ` (grade ${v.grade})` : ""}${how}`;
   }
 
@@ -241,6 +245,8 @@
     const record = adjudicating();
     $("adjudication").hidden = !record;
     if (!record) return;
+    const by = el("p", {className: "adjudicator"}, `adjudicating as ${state.adjudicator || "(no adjudicator named)"}: `
+      + "decide every disputed passage and field below");
     const yesNo = (v) => (v ? "answerable" : "unanswerable");
     const rows = [];
     const differ = (key) => JSON.stringify(record[key][0]) !== JSON.stringify(record[key][1]);
@@ -249,7 +255,7 @@
     if (differ("key_facts")) rows.push(["key facts", ...record.key_facts.map((f) => f.join("\n")), "key_facts"]);
     if (differ("tags")) rows.push(["tags", ...record.tags.map((t) => t.join(", ")), null]);
     const take = (field, side) => el("button", {dataset: {take: field, side: String(side)}}, "take");
-    $("adjudication").replaceChildren(el("table", {},
+    $("adjudication").replaceChildren(by, el("table", {},
       el("tr", {}, el("th", {}, ""), ...record.names.map((n) => el("th", {}, n))),
       ...rows.map(([label, a, b, field]) => el("tr", {}, el("td", {}, label),
         ...[a, b].map((value, side) => el("td", {}, value || "—", " ", field && value ? take(field, side) : null))))));
@@ -266,18 +272,8 @@
     save({[button.dataset.take]: value});
   });
 
-  /* Why Ctrl+Enter cannot settle the question yet (null when it can). */
-  function adjudicationUnsettled(e) {
-    const record = adjudicating(e);
-    if (!record) return null;
-    const open = state.candidatesOf === e.id ? state.candidates.filter((p) => !judged(p)).length : e.pending;
-    if (open) return `${open} disputed passage(s) not judged yet: r relevant, x not relevant, Shift+X the rest not relevant`;
-    const positive = e.evidence.some((x) => (x.grade ?? 1) >= 1);
-    if (record.answerable[0] !== record.answerable[1] && e.answerable !== false && !positive) {
-      return "answerability is disputed: mark the evidence that answers it, or press u if the corpus does not";
-    }
-    return null;
-  }
+  /* Why Ctrl+Enter cannot settle the question yet (null when it can): the server's reason, on the saved entry. */
+  function adjudicationUnsettled(e) { return adjudicating(e) ? e.unsettled || null : null; }
 
   function renderCandidates() {
     if (state.dragging) { state.renderHeld = true; return; }  // a selection in progress keeps its passages
@@ -357,11 +353,13 @@
     if (p === state.candidates[state.focus]) focusNextUnjudged();  // the focused passage is judged now: x/r go on
   }
 
-  /* Whether the person judged passage p: a span over it (either grade) or positive evidence inside it. */
+  /* Whether the person judged passage p: a span over it (either grade) or positive evidence inside it;
+     a disputed passage only by a span over exactly it (a narrower span inside decides that one only). */
   function judged(p) {
     const e = entry();
-    return !!e && e.evidence.some((x) => sameSpan(x, p) ||
-      (x.doc_id === p.doc_id && x.start != null && (x.grade ?? 1) >= 1 && x.start < p.end && x.end > p.start));
+    const inside = (x) => !adjudicating() && x.doc_id === p.doc_id && x.start != null && (x.grade ?? 1) >= 1
+      && x.start < p.end && x.end > p.start;
+    return !!e && e.evidence.some((x) => sameSpan(x, p) || inside(x));
   }
 
   /* Focus the first candidate after the focused one that nobody judged yet (wrapping round). */
@@ -570,6 +568,8 @@
   function done() {
     leaveFields();
     const e = entry();
+    // an adjudicated question is settled on the server's reading of its saved entry: wait for it
+    if (adjudicating(e) && unanswered.some((sent) => sent.id === e.id)) { lastSave.then(done, done); return; }
     const unsettled = adjudicationUnsettled(e);
     if (unsettled) { say(unsettled); return; }
     const changes = {confirmed: true, skipped: false};
