@@ -19,7 +19,8 @@ written under an :class:`~ragexp.web.edit_session.EditLock` on ``<labels>.lock``
 process on the same file, and every reply and page load shows the file's verdicts.
 
 Agreement is computed over the sampled claims the person labelled (skips left out):
-accuracy and Cohen's kappa with its 95 % interval (:mod:`ragexp.judging.calibration.kappa_interval`).
+accuracy and Cohen's kappa with its 95 % percentile-bootstrap interval
+(:func:`ragexp.judging.calibration.kappa_interval.bootstrap_kappa_interval`).
 The sample is drawn across the judge's verdicts (:func:`ragexp.judging.ppi.draw_across`); given
 the run's count of claims per verdict (``verdict_counts``), each labelled claim weighs its
 verdict's count over the labelled claims of that verdict, so kappa estimates the agreement over
@@ -50,7 +51,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.evaluation import corrected
 from ragexp.evaluation.results import RunResults
 from ragexp.judge_review.sample import ReviewClaim
-from ragexp.judging.calibration.kappa_interval import KappaInterval, kappa_interval
+from ragexp.judging.calibration.kappa_interval import KappaInterval, bootstrap_kappa_interval
 from ragexp.judging.calibration.labels import (
     LABELS,
     AgreementReport,
@@ -123,8 +124,8 @@ def review_agreement(rows: list[LabelledClaim], verdict_counts: dict[str, int] |
     if verdict_counts:
         labelled = Counter(row.judge_label for row in compared)
         weights = [verdict_counts.get(row.judge_label, 0) / labelled[row.judge_label] for row in compared]
-    interval = kappa_interval([row.human_label for row in compared], [row.judge_label for row in compared],
-                              weights=weights)
+    interval = bootstrap_kappa_interval([row.human_label for row in compared], [row.judge_label for row in compared],
+                                        weights=weights)
     skipped = sum(1 for row in rows if not row.human_label and row.note == SKIPPED_NOTE)
     return ReviewAgreement(report, interval, len(rows), skipped, weights is not None)
 
