@@ -59,11 +59,12 @@ def _serve(args: argparse.Namespace, sock) -> int:
     chosen = draw_across(judged, args.n, args.seed, lambda claim: strata[claim.row.id.rpartition("/")[2]],
                          key=lambda claim: claim.row.id)
     verdicts = Counter(claim.row.judge_label for claim in judged)
+    in_strata = Counter(strata[claim.row.id.rpartition("/")[2]] for claim in judged)
     record = results.meta.get("judge")
     session = ReviewSession(run_id=args.run, run_name=run.info.run_name or args.run, claims=chosen,
                             labels_path=args.labels, seed=args.seed, total_claims=len(judged),
                             log=mlflow_logger(client, args.run, reviewed=lambda: [c.row for c in session.claims]),
-                            verdict_counts=dict(verdicts), results=results,
+                            verdict_counts=dict(in_strata), results=results,
                             judge_key=judge_key(record) if isinstance(record, dict) else None)
     app = create_app([review_router(session)], "review.html", title="ragexp judge review")
     drawn = Counter(claim.row.judge_label for claim in chosen)
