@@ -10,10 +10,11 @@ by the judge's error on that sample.
 
 Strata and the estimate
 -----------------------
-The units are split into strata ``h`` (the judge's verdict: ``supported`` / ``not_supported``),
+The units are split into strata ``h`` (the judge's verdict: ``supported`` / ``not_supported``, and
+within a verdict whose weights differ more than twofold its weight class, :func:`design_strata`),
 and within each stratum the labelled units ``S_h`` are a simple random sample (the review draws
-one per verdict; a uniform sample of all units is one too, conditionally on how many of each
-verdict it drew). With ``W_h = sum_{i in h} w_i`` and weighted (Hajek) means::
+one per stratum, :func:`draw_across`; a uniform sample of all units is one too, conditionally on
+how many of each stratum it drew). With ``W_h = sum_{i in h} w_i`` and weighted (Hajek) means::
 
     fbar_h   = sum_{i in h} w_i f_i / W_h                          judge mean of stratum h, all units
     dbar_h   = sum_{j in S_h} w_j (Y_j - f_j) / sum_{j in S_h} w_j   rectifier: the judge's error, labelled
@@ -38,27 +39,29 @@ Intervals (``z = Phi^-1(1 - (1 - confidence)/2)``)
   It treats the judge's own ``N`` predictions as a sample too (``var(f)/N``), and needs large
   ``n_h``: with 20 labels and a rare judge error (no error in the sample: variance 0) it covers
   the truth far less often than it claims (docs/ppi.md, measured).
-- **Wilson-MOVER** (the one logged, for 0/1 labels with a constant prediction per stratum): each
-  stratum's share ``p^_h`` gets a Wilson score interval ``[l_h, u_h]`` at the effective size
-  ``n*_h = n_eff,h / (1 - n_h / N_h)`` (Kish's ``n_eff = (sum w)^2 / sum w^2`` over ``S_h``, and the
-  finite-population correction: the target is this run's ``N`` units, so a fully labelled stratum
-  is known exactly); the strata are combined by MOVER (Zou & Donner 2008)::
+- **exact-MOVER** (the one logged, for 0/1 labels with a constant prediction per stratum): each
+  stratum's share ``p^_h`` gets Clopper-Pearson's interval ``[l_h, u_h]`` (:func:`exact_bounds`)
+  at the effective size ``n*_h = n_eff,h / (1 - n_h / N_h)`` (:func:`effective_size`: the smaller of
+  Kish's and the linearised one over ``S_h``; and the finite-population correction: the target is
+  this run's ``N`` units, so a fully labelled stratum is known exactly); the strata are combined by
+  MOVER (Zou & Donner 2008)::
 
       low  = theta^ - sqrt(sum_h W_h^2 (p^_h - l_h)^2)
       high = theta^ + sqrt(sum_h W_h^2 (u_h - p^_h)^2)
 
-  The Wilson interval never collapses on a sample without errors, which keeps 95 % coverage at
-  20 labels where the CLT interval does not.
+  The exact interval never collapses on a sample without errors; over the grid of
+  benchmarks/ppi_coverage.py it keeps >= 94 % coverage from 20 labels where the CLT interval, and
+  Wilson's score interval in its place, do not (docs/ppi.md).
 
 Transfer (:func:`transferred_estimate`): the labels of one run (the *source*) can stand for
 another run of the same judge (the *target*) only under an assumption the data cannot check by
 itself: a person's support rate given the judge's verdict, ``P(Y = 1 | f = v)``, is the same in
 both runs. Then ``theta^_target = sum_v W_v(target) * p^_v(source)``, each ``p^_v`` with its
-Wilson interval at the source's effective size (no finite-population correction: the source's
+exact interval at the source's Kish effective size (no finite-population correction: the source's
 claims are not the target's), combined by MOVER as above.
 
 Planning: :func:`labels_needed` is the smallest total ``n`` whose CLT half-width under the
-review's allocation (:func:`allocate`) is at most the target, from the same variance formula
+review's allocation (:func:`allocate_design`) is at most the target, from the same variance formula
 with the finite-population factor ``(1 - n_h / N_h)`` and each share shrunk towards 1/2 as
 Agresti & Coull do (``p~ = (x + z^2/2) / (n + z^2)``), so a sample without errors does not
 promise that no more labels are needed.
@@ -217,7 +220,7 @@ class StratumSummary:
 @dataclass(frozen=True)
 class PPIEstimate:
     """A judge metric and its PPI correction (module docstring). ``low``/``high`` are the logged
-    interval (``interval`` names it: ``wilson-mover`` or ``clt``); ``clt_low``/``clt_high`` the CLT
+    interval (``interval`` names it: ``exact-mover`` or ``clt``); ``clt_low``/``clt_high`` the CLT
     one (``None`` when a stratum has no label to estimate its variance from)."""
 
     judge_mean: float
