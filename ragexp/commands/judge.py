@@ -166,7 +166,7 @@ def _sample(args: argparse.Namespace) -> int:
     if not claims:
         raise RagexpInputError(f"run {args.run!r} has no judged claims (was it run with a generator and a judge?)", field="RUN_ID")
     strata = corrected.review_strata(results.per_query)
-    chosen = draw_across(claims, args.n, args.seed, lambda claim: strata[claim.id])
+    chosen = draw_across(claims, args.n, args.seed, lambda claim: strata.get(claim.id, claim.judge_label))
     write_labels(args.out, chosen)
     print(f"wrote {len(chosen)} of {len(claims)} judged claims to {args.out}")
     print(f"fill in human_label (supported | not_supported), then: ragexp judge agreement {args.out}")
