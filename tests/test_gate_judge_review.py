@@ -73,7 +73,8 @@ def test_gate_marks_judge_metrics_unverified_until_a_review_clears_the_floor(tmp
     assert "UNVERIFIED" in rows["faithfulness"] and "judge only, uncorrected" in rows["faithfulness"]
     assert "UNVERIFIED" not in rows["hit_rate_at_5"]
     failing = cli(tmp_path, *gate, "--unverified", "fail")
-    assert failing.returncode == 1 and failing.stdout.startswith("ragexp gate: UNVERIFIED (judge metrics never checked")
+    assert failing.returncode == 1 and failing.stdout.startswith(
+        "ragexp gate: UNVERIFIED (judge metrics unverified, never checked by a person: faithfulness)")
 
     labels = tmp_path / "labels.csv"
     page, url = start_page(tmp_path, ["judge", "review", run_id, "-n", "20", "--labels", str(labels),

@@ -85,13 +85,20 @@ def test_the_sweep_summary_names_unverified_judge_metrics_first() -> None:
     children = [ChildRun("r1", "bm25", {}, {"faithfulness": 0.6, "mrr": 0.3}, {}, corrected=("faithfulness",),
                          judge_key="aa"),
                 ChildRun("r2", "dense", {}, {"faithfulness": 0.7, "mrr": 0.4}, {}, judge_key="aa")]
-    never = {"aa": ReviewStatus("aa")}
+    never = {"r1": ReviewStatus("aa"), "r2": ReviewStatus("aa")}
     lines, unverified = judge_lines(children, ["mrr", "faithfulness"], never, 0.4)
     assert unverified == ["faithfulness"] and lines[0].startswith("**Judge metrics unverified: faithfulness.**")
+    assert "never checked by a person" in lines[0]
     assert lines[1] == "faithfulness: PPI estimate (human-corrected) for bm25; judge only, uncorrected for the other 1 runs."
-    good = {"aa": ReviewStatus("aa", "f" * 32, 0.7, 0.4, 0.95, 20)}
+    good = {run: ReviewStatus("aa", "f" * 32, 0.7, 0.45, 0.95, 20) for run in ("r1", "r2")}
     lines, unverified = judge_lines(children, ["mrr", "faithfulness"], good, 0.4)
     assert unverified == [] and lines[0].startswith("Judge metrics verified (faithfulness): verified: kappa 0.70")
+    # the same kappa with an interval reaching below the floor: reviewed, not good enough, with its numbers
+    wide = {**good, "r2": ReviewStatus("aa", "f" * 32, 0.7, 0.35, 0.95, 20)}
+    lines, unverified = judge_lines(children, ["mrr", "faithfulness"], wide, 0.4)
+    assert unverified == ["faithfulness"]
+    assert "UNVERIFIED (reviewed, not good enough): kappa 0.70 (20 claims, 95% CI 0.35 to 0.95)" in lines[0]
+    assert "never checked" not in lines[0]
     assert judge_lines(children, ["mrr"], never, 0.4) == ([], [])
     lines, _ = judge_lines(children, ["mrr", "faithfulness"], never, 0.4)
     text = describe(children, [], ["mrr", "faithfulness"], best_by_metric(children, ["mrr", "faithfulness"]), "p" * 32,

@@ -41,6 +41,7 @@ def _serve(args: argparse.Namespace, sock) -> int:
         read_existing,
     )
     from ragexp.judging.calibration.record import judge_key
+    from ragexp.evaluation import corrected
     from ragexp.judging.ppi import draw_across
     from ragexp.web.app import create_app, serve
 
@@ -52,13 +53,16 @@ def _serve(args: argparse.Namespace, sock) -> int:
     if not judged:
         raise RagexpInputError("the run has no judged claims (was it run with a generator and a judge, "
                                "e.g. generator=extractive judge=lexical?)", field="RUN_ID")
-    chosen = draw_across(judged, args.n, args.seed, lambda claim: claim.row.judge_label, key=lambda claim: claim.row.id)
+    strata = corrected.review_strata(results.per_query)
+    chosen = draw_across(judged, args.n, args.seed, lambda claim: strata[claim.row.id.rpartition("/")[2]],
+                         key=lambda claim: claim.row.id)
     verdicts = Counter(claim.row.judge_label for claim in judged)
+    in_strata = Counter(strata[claim.row.id.rpartition("/")[2]] for claim in judged)
     record = results.meta.get("judge")
     session = ReviewSession(run_id=args.run, run_name=run.info.run_name or args.run, claims=chosen,
                             labels_path=args.labels, seed=args.seed, total_claims=len(judged),
                             log=mlflow_logger(client, args.run, reviewed=lambda: [c.row for c in session.claims]),
-                            verdict_counts=dict(verdicts), results=results,
+                            verdict_counts=dict(in_strata), results=results,
                             judge_key=judge_key(record) if isinstance(record, dict) else None)
     app = create_app([review_router(session)], "review.html", title="ragexp judge review")
     drawn = Counter(claim.row.judge_label for claim in chosen)

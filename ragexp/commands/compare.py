@@ -29,6 +29,10 @@ review`` or ``ragexp judge ppi``: :mod:`ragexp.evaluation.corrected`) shows that
 the judge's value for that run, and a line under the table says, per judge metric, which runs
 show the PPI estimate (with its interval and label count) and which the judge's value alone
 ("judge only, uncorrected"); tie marks of such a column still come from the judge's per-query values.
+A judge metric whose run no good-enough review backs (never reviewed, reviewed only on runs of another
+generator or eval set, or a kappa interval reaching below the floor 0.4:
+:mod:`ragexp.judging.review_status`) is marked ``?`` after its value, best ``*`` included, and a
+line under the table gives the reason with the review's kappa, interval and n.
 """
 
 from __future__ import annotations
@@ -43,12 +47,13 @@ from pathlib import Path
 from ragexp.commands._runs import add_tracking_argument, client_for, get_run, run_ref
 from ragexp.comparison import vs_best
 from ragexp.comparison.per_query_diff import format_html, format_text, per_query_diff
-from ragexp.comparison.table import cost_metrics, format_table, headline_metrics
+from ragexp.comparison.table import UNVERIFIED_MARK, cost_metrics, format_table, headline_metrics
 from ragexp.cost import keys as cost_keys
 from ragexp.errors import RagexpInputError
 from ragexp.evaluation import corrected
 from ragexp.evaluation.results import ARTIFACT_NAME, RunResults
-from ragexp.judging.review_status import is_judge_metric
+from ragexp.judging.calibration.record import MIN_KAPPA
+from ragexp.judging.review_status import TAG_JUDGE_KEY, ReviewStatus, is_judge_metric, last_review
 from ragexp.metrics import stats
 from ragexp.metrics.measure import CHUNK, Measure, at, measure
 from ragexp.tracking import experiments, run_names, store
@@ -207,8 +212,9 @@ def run(args: argparse.Namespace) -> int:
     results = {name: r for name in names if comparable and (r := _results(client, by_label[name])) is not None}
     tied, noise = tie_marks(names, results, metrics, unranked)
     corrections = use_corrected(names, rows, metrics)
+    unverified, review_lines = judge_review_marks(client, names, by_label, metrics)
     print(format_table(names, rows, metrics, unranked=unranked, flag=NOT_COMPARABLE_MARK if across_chunkings else "",
-                       tied=tied))
+                       tied=tied, unverified=unverified))
     if across_chunkings:
         print(CHUNKING_NOTE)
     if tied:
@@ -221,13 +227,34 @@ def run(args: argparse.Namespace) -> int:
         print(f"cost: lower is better; {cost_keys.MLFLOW_PREFIX}{latency[len(cost_keys.PREFIX):]} is served latency "
               "(one query at a time on the warm index, each query's median over repeats; docs/cost.md), not batch "
               "throughput; '-' not measured")
-    for line in corrections:
+    for line in [*corrections, *review_lines]:
         print(line)
     sources = _groups("source", metrics[0], rows) if metrics else []
     if "draft" in sources and len(sources) > 1:
         print(f"note: the eval set mixes drafted and other questions ({', '.join(sources)}); these means average them: "
               f"ragexp compare --by-source {metrics[0]}")
     return 0
+
+
+def judge_review_marks(client, names: list[str], runs: dict, metrics: list[str]) -> tuple[dict[str, set[str]], list[str]]:
+    """``({judge metric: runs whose value is unverified}, lines)``: each run's judge metrics are
+    verified only by a review of the run or of a run sharing its judge, generator and eval-set
+    version whose kappa interval clears the floor (:func:`ragexp.judging.review_status.last_review`);
+    the others are marked :data:`~ragexp.comparison.table.UNVERIFIED_MARK` and a line says why, with
+    the review's numbers."""
+    judged = [m for m in metrics if is_judge_metric(m)]
+    if not judged:
+        return {}, []
+    doubtful: dict[str, str] = {}
+    for name in names:
+        run = runs[name]
+        key = run.data.tags.get(TAG_JUDGE_KEY)
+        status = (last_review(client, key, run.info.run_id, store.TAG_EVALSET_FP) if key
+                  else ReviewStatus("", why=" (the run records no judge key)"))
+        if not status.verified(MIN_KAPPA):
+            doubtful[name] = status.describe(MIN_KAPPA)
+    lines = [f"{UNVERIFIED_MARK} {', '.join(judged)} of {name}: {why}" for name, why in doubtful.items()]
+    return {metric: set(doubtful) for metric in judged}, lines
 
 
 def use_corrected(names: list[str], rows: dict[str, dict[str, float]], metrics: list[str]) -> list[str]:

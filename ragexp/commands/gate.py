@@ -87,11 +87,11 @@ def run(args: argparse.Namespace) -> int:
     judged = [name for name in (metrics or [rule.metric for rule in spec.rules]) if is_judge_metric(name)]
     reviews = None
     if judged and any(r.meta.get("judge") for r in (baseline, candidate)):
-        statuses = [_review_of(r, args) for r in (baseline, candidate)]
+        statuses = [_review_of(ref, r, args) for ref, r in ((args.baseline, baseline), (args.candidate, candidate))]
         floor = spec.judge_review.min_kappa
-        worst = next((s for s in statuses if s is not None and not s.verified(floor)), None)
-        shown = worst or next(s for s in statuses if s is not None)
-        reviews = {name: shown.describe(floor) for name in judged}
+        named = [(which, s) for which, s in zip(("baseline", "candidate"), statuses) if s is not None]
+        which, shown = next(((w, s) for w, s in named if not s.verified(floor)), named[-1])
+        reviews = {name: f"{shown.describe(floor)} [the {which}'s judge]" for name in judged}
     report = run_gate(
         baseline,
         candidate,
@@ -112,9 +112,10 @@ def run(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def _review_of(results: RunResults, args: argparse.Namespace) -> ReviewStatus | None:
-    """The last human review of the run's judge (``None`` for a run without a judge); without a
-    readable tracking store the judge counts as never reviewed, and the status says where it looked."""
+def _review_of(ref: str, results: RunResults, args: argparse.Namespace) -> ReviewStatus | None:
+    """The human review that speaks for the run (of its claims, or of a run sharing its judge,
+    generator and eval-set version: :func:`last_review`; ``None`` for a run without a judge); without
+    a readable tracking store the judge counts as never reviewed, and the status says where it looked."""
     record = results.meta.get("judge")
     if not isinstance(record, dict):
         return None
@@ -124,7 +125,8 @@ def _review_of(results: RunResults, args: argparse.Namespace) -> ReviewStatus | 
         client = store.connect(uri, create=False)
     except RagexpInputError:
         return ReviewStatus(key, why=f" (no tracking store at {uri} to look for reviews in)")
-    return last_review(client, key)
+    run_id = ref if RUN_ID.fullmatch(ref) and not Path(ref).exists() else results.meta.get("run_id")
+    return last_review(client, key, run_id, store.TAG_EVALSET_FP)
 
 
 def _corrected(ref: str, results: RunResults, rows: list, answer_rows: list, args: argparse.Namespace) -> dict:
@@ -224,7 +226,9 @@ def _headline(report: GateReport) -> str:
     regressed += [f"{b.budget.metric} over budget" for b in report.budgets if b.status == OVER]
     detail = f" ({', '.join(regressed)})" if regressed else ""
     if report.status == UNVERIFIED:
-        detail = f" (judge metrics never checked by a person: {', '.join(report.unverified)})"
+        unverified = next(m for m in report.metrics if m.unverified)
+        state = unverified.review.partition("(")[2].partition(")")[0] or "unverified"
+        detail = f" (judge metrics unverified, {state}: {', '.join(report.unverified)})"
     return f"ragexp gate: {report.status.upper()}{detail}"
 
 
@@ -234,11 +238,11 @@ def _judge_line(report: GateReport) -> str | None:
     if not judged:
         return None
     rule = report.judge_review
-    found = judged[0].review.split(": ", 1)[-1]
+    found = next((m for m in judged if m.unverified), judged[0]).review
     if report.unverified:
         action = "the gate fails" if rule.unverified == "fail" else "a warning; --unverified fail fails the gate"
-        return f"judge metrics UNVERIFIED ({action}): {', '.join(report.unverified)}: {found}; floor kappa {rule.min_kappa:g}"
-    return f"judge metrics verified: {', '.join(m.metric for m in judged)}: {found}; floor kappa {rule.min_kappa:g}"
+        return f"judge metrics UNVERIFIED ({action}): {', '.join(report.unverified)}: {found}"
+    return f"judge metrics verified: {', '.join(m.metric for m in judged)}: {found.removeprefix('verified: ')}"
 
 
 def _pairing(report: GateReport) -> str:

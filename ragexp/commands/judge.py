@@ -43,6 +43,7 @@ from ragexp.commands._runs import (
     run_ref,
 )
 from ragexp.errors import RagexpInputError
+from ragexp.evaluation import corrected
 from ragexp.judging.calibration.labels import (
     LabelledClaim,
     agreement,
@@ -170,7 +171,8 @@ def _sample(args: argparse.Namespace) -> int:
     claims = judged_claims(results.per_query)
     if not claims:
         raise RagexpInputError(f"run {args.run!r} has no judged claims (was it run with a generator and a judge?)", field="RUN_ID")
-    chosen = draw_across(claims, args.n, args.seed, lambda claim: claim.judge_label)
+    strata = corrected.review_strata(results.per_query)
+    chosen = draw_across(claims, args.n, args.seed, lambda claim: strata.get(claim.id, claim.judge_label))
     write_labels(args.out, chosen)
     print(f"wrote {len(chosen)} of {len(claims)} judged claims to {args.out}")
     print(f"fill in human_label (supported | not_supported), then: ragexp judge agreement {args.out}")

@@ -612,7 +612,9 @@ def run_gate(
         if reviews is not None and is_judge_metric(rule.metric):
             verdict.review = reviews.get(rule.metric, "UNVERIFIED: no review status")
         if verdict.verdict == INSUFFICIENT:
-            notes.append(f"{rule.metric}: only {verdict.n} paired queries, the spec asks for min_n={rule.min_n}")
+            notes.append(f"{rule.metric}: only {verdict.n} paired queries, the spec asks for min_n={rule.min_n}; "
+                         f"to decide, evaluate both runs on at least {rule.min_n} shared queries "
+                         f"(eval.sample={rule.min_n} or more with the same eval.sample_seed, or the whole eval set)")
         verdicts.append(verdict)
         compared_rules.append(rule)
     if not verdicts and not costs and not budgets:

@@ -11,11 +11,18 @@ from ragexp.metrics.measure import at, measure
 HEADLINE = ("hit_rate", "recall", "context_precision", "ndcg")
 
 
+#: After a judge metric's value whose judge is unverified (``ragexp compare``).
+UNVERIFIED_MARK = "?"
+
+
 def format_table(names: Sequence[str], rows: Mapping[str, Mapping[str, float | None]], metrics: Sequence[str],
-                 unranked: Collection[str] = (), flag: str = "", tied: Mapping[str, Collection[str]] = {}) -> str:
+                 unranked: Collection[str] = (), flag: str = "", tied: Mapping[str, Collection[str]] = {},
+                 unverified: Mapping[str, Collection[str]] = {}) -> str:
     """Runs as rows, metrics as columns; the best value per column marked with ``*``, except in
     the ``unranked`` columns (values not comparable across these runs), whose header gets ``flag``;
-    ``tied[metric]`` names the runs indistinguishable from the best, marked ``≈``. Cost columns
+    ``tied[metric]`` names the runs indistinguishable from the best, marked ``≈``;
+    ``unverified[metric]`` the runs whose judge metric no good-enough human review backs, marked
+    :data:`UNVERIFIED_MARK` after any other mark (a best value among them reads ``*?``). Cost columns
     (:data:`COST_COLUMNS`) read in their unit under a short header (``p95 ms``, ``index MB``)."""
     best: dict[str, float] = {}
     for metric in metrics:
@@ -33,7 +40,8 @@ def format_table(names: Sequence[str], rows: Mapping[str, Mapping[str, float | N
             else:
                 ranked = metric in best
                 mark = "*" if ranked and value == best[metric] else ("≈" if ranked and name in tied.get(metric, ()) else " ")
-                cells.append(f"{cost_cell(metric, value)}{mark}")
+                doubt = UNVERIFIED_MARK if name in unverified.get(metric, ()) else ""
+                cells.append(f"{cost_cell(metric, value)}{mark}{doubt}")
         body.append(cells)
     widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths)))

@@ -13,7 +13,11 @@ Units and metrics (claims the judge failed on are in neither):
   the strata their class, and the labels a person's class for the whole answer
   (:mod:`ragexp.judging.answer_labels`; rows matched by query id and the answer's text).
 
-Strata are the judge's verdicts (``supported``, ``not_supported``); claims judged against an
+Strata are the review's sampling design (:func:`ragexp.judging.ppi.design_strata`): the judge's
+verdicts (``supported``, ``not_supported``), each split into two weight classes of ``faithfulness``
+(``supported|heavy``: claims of short answers, which weigh most in the query mean;
+``supported|light``) when its weights differ more than twofold; both metrics use the same strata,
+each with its own weights. Claims judged against an
 empty context (nothing was retrieved) are their own stratum ``empty_context``, labelled
 ``not_supported`` by construction (a claim cannot be supported by nothing; the review never
 shows them). A human label is the labels CSV's ``human_label`` of the claim's row: id
@@ -42,7 +46,7 @@ from dataclasses import dataclass, replace
 from ragexp.evaluation.results import QueryResult, RunResults
 from ragexp.judging.answer_labels import CLASSES, AnswerLabel
 from ragexp.judging.calibration.labels import NOT_SUPPORTED, SUPPORTED, LabelledClaim, label_of
-from ragexp.judging.ppi import PREFIX, PPIEstimate, Unit, ppi_estimate, transferred_estimate
+from ragexp.judging.ppi import CLASS_SEPARATOR, PREFIX, PPIEstimate, Unit, design_strata, ppi_estimate, transferred_estimate
 from ragexp.metrics.measure import ci_bounds
 
 METRICS = ("faithfulness", "claim_faithfulness")
@@ -70,15 +74,22 @@ def units_of(per_query: Sequence[QueryResult]) -> dict[str, list[Unit]]:
             empty = not (row.judge_context or "").strip()
             decided.append((row.query_id, empty, verdicts))
     queries = len(decided)
-    claims: list[Unit] = []
     queries_mean: list[Unit] = []
     for query_id, empty, verdicts in decided:
         for index, verdict in verdicts:
             stratum = EMPTY_CONTEXT if empty else label_of(verdict.supported)
-            unit = Unit(claim_id(query_id, index), float(verdict.supported), 1.0, stratum)
-            claims.append(unit)
-            queries_mean.append(Unit(unit.id, unit.prediction, 1.0 / (queries * len(verdicts)), stratum))
-    return {"faithfulness": queries_mean, "claim_faithfulness": claims}
+            queries_mean.append(Unit(claim_id(query_id, index), float(verdict.supported),
+                                     1.0 / (queries * len(verdicts)), stratum))
+    strata = [unit.stratum if unit.stratum == EMPTY_CONTEXT else design
+              for unit, design in zip(queries_mean, design_strata(queries_mean))]
+    queries_mean = [replace(unit, stratum=stratum) for unit, stratum in zip(queries_mean, strata)]
+    return {"faithfulness": queries_mean, "claim_faithfulness": [replace(unit, weight=1.0) for unit in queries_mean]}
+
+
+def review_strata(per_query: Sequence[QueryResult]) -> dict[str, str]:
+    """``{claim id: design stratum}`` (verdict, and weight class within it) that the review and
+    ``judge sample`` draw across: the strata the estimate is computed in."""
+    return {unit.id: unit.stratum for unit in units_of(per_query)["faithfulness"]}
 
 
 def answer_units(per_query: Sequence[QueryResult]) -> dict[str, list[Unit]]:
@@ -182,7 +193,8 @@ def transferred(target: RunResults, source: RunResults, labels: Mapping[str, flo
                 confidence: float = 0.95) -> dict[str, PPIEstimate]:
     """``target``'s metrics from the labels of ``source``'s claims (module docstring); ``{}``
     when no claim of ``source`` carries a label."""
-    targets, sources = units_of(target.per_query), units_of(source.per_query)
+    targets, sources = ({metric: [replace(u, stratum=u.stratum.split(CLASS_SEPARATOR, 1)[0]) for u in units]
+                         for metric, units in units_of(run.per_query).items()} for run in (target, source))
     known = {unit.id for unit in sources["claim_faithfulness"]}
     if not targets["claim_faithfulness"] or not any(claim in known for claim in labels):
         return {}

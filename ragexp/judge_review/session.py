@@ -19,10 +19,12 @@ written under an :class:`~ragexp.web.edit_session.EditLock` on ``<labels>.lock``
 process on the same file, and every reply and page load shows the file's verdicts.
 
 Agreement is computed over the sampled claims the person labelled (skips left out):
-accuracy and Cohen's kappa with its 95 % interval (:mod:`ragexp.judging.calibration.kappa_interval`).
-The sample is drawn across the judge's verdicts (:func:`ragexp.judging.ppi.draw_across`); given
-the run's count of claims per verdict (``verdict_counts``), each labelled claim weighs its
-verdict's count over the labelled claims of that verdict, so kappa estimates the agreement over
+accuracy and Cohen's kappa with its 95 % percentile-bootstrap interval
+(:func:`ragexp.judging.calibration.kappa_interval.bootstrap_kappa_interval`).
+The sample is drawn across the judge's verdicts and, within a verdict, its weight classes
+(:func:`ragexp.judging.ppi.draw_across`); given the run's count of claims per such stratum
+(``verdict_counts``), each labelled claim weighs its stratum's count over the labelled claims of
+that stratum, so kappa estimates the agreement over
 all the run's claims, not over the balanced sample (the PPI estimate weighs the verdicts the same
 way). Once every sampled claim has a verdict or a skip, and after every later change, it is logged to the
 run: metrics ``judge_review/{n, accuracy, kappa, kappa_ci_low, kappa_ci_high, skipped, sampled}``
@@ -50,7 +52,7 @@ from ragexp.errors import RagexpInputError
 from ragexp.evaluation import corrected
 from ragexp.evaluation.results import RunResults
 from ragexp.judge_review.sample import ReviewClaim
-from ragexp.judging.calibration.kappa_interval import KappaInterval, kappa_interval
+from ragexp.judging.calibration.kappa_interval import KappaInterval, bootstrap_kappa_interval
 from ragexp.judging.calibration.labels import (
     LABELS,
     AgreementReport,
@@ -114,17 +116,19 @@ class ReviewAgreement:
                 "sampled": self.sampled, "skipped": self.skipped, "confusion": self.report.confusion}
 
 
-def review_agreement(rows: list[LabelledClaim], verdict_counts: dict[str, int] | None = None) -> ReviewAgreement:
+def review_agreement(rows: list[LabelledClaim], verdict_counts: dict[str, int] | None = None,
+                     stratum_of: Callable[[LabelledClaim], str] = lambda row: row.judge_label) -> ReviewAgreement:
     """Agreement of the rows' ``human_label`` with their ``judge_label``; kappa weighted by
-    ``verdict_counts`` (the run's claims per judge verdict) when given (module docstring)."""
+    ``verdict_counts`` (the run's claims per sampling stratum, ``stratum_of`` a row's: its verdict,
+    or its design stratum of verdict and weight class) when given (module docstring)."""
     report = agreement(rows)
     compared = [row for row in rows if row.human_label and row.judge_label]
     weights = None
     if verdict_counts:
-        labelled = Counter(row.judge_label for row in compared)
-        weights = [verdict_counts.get(row.judge_label, 0) / labelled[row.judge_label] for row in compared]
-    interval = kappa_interval([row.human_label for row in compared], [row.judge_label for row in compared],
-                              weights=weights)
+        labelled = Counter(stratum_of(row) for row in compared)
+        weights = [verdict_counts.get(stratum_of(row), 0) / labelled[stratum_of(row)] for row in compared]
+    interval = bootstrap_kappa_interval([row.human_label for row in compared], [row.judge_label for row in compared],
+                                        weights=weights)
     skipped = sum(1 for row in rows if not row.human_label and row.note == SKIPPED_NOTE)
     return ReviewAgreement(report, interval, len(rows), skipped, weights is not None)
 
@@ -151,6 +155,7 @@ class ReviewSession:
                  results: RunResults | None = None, judge_key: str | None = None) -> None:
         self.run_id, self.run_name, self.seed, self.total_claims = run_id, run_name, seed, total_claims
         self.verdict_counts, self.results, self.judge_key = verdict_counts, results, judge_key
+        self._strata: dict[str, str] | None = None
         self.claims = claims
         self.path = Path(labels_path)
         self.lock = EditLock(self.path)
@@ -185,12 +190,20 @@ class ReviewSession:
 
     def _summary(self) -> dict:
         rows = [c.row for c in self.claims]
-        return {"agreement": review_agreement(rows, self.verdict_counts).to_json(), "logged": self.logged,
+        return {"agreement": review_agreement(rows, self.verdict_counts, self._stratum_of).to_json(), "logged": self.logged,
                 "log_error": self.log_error, "done": all(self.decided(c) for c in self.claims),
                 "ppi": {metric: {"judge": e.judge_mean, "estimate": e.estimate, "low": e.low, "high": e.high,
                                  "n_labels": e.n_labels, "n_units": e.n_units,
                                  "labels_needed": {f"{w:g}": labels_needed(e, w) for w in PLAN_WIDTHS}}
                         for metric, e in self._corrected(rows).items()}}
+
+    def _stratum_of(self, row: LabelledClaim) -> str:
+        """The row's sampling stratum: its design stratum in the run (verdict and weight class), or its verdict."""
+        if self.results is None:
+            return row.judge_label
+        if self._strata is None:
+            self._strata = corrected.review_strata(self.results.per_query)
+        return self._strata.get(row.id.rpartition("/")[2], row.judge_label)
 
     def _corrected(self, rows: list[LabelledClaim]) -> dict:
         """The PPI estimates of the run's faithfulness from this review's labels ({} without the run's results)."""
@@ -243,7 +256,7 @@ class ReviewSession:
 
     def _log(self) -> None:
         rows = [c.row for c in self.claims]
-        result = review_agreement(rows, self.verdict_counts)
+        result = review_agreement(rows, self.verdict_counts, self._stratum_of)
         metrics = result.metrics()
         at = timestamp(now())
         tags = {"judge_review.seed": str(self.seed), "judge_review.labels_file": str(self.path)}

@@ -10,10 +10,11 @@ by the judge's error on that sample.
 
 Strata and the estimate
 -----------------------
-The units are split into strata ``h`` (the judge's verdict: ``supported`` / ``not_supported``),
+The units are split into strata ``h`` (the judge's verdict: ``supported`` / ``not_supported``, and
+within a verdict whose weights differ more than twofold its weight class, :func:`design_strata`),
 and within each stratum the labelled units ``S_h`` are a simple random sample (the review draws
-one per verdict; a uniform sample of all units is one too, conditionally on how many of each
-verdict it drew). With ``W_h = sum_{i in h} w_i`` and weighted (Hajek) means::
+one per stratum, :func:`draw_across`; a uniform sample of all units is one too, conditionally on
+how many of each stratum it drew). With ``W_h = sum_{i in h} w_i`` and weighted (Hajek) means::
 
     fbar_h   = sum_{i in h} w_i f_i / W_h                          judge mean of stratum h, all units
     dbar_h   = sum_{j in S_h} w_j (Y_j - f_j) / sum_{j in S_h} w_j   rectifier: the judge's error, labelled
@@ -38,27 +39,29 @@ Intervals (``z = Phi^-1(1 - (1 - confidence)/2)``)
   It treats the judge's own ``N`` predictions as a sample too (``var(f)/N``), and needs large
   ``n_h``: with 20 labels and a rare judge error (no error in the sample: variance 0) it covers
   the truth far less often than it claims (docs/ppi.md, measured).
-- **Wilson-MOVER** (the one logged, for 0/1 labels with a constant prediction per stratum): each
-  stratum's share ``p^_h`` gets a Wilson score interval ``[l_h, u_h]`` at the effective size
-  ``n*_h = n_eff,h / (1 - n_h / N_h)`` (Kish's ``n_eff = (sum w)^2 / sum w^2`` over ``S_h``, and the
-  finite-population correction: the target is this run's ``N`` units, so a fully labelled stratum
-  is known exactly); the strata are combined by MOVER (Zou & Donner 2008)::
+- **exact-MOVER** (the one logged, for 0/1 labels with a constant prediction per stratum): each
+  stratum's share ``p^_h`` gets Clopper-Pearson's interval ``[l_h, u_h]`` (:func:`exact_bounds`)
+  at the effective size ``n*_h = n_eff,h / (1 - n_h / N_h)`` (:func:`effective_size`: the smaller of
+  Kish's and the linearised one over ``S_h``; and the finite-population correction: the target is
+  this run's ``N`` units, so a fully labelled stratum is known exactly); the strata are combined by
+  MOVER (Zou & Donner 2008)::
 
       low  = theta^ - sqrt(sum_h W_h^2 (p^_h - l_h)^2)
       high = theta^ + sqrt(sum_h W_h^2 (u_h - p^_h)^2)
 
-  The Wilson interval never collapses on a sample without errors, which keeps 95 % coverage at
-  20 labels where the CLT interval does not.
+  The exact interval never collapses on a sample without errors; over the grid of
+  benchmarks/ppi_coverage.py it keeps >= 94 % coverage from 20 labels where the CLT interval, and
+  Wilson's score interval in its place, do not (docs/ppi.md).
 
 Transfer (:func:`transferred_estimate`): the labels of one run (the *source*) can stand for
 another run of the same judge (the *target*) only under an assumption the data cannot check by
 itself: a person's support rate given the judge's verdict, ``P(Y = 1 | f = v)``, is the same in
 both runs. Then ``theta^_target = sum_v W_v(target) * p^_v(source)``, each ``p^_v`` with its
-Wilson interval at the source's effective size (no finite-population correction: the source's
+exact interval at the source's Kish effective size (no finite-population correction: the source's
 claims are not the target's), combined by MOVER as above.
 
 Planning: :func:`labels_needed` is the smallest total ``n`` whose CLT half-width under the
-review's allocation (:func:`allocate`) is at most the target, from the same variance formula
+review's allocation (:func:`allocate_design`) is at most the target, from the same variance formula
 with the finite-population factor ``(1 - n_h / N_h)`` and each share shrunk towards 1/2 as
 Agresti & Coull do (``p~ = (x + z^2/2) / (n + z^2)``), so a sample without errors does not
 promise that no more labels are needed.
@@ -110,17 +113,87 @@ def ppi_mean(labels, predictions, all_predictions, weights=None, all_weights=Non
     return estimate, variance
 
 
-def wilson(share: float, n: float, z: float) -> tuple[float, float]:
-    """Wilson's score interval of a binomial share at (effective) size ``n``; ``n = inf`` is the
-    share itself, ``n = 0`` is ``[0, 1]``."""
-    if n <= 0:
-        return 0.0, 1.0
-    if math.isinf(n):
-        return share, share
-    z2 = z * z
-    centre = (share + z2 / (2 * n)) / (1 + z2 / n)
-    half = z * math.sqrt(max(share * (1 - share), 0.0) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+def exact_bounds(share, n, confidence: float):
+    """Clopper-Pearson's exact interval of binomial shares at (effective) sizes ``n``, elementwise
+    over arrays: with ``x = share * n`` successes, ``low = Beta(x, n - x + 1).ppf(a/2)`` (0 when
+    ``x = 0``) and ``high = Beta(x + 1, n - x).ppf(1 - a/2)`` (1 when ``x = n``), ``a = 1 - confidence``;
+    a non-integer ``n`` (Kish's effective size) enters the beta quantiles as it is. ``n = inf`` is the
+    share itself, ``n <= 0`` is ``[0, 1]``."""
+    from scipy.stats import beta
+
+    share, n = np.broadcast_arrays(np.asarray(share, dtype=np.float64), np.asarray(n, dtype=np.float64))
+    alpha = 1.0 - confidence
+    finite = np.isfinite(n) & (n > 0)
+    size = np.where(finite, n, 1.0)
+    x = np.clip(np.where(finite, share, 0.5) * size, 0.0, size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        low = np.where(x > 0, beta.ppf(alpha / 2, np.maximum(x, 1e-300), size - x + 1), 0.0)
+        high = np.where(x < size, beta.ppf(1 - alpha / 2, x + 1, np.maximum(size - x, 1e-300)), 1.0)
+    low = np.where(np.isinf(n), share, np.where(n <= 0, 0.0, low))
+    high = np.where(np.isinf(n), share, np.where(n <= 0, 1.0, high))
+    return low, high
+
+
+def exact(share: float, n: float, confidence: float) -> tuple[float, float]:
+    """:func:`exact_bounds` of one share."""
+    low, high = exact_bounds(share, n, confidence)
+    return float(low), float(high)
+
+
+def effective_size(weights: np.ndarray, labels: np.ndarray) -> float:
+    """The binomial sample size whose variance a weighted (Hajek) share of ``labels`` has: the smaller
+    of Kish's ``(sum w)^2 / sum w^2`` (the design effect of unequal weights) and
+    ``p (1 - p) / v``, ``v = sum w^2 (y - p)^2 / (sum w)^2`` the ratio estimator's linearised variance
+    (which also sees labels that go with the weights, as when the heaviest claims are the
+    unsupported ones; Kish's alone assumes they do not). Equal weights give ``n`` from both."""
+    total = weights.sum()
+    kish = total * total / (weights * weights).sum()
+    share = float((weights * labels).sum() / total)
+    variance = float((weights * weights * (labels - share) ** 2).sum() / (total * total))
+    return kish if variance <= 0 else min(kish, share * (1 - share) / variance)
+
+
+#: Within one verdict stratum, weights that differ by more than this factor are split into two weight
+#: classes (:func:`weight_classes`). Chosen before any simulation: within a factor 2 Kish's effective
+#: size loses at most 11 % of the labels (``n_eff / n >= 8/9`` for weights in ``[1, 2]``).
+WEIGHT_CLASS_RATIO = 2.0
+HEAVY, LIGHT = "heavy", "light"
+#: Between a verdict and its weight class in a design stratum's name.
+CLASS_SEPARATOR = "|"
+
+
+def weight_classes(weights: Sequence[float]) -> list[str]:
+    """The weight class of each unit of one verdict stratum: ``""`` for all when the largest weight
+    is at most :data:`WEIGHT_CLASS_RATIO` times the smallest; else ``heavy`` for the units whose
+    weight is at least ``t`` and ``light`` for the others, ``t`` the weighted median weight (the
+    largest weight such that the units weighing at least ``t`` hold half the stratum's weight or
+    more), so each class holds about half of the stratum's share of the metric. For query-mean
+    faithfulness (a claim weighs ``1 / m_q``) ``heavy`` is the claims of short answers."""
+    w = np.asarray(weights, dtype=np.float64)
+    if w.size == 0 or w.max() <= WEIGHT_CLASS_RATIO * w.min():
+        return [""] * w.size
+    ordered = np.sort(w)[::-1]
+    reached = np.cumsum(ordered) >= ordered.sum() / 2 * (1 - 1e-12)
+    threshold = ordered[int(np.argmax(reached))]
+    heavy = w >= threshold
+    if heavy.all():
+        return [""] * w.size
+    return [HEAVY if h else LIGHT for h in heavy]
+
+
+def design_strata(units: Sequence["Unit"]) -> list[str]:
+    """The sampling strata of ``units`` (:class:`Unit` with a verdict stratum and its weight in the
+    metric the review is drawn for): the verdict, and within it the weight class
+    (``supported|heavy``, ``supported|light``; a verdict whose weights are alike stays whole)."""
+    by_verdict: dict[str, list[int]] = defaultdict(list)
+    for index, unit in enumerate(units):
+        by_verdict[unit.stratum].append(index)
+    out = [unit.stratum for unit in units]
+    for verdict, members in by_verdict.items():
+        for index, cls in zip(members, weight_classes([units[i].weight for i in members])):
+            out[index] = f"{verdict}{CLASS_SEPARATOR}{cls}" if cls else verdict
+    return out
+
 
 
 @dataclass(frozen=True)
@@ -147,7 +220,7 @@ class StratumSummary:
 @dataclass(frozen=True)
 class PPIEstimate:
     """A judge metric and its PPI correction (module docstring). ``low``/``high`` are the logged
-    interval (``interval`` names it: ``wilson-mover`` or ``clt``); ``clt_low``/``clt_high`` the CLT
+    interval (``interval`` names it: ``exact-mover`` or ``clt``); ``clt_low``/``clt_high`` the CLT
     one (``None`` when a stratum has no label to estimate its variance from)."""
 
     judge_mean: float
@@ -216,8 +289,8 @@ def ppi_estimate(units: Sequence[Unit], labels: Mapping[str, float], confidence:
             if labelled:
                 w = np.array([u.weight for u in labelled])
                 fraction = len(labelled) / len(members)
-                n_eff = w.sum() ** 2 / (w * w).sum()
-                low, high = wilson(part, math.inf if fraction >= 1 else n_eff / (1 - fraction), z)
+                n_eff = effective_size(w, np.array([labels[u.id] for u in labelled]))
+                low, high = exact(part, math.inf if fraction >= 1 else n_eff / (1 - fraction), confidence)
             else:
                 low, high = 0.0, 1.0
             below += (share * (part - low)) ** 2
@@ -226,7 +299,7 @@ def ppi_estimate(units: Sequence[Unit], labels: Mapping[str, float], confidence:
     se = math.sqrt(variance) if clt_defined else None
     clt = (estimate - z * se, estimate + z * se) if se is not None else (None, None)
     if binary:
-        low, high, kind = max(0.0, estimate - math.sqrt(below)), min(1.0, estimate + math.sqrt(above)), "wilson-mover"
+        low, high, kind = max(0.0, estimate - math.sqrt(below)), min(1.0, estimate + math.sqrt(above)), "exact-mover"
     elif se is not None:
         low, high, kind = clt[0], clt[1], "clt"
     else:
@@ -242,7 +315,6 @@ def transferred_estimate(target: Sequence[Unit], source: Sequence[Unit], labels:
     "Transfer"); both runs' strata must be verdicts (a constant prediction each) and the labels 0/1,
     else ``ValueError``. A target stratum the source has no label for keeps the judge's value
     and the bounds 0 and 1."""
-    z = z_of(confidence)
     total = sum(unit.weight for unit in target)
     if not target or not total > 0:
         raise ValueError("no target units")
@@ -269,7 +341,7 @@ def transferred_estimate(target: Sequence[Unit], source: Sequence[Unit], labels:
         if found:
             w = np.array([u.weight for u in found])
             part = float((w * np.array([labels[u.id] for u in found])).sum() / w.sum())
-            low, high = wilson(part, w.sum() ** 2 / (w * w).sum(), z)
+            low, high = exact(part, w.sum() ** 2 / (w * w).sum(), confidence)
         else:
             part, low, high = fbar, 0.0, 1.0
         estimate += share * part
@@ -277,7 +349,7 @@ def transferred_estimate(target: Sequence[Unit], source: Sequence[Unit], labels:
         above += (share * (high - part)) ** 2
         summaries.append(StratumSummary(name, len(members), share, len(found), fbar, part))
     return PPIEstimate(judge_mean, estimate, max(0.0, estimate - math.sqrt(below)), min(1.0, estimate + math.sqrt(above)),
-                       "wilson-mover (transferred)", None, None, None, sum(s.labels for s in summaries), len(target),
+                       "exact-mover (transferred)", None, None, None, sum(s.labels for s in summaries), len(target),
                        confidence, tuple(summaries))
 
 
@@ -304,14 +376,29 @@ def allocate(n: int, sizes: Mapping[Hashable, int]) -> dict[Hashable, int]:
     return counts
 
 
+def allocate_design(n: int, sizes: Mapping[str, int]) -> dict[str, int]:
+    """:func:`allocate` in two levels for design strata named ``verdict`` or ``verdict|class``
+    (:func:`design_strata`): first the same number per verdict, then within a verdict the same
+    number per weight class. Each class holds about half its verdict's weight, so equal numbers
+    draw a verdict's claims about in proportion to their weight in the metric. Monotone in ``n``."""
+    verdict_of = {name: name.split(CLASS_SEPARATOR, 1)[0] for name in sizes}
+    per_verdict = allocate(n, {v: sum(size for name, size in sizes.items() if verdict_of[name] == v)
+                               for v in set(verdict_of.values())})
+    counts: dict[str, int] = {}
+    for verdict, count in per_verdict.items():
+        counts.update(allocate(count, {name: size for name, size in sizes.items() if verdict_of[name] == verdict}))
+    return counts
+
+
 def draw_across(items: Sequence, n: int, seed: int, stratum_of, key=lambda item: item.id) -> list:
-    """``n`` items drawn across strata (:func:`allocate`): each stratum's items are shuffled by a
-    generator seeded with ``seed`` and the stratum's name, and its first ``n_h`` taken; so the same
-    seed with a larger ``n`` draws a superset. Returned sorted by ``key``."""
+    """``n`` items drawn across strata (:func:`allocate_design`: the same number per verdict, then per
+    weight class within it): each stratum's items are shuffled by a generator seeded with ``seed``
+    and the stratum's name, and its first ``n_h`` taken; so the same seed with a larger ``n`` draws
+    a superset. Returned sorted by ``key``."""
     groups: dict[str, list] = defaultdict(list)
     for item in sorted(items, key=key):
         groups[stratum_of(item)].append(item)
-    counts = allocate(n, {name: len(group) for name, group in groups.items()})
+    counts = allocate_design(n, {name: len(group) for name, group in groups.items()})
     chosen = []
     for name, group in groups.items():
         order = list(group)
@@ -335,7 +422,7 @@ def labels_needed(result: PPIEstimate, width_target: float) -> int:
     have = sum(s.labels for s in open_strata)
 
     def planned(total: int) -> dict:
-        counts = allocate(total, sizes)
+        counts = allocate_design(total, sizes)
         return {s.name: max(counts[s.name], s.labels) for s in open_strata}
 
     def width(total: int) -> float:

@@ -41,9 +41,11 @@ Judge metrics (:func:`ragexp.judging.review_status.is_judge_metric`): a child wi
 human-corrected estimate (``ppi.<metric>``, :mod:`ragexp.evaluation.corrected`) is summarised by that
 estimate and its interval instead of the judge's value; the description's first lines say which
 children's values are PPI estimates and which are "judge only, uncorrected", and name the judge
-metrics that are *unverified*: the last human review of the child's judge (its ``ragexp.judge_key``
-tag, :func:`ragexp.judging.review_status.last_review`) is missing or its kappa is below
-``min_kappa`` (``tracking.judge_review.min_kappa``); the tag ``ragexp.judge_review.status`` says the
+metrics that are *unverified*: no review of the child's judge (its ``ragexp.judge_key`` tag) on the
+child or on a run sharing its judge, generator and eval-set version
+(:func:`ragexp.judging.review_status.last_review`), or that review's kappa interval reaches below
+``min_kappa`` (``tracking.judge_review.min_kappa``: "reviewed, not good enough", with kappa, interval
+and n); the tag ``ragexp.judge_review.status`` says the
 same. :func:`log_sweep_summary` returns the unverified metrics (the sweep fails on them under
 ``tracking.judge_review.unverified=fail``).
 """
@@ -156,12 +158,12 @@ def _child(run: Run, axes: Sequence[str]) -> ChildRun:
 def judge_lines(children: Sequence[ChildRun], metrics: Sequence[str], statuses: Mapping[str, ReviewStatus],
                 min_kappa: float) -> tuple[list[str], list[str]]:
     """The description's first lines about the judge metrics among ``metrics``, and the unverified
-    ones (module docstring); ``statuses`` maps each child's judge key to its last review."""
+    ones (module docstring); ``statuses`` maps each child's run id to the review that speaks for it."""
     judged = [m for m in metrics if is_judge_metric(m)]
     if not judged:
         return [], []
-    keys = sorted({child.judge_key or "" for child in children if any(m in child.metrics for m in judged)})
-    found = [statuses.get(key) or ReviewStatus(key, why=" (the run records no judge key)") for key in keys]
+    found = [statuses.get(child.run_id) or ReviewStatus(child.judge_key or "", why=" (the run records no judge key)")
+             for child in children if any(m in child.metrics for m in judged)]
     unverified = judged if any(not status.verified(min_kappa) for status in found) else []
     lines = []
     if unverified:
@@ -458,7 +460,8 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
     verdicts = {child.run_id: [cost_budgets.check(b, {**child.metrics, **child.costs}) for b in limits] for child in children}
     over = {run for run, found in verdicts.items() if any(v.status == cost_budgets.OVER for v in found)}
     eligible = [child for child in children if child.run_id not in over]
-    statuses = {key: last_review(client, key) for key in {child.judge_key for child in children if child.judge_key}}
+    statuses = {child.run_id: last_review(client, child.judge_key, child.run_id, store.TAG_EVALSET_FP)
+                for child in children if child.judge_key}
     judge, unverified = judge_lines(children, metrics, statuses, min_kappa)
     best = best_by_metric(eligible, metrics)
     finished = [run for run in runs if run.info.run_id in {child.run_id for child in children}]
