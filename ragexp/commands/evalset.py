@@ -5,8 +5,13 @@
     empty text included. Exit 0 clean (warnings allowed), 1 on lint errors, 2 on unusable input.
 ``ragexp evalset resolve EVALSET --corpus PATH [--output FILE]``
     Load the eval set exactly as a run does (the first error stops it, exit 2) and write it back
-    with every evidence resolved to a whole document or an explicit ``start``/``end`` span — e.g.
-    to turn ``gold_chunk_ids`` into spans before the chunking they refer to is changed.
+    with every evidence resolved to a whole document or an explicit ``start``/``end`` span with the
+    ``quote`` it reads, the header recording each gold document's text — e.g. to turn
+    ``gold_chunk_ids`` into spans before the chunking they refer to is changed.
+``ragexp evalset reanchor EVALSET --corpus NEW [--old-corpus OLD] [--output FILE] [--report FILE]``
+    The gold moved to a new corpus version with the black box's locator, as a new eval-set version
+    with its lineage, and a report: moved, re-found fuzzily, changed and vanished (for a person,
+    in the annotation page's stale view) (:mod:`ragexp.commands._evalset_reanchor`).
 ``ragexp evalset queries LOG... --sample N --out FILE [--field F] [--threshold T]``
     Candidate questions from query logs (:mod:`ragexp.candidates.from_logs`): counts of every step
     printed, the candidates written as JSONL. Exit 0, or 2 on unusable input.
@@ -38,6 +43,7 @@ from ragexp.commands import (
     _evalset_diff,
     _evalset_draft,
     _evalset_queries,
+    _evalset_reanchor,
 )
 from ragexp.data.lint import lint_evalset
 from ragexp.data.loaders.corpus import load_corpus
@@ -45,7 +51,7 @@ from ragexp.data.loaders.evalset import evalset_to_jsonl, load_evalset
 
 #: Sub-actions that live in their own modules (``add_arguments(parser)``, ``run(args)``, ``HELP``).
 EVALSET_TOOLS = {"queries": _evalset_queries, "diff": _evalset_diff, "draft": _evalset_draft,
-                 "annotate": _evalset_annotate, "agreement": _evalset_agreement}
+                 "annotate": _evalset_annotate, "agreement": _evalset_agreement, "reanchor": _evalset_reanchor}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         return report.exit_code
     corpus = load_corpus(args.corpus)
     evalset = load_evalset(args.evalset, corpus)
-    text = evalset_to_jsonl(evalset)
+    text = evalset_to_jsonl(evalset, corpus)
     if args.output is None:
         sys.stdout.write(text)
     else:
