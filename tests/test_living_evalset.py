@@ -309,3 +309,40 @@ def test_reanchor_with_the_old_corpus_gives_bare_offsets_their_text(tmp_path, ca
     recorded = write_set(tmp_path / "recorded.jsonl", "bare_recorded", TINY_DOCS, old_dir)
     assert main(["evalset", "reanchor", str(recorded), "--corpus", str(corpus_dir), "--old-corpus", str(wrong_old)]) == 2
     assert "document 'webhooks' of the old corpus is not the text the eval set's gold was marked on" in capsys.readouterr().err
+
+
+# --- the gate: runs on two corpus versions -------------------------------------------------------
+
+
+@pytest.mark.parametrize("gold", ["unverifiable", "moved", "verified"])
+def test_the_gate_refuses_runs_on_two_corpora_when_their_gold_could_not_be_verified(tmp_path, capsys, gold):
+    from ragexp.evaluation.results import RunResults
+    from tests.test_gate import make_run, ranks_with_losses
+
+    base, cand = make_run(ranks_with_losses(30, 0)), make_run(ranks_with_losses(30, 10))
+    record = {"unverifiable": {"moved": 0, "unverifiable": 39, "moves": []},
+              "moved": {"moved": 2, "unverifiable": 0, "moves": [{"item": "q1"}, {"item": "q2"}]},
+              "verified": {"moved": 0, "unverifiable": 0, "moves": []}}[gold]
+    candidate = RunResults(meta={**cand.meta, "corpus_fingerprint": "corpus-2", "gold": record},
+                           aggregates=cand.aggregates, per_query=cand.per_query)
+    paths = [str(run.save(tmp_path / f"{name}.json")) for name, run in (("base", base), ("cand", candidate))]
+    code = main(["gate", "--baseline", paths[0], "--candidate", paths[1]])
+    out, err = capsys.readouterr()
+    if gold == "unverifiable":
+        assert code == 2 and "the candidate's 39 gold span(s) are bare offsets nobody can verify" in err
+        assert main(["gate", "--baseline", paths[0], "--candidate", paths[1], "--force"]) == 1
+        assert "compared anyway: --force" in capsys.readouterr().out
+    else:
+        assert code == 1  # the regression itself, decided as always
+        assert ("the candidate run re-anchored 2 gold span(s)" in out) == (gold == "moved")
+
+
+def test_a_results_file_whose_gold_record_is_mistyped_is_refused_at_the_gate(tmp_path):
+    from ragexp.evaluation.results import RunResults
+    from tests.test_gate import make_run, ranks_with_losses
+
+    run = make_run(ranks_with_losses(5, 0))
+    path = RunResults(meta={**run.meta, "gold": {"moved": "2"}}, aggregates=run.aggregates,
+                      per_query=run.per_query).save(tmp_path / "r.json")
+    with pytest.raises(RagexpInputError, match="meta.gold.moved"):
+        RunResults.load(path)
