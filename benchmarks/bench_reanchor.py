@@ -2,7 +2,7 @@
 check every run makes, timed with their peak memory.
 
 Corpus. ``--documents`` synthetic help pages (seeded): a ``# title`` line and 8-14 paragraphs of
-40-90 words drawn from a 5,000-word vocabulary, about 4 KB each, as one corpus JSONL file.
+40-90 words drawn from a 5,000-word vocabulary, about 5 KB each, as one corpus JSONL file.
 
 Eval set. ``--items`` items, each one span of 12-40 words from a distinct random document, with its
 quote and the header's record of every gold document (what ``ragexp evalset resolve`` writes).

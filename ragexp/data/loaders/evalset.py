@@ -199,8 +199,8 @@ def gold_check_warnings(reading: EvalSetReading) -> list[str]:
                      "(meta.gold.moves lists each); ragexp evalset reanchor writes them into the eval set")
     if reading.unverifiable:
         lines.append(f"gold cannot be verified: {reading.unverifiable} bare span(s) or chunk id(s) keep no record of what "
-                     "they read (no quote, no document fingerprint), so a changed document would be scored silently "
-                     "wrong; ragexp evalset reanchor EVALSET --corpus CORPUS --old-corpus CORPUS_THEY_WERE_MARKED_ON "
+                     "they read (no quote, no record of their document's text): if a document changed since they were "
+                     "marked, this run scores other text; ragexp evalset reanchor EVALSET --corpus CORPUS --old-corpus CORPUS_THEY_WERE_MARKED_ON "
                      "records it (docs/living-evalset.md)")
     return lines
 
