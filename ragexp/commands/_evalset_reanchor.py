@@ -35,7 +35,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from ragexp.data.evalset_schema import EvalSetFile, EvidenceRecord, ItemRecord, LineageRecord, dumps_file, read_file
+from ragexp.data.evalset_schema import EvalSetFile, EvidenceRecord, LineageRecord, dumps_file, read_file
 from ragexp.data.loaders.evalset import gold_header
 from ragexp.datamodel import CHUNK_SEPARATOR, Corpus, text_sha256
 from ragexp.errors import RagexpInputError
