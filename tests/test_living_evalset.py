@@ -346,3 +346,66 @@ def test_a_results_file_whose_gold_record_is_mistyped_is_refused_at_the_gate(tmp
                       per_query=run.per_query).save(tmp_path / "r.json")
     with pytest.raises(RagexpInputError, match="meta.gold.moved"):
         RunResults.load(path)
+
+
+# --- the annotation page records what its gold documents read -----------------------------------
+
+
+def test_every_annotation_save_records_the_text_its_gold_documents_hold(tmp_path, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from ragexp.annotation.live_corpus import LiveCorpus
+    from ragexp.annotation.pool import Pooler
+    from ragexp.annotation.server import Annotation, routers
+    from ragexp.annotation.session import Session
+    from ragexp.web.app import create_app
+
+    monkeypatch.chdir(tmp_path)
+    corpus_dir = write_corpus(tmp_path / "corpus", TINY_DOCS)
+    evalset = tmp_path / "built.jsonl"
+    bare = {"doc_id": "limits", "start": 0, "end": 13}  # an old bare span: its document is never vouched for
+    evalset.write_text(json.dumps({"id": "old", "query": "Rate limits?", "evidence": [bare]}) + "\n", encoding="utf-8")
+    Session(evalset).queue([{"id": "a", "query": "How long are webhooks retried?"}], "test")
+    page = TestClient(create_app(routers(Annotation(Session(evalset), LiveCorpus(corpus_dir), Pooler(["bm25"], depth=3))),
+                                 "annotate.html"), base_url="http://127.0.0.1")
+    quote = QUOTES["t1"][1]
+    start = TINY_DOCS["webhooks"].index(quote)
+    reply = page.put("/api/entries/a", json={
+        "changes": {"evidence": [{"doc_id": "webhooks", "start": start, "end": start + len(quote), "quote": quote}],
+                    "confirmed": True}, "before": {"evidence": [], "confirmed": False}})
+    assert reply.status_code == 200
+    header = json.loads(evalset.read_text(encoding="utf-8").splitlines()[0])
+    assert header["documents"] == {"webhooks": sha(TINY_DOCS["webhooks"])}
+    reading = read_evalset(evalset, load_corpus(corpus_dir))
+    assert reading.unverifiable == 1 and not reading.stale  # the bare span is said, the marked one checked
+
+
+# --- the header's records are read at the one gate -----------------------------------------------
+
+GOOD = "a" * 64
+
+
+@pytest.mark.parametrize(("header", "field"), [
+    ({"documents": {"webhooks": "A" * 64}}, "documents.\"webhooks\""),
+    ({"documents": {"webhooks": GOOD[:63]}}, "documents.\"webhooks\""),
+    ({"documents": {"webhooks": 5}}, "documents.\"webhooks\""),
+    ({"documents": {"": GOOD}}, "documents.\"\""),
+    ({"documents": ["webhooks"]}, "documents"),
+    ({"lineage": {"file": "a.jsonl"}}, "lineage.sha256"),
+    ({"lineage": {"file": "a.jsonl", "sha256": GOOD, "parent": "x"}}, "lineage.parent"),
+    ({"lineage": {"file": 3, "sha256": GOOD}}, "lineage.file"),
+])
+def test_a_malformed_gold_record_in_the_header_is_refused_naming_its_field(tmp_path, header, field):
+    path = tmp_path / "set.jsonl"
+    path.write_text(json.dumps({"ragexp_evalset": 1, **header}) + "\n" + json.dumps({"id": "a", "query": "q"}) + "\n",
+                    encoding="utf-8")
+    with pytest.raises(RagexpInputError) as err:
+        read_evalset(path, load_corpus(write_corpus(tmp_path / "corpus", TINY_DOCS)))
+    assert err.value.field == field and err.value.line == 1
+
+
+def test_a_yaml_header_whose_document_id_is_not_a_string_is_refused(tmp_path):
+    path = tmp_path / "set.yaml"
+    path.write_text(f"ragexp_evalset: 1\ndocuments: {{7: {GOOD}}}\nitems:\n  - {{id: a, query: q}}\n", encoding="utf-8")
+    with pytest.raises(RagexpInputError, match="SHA-256 of its text"):
+        read_evalset(path, load_corpus(write_corpus(tmp_path / "corpus", TINY_DOCS)))

@@ -235,7 +235,7 @@ def header_from_json(obj: Mapping, *, file: Path | None = None, line: int | None
     documents = fields.value("documents", dict)
     if documents is not None:
         for doc_id, digest in documents.items():
-            if not doc_id or not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+            if not isinstance(doc_id, str) or not doc_id or not isinstance(digest, str) or not _SHA256.fullmatch(digest):
                 fields.fail(f"documents.{shorten(doc_id, 40)}", "each document id maps to the SHA-256 of its text "
                                                                  "(64 lower-case hex digits)")
     lineage = fields.value("lineage", dict)
