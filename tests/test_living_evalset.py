@@ -236,6 +236,7 @@ def test_resolve_keeps_what_each_span_read_and_records_its_documents(tmp_path, c
     evalset = write_set(tmp_path / "set.jsonl", "bare", TINY_DOCS, corpus_dir)
     out = tmp_path / "resolved.jsonl"
     assert main(["evalset", "resolve", str(evalset), "--corpus", str(corpus_dir), "--output", str(out)]) == 0
+    assert "warning: 6 bare span(s) or chunk id(s) were given the text" in capsys.readouterr().err
     header, *rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert header["documents"] == {doc_id: sha(TINY_DOCS[doc_id]) for doc_id, _ in QUOTES.values()}
     for row in rows[:6]:

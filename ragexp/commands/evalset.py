@@ -7,7 +7,9 @@
     Load the eval set exactly as a run does (the first error stops it, exit 2) and write it back
     with every evidence resolved to a whole document or an explicit ``start``/``end`` span with the
     ``quote`` it reads, the header recording each gold document's text — e.g. to turn
-    ``gold_chunk_ids`` into spans before the chunking they refer to is changed.
+    ``gold_chunk_ids`` into spans before the chunking they refer to is changed. Bare spans take
+    the text this corpus holds there as what they read, and the command says so (right only on
+    the corpus version they were marked on).
 ``ragexp evalset reanchor EVALSET --corpus NEW [--old-corpus OLD] [--output FILE] [--report FILE]``
     The gold moved to a new corpus version with the black box's locator, as a new eval-set version
     with its lineage, and a report: moved, re-found fuzzily, changed and vanished (for a person,
@@ -90,5 +92,12 @@ def run(args: argparse.Namespace) -> int:
     n_spans = sum(e.is_span for item in evalset for e in item.evidence)
     n_docs = sum(not e.is_span for item in evalset for e in item.evidence)
     print(f"resolved {len(evalset)} items: {n_spans} span and {n_docs} whole-document evidence", file=sys.stderr)
+    if evalset.meta["gold"]["unverifiable"]:
+        print(f"warning: {evalset.meta['gold']['unverifiable']} bare span(s) or chunk id(s) were given the text "
+              f"{args.corpus} holds there as the text they read: right only if they were marked on this corpus "
+              "version; else resolve them on that one, or ragexp evalset reanchor --old-corpus", file=sys.stderr)
+    for warning in evalset.meta.get("warnings", []):
+        if warning.startswith("gold moved"):
+            print(f"warning: {warning}", file=sys.stderr)
     return 0
 
