@@ -15,6 +15,7 @@ Contracts
 
 from __future__ import annotations
 
+import hashlib
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -39,6 +40,12 @@ def is_relevant(grade: _Grades, level: int = RELEVANCE_LEVEL) -> _Grades:
     """Whether ``grade`` is relevant at ``level``: ``grade >= level`` (trec_eval's ``relevance_level``).
     Elementwise on a numpy array of grades (a boolean array back). The only place ragexp decides it."""
     return grade >= level
+
+
+def text_sha256(text: str) -> str:
+    """SHA-256 (hex) of ``text`` as UTF-8: the fingerprint an eval set records of each gold
+    document's text, so a run knows with one compare whether the document changed since."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def chunk_id(doc_id: str, index: int) -> str:

@@ -5,6 +5,7 @@ The five kinds of bad input run the real CLI in a subprocess; the rest call ``ra
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -110,4 +111,5 @@ def test_resolve_writes_spans_for_a_good_evalset(tmp_path: Path, corpus: Path, c
     assert capsys.readouterr().err.strip() == "resolved 2 items: 1 span and 1 whole-document evidence"
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     start = DOC.index("24 hours")
-    assert rows[2]["evidence"] == [{"doc_id": "webhooks/retries", "start": start, "end": start + 8}]
+    assert rows[2]["evidence"] == [{"doc_id": "webhooks/retries", "start": start, "end": start + 8, "quote": "24 hours"}]
+    assert rows[0]["documents"] == {"webhooks/retries": hashlib.sha256(DOC.encode("utf-8")).hexdigest()}

@@ -106,7 +106,9 @@ def test_duplicates_empty_queries_missing_answers_and_whitespace_spans(tmp_path:
         ("error", "whitespace-span", 5, "e"),
         ("warning", "no-gold-answer", 5, "e"),
         ("error", "duplicate-id", 6, "a"),
+        ("warning", "gold-check", None, None),  # e's bare span: nothing records what it read
     ]
+    assert "gold cannot be verified: 1 bare span(s)" in next(f.message for f in report.findings if f.check == "gold-check")
     assert "item 'a' on line 1" in report.findings[0].message
     assert report.exit_code == 1
 

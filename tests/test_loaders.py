@@ -229,7 +229,7 @@ def test_method_article_item_with_gold_chunk_ids_becomes_the_chunk_span(tmp_path
     assert loaded.meta["chunking"] == FIXED_100
 
     resolved = tmp_path / "resolved.jsonl"
-    resolved.write_text(evalset_to_jsonl(loaded), encoding="utf-8")
+    resolved.write_text(evalset_to_jsonl(loaded, article_corpus), encoding="utf-8")
     reloaded = load_evalset(resolved, article_corpus)
     assert "chunking" not in reloaded.meta
     assert reloaded.fingerprint() == loaded.fingerprint()
@@ -390,7 +390,7 @@ def test_resolved_jsonl_round_trips_to_the_same_fingerprint(tmp_path: Path, corp
     ]
     loaded = load_evalset(evalset_file(tmp_path, items, {"ragexp_evalset": 1, "name": "rt"}), corpus)
     out = tmp_path / "resolved.jsonl"
-    out.write_text(evalset_to_jsonl(loaded), encoding="utf-8")
+    out.write_text(evalset_to_jsonl(loaded, corpus), encoding="utf-8")
     reloaded = load_evalset(out, corpus)
     assert reloaded.items == loaded.items
     assert reloaded.name == "rt"
@@ -555,7 +555,7 @@ def test_source_and_added_are_read_written_back_and_added_leaves_the_fingerprint
     assert dated.fingerprint() == plain.fingerprint()  # when an item joined changes no number
     assert sourced.fingerprint() != plain.fingerprint()  # its source decides which per-source mean it enters
     out = tmp_path / "resolved.jsonl"
-    out.write_text(evalset_to_jsonl(sourced), encoding="utf-8")
+    out.write_text(evalset_to_jsonl(sourced, corpus), encoding="utf-8")
     assert load_evalset(out, corpus).items == sourced.items
 
 

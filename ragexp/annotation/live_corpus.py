@@ -4,7 +4,9 @@ A page may stay open while someone edits the documents. Before every save the fo
 (path, size, modification time of every file); when that differs from the last read, the corpus is
 loaded again with the same loaders a run uses (HTML, PDF, DOCX converted; offsets index the
 converted text). A span is *current* when ``text[start:end] == quote`` in the current corpus;
-anything else is *stale* and is never moved to where the quote is now, only reported.
+anything else is *stale*: the page never moves it, it shows it for a person to re-mark (a run
+re-anchors a quote found once elsewhere for itself, and ``ragexp evalset reanchor`` writes the
+move; docs/living-evalset.md).
 """
 
 from __future__ import annotations

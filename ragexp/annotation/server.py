@@ -53,6 +53,7 @@ class Annotation:
 
     def __init__(self, session: Session, corpus: LiveCorpus, pooler: Pooler) -> None:
         self.session, self.corpus, self.pooler = session, corpus, pooler
+        session.corpus = corpus.current  # each save records the text its gold documents hold
         self.searcher = CorpusSearch()
         self.lock = threading.Lock()
         self._chunk_map: tuple[int, ChunkMap] | None = None

@@ -39,12 +39,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ragexp.data import evalset_schema as schema
 from ragexp.data.evalset_schema import VERSION_KEY, HeaderRecord, ItemRecord
 from ragexp.data.lint import normalise_query
+from ragexp.data.loaders.evalset import gold_header
 from ragexp.datamodel import ITEM_SOURCES, is_relevant
 from ragexp.errors import RagexpInputError
 from ragexp.stored.limits import parse_json
@@ -237,6 +238,9 @@ class Session:
         self.lock = EditLock(self.evalset)
         self.header = HeaderRecord(name=self.evalset.stem)
         self.entries: list[dict] = []
+        #: The corpus now (the page's live corpus): each save records in the header what every gold
+        #: document's text was (:func:`~ragexp.data.loaders.evalset.gold_header`); ``None``: kept as read.
+        self.corpus: Callable[[], Mapping] | None = None
         self._load()  # without the lock (a bad file leaves no lock file); the first change re-reads under it
 
     # --- reading ----------------------------------------------------------------------------
@@ -432,8 +436,11 @@ class Session:
 
     def save(self) -> None:
         with self.lock:
+            items = self.items()
+            if self.corpus is not None:
+                self.header = gold_header(self.header, [schema.item_from_json(i) for i in items], self.corpus())
             atomic_write(self.evalset, "".join(schema.dumps_line(obj) + "\n"
-                                               for obj in [schema.header_to_json(self.header), *self.items()]))
+                                               for obj in [schema.header_to_json(self.header), *items]))
             side = {SIDECAR_KEY: SIDECAR_VERSION, "evalset": self.evalset.name, "entries": self.entries}
             atomic_write(self.sidecar, json.dumps(side, ensure_ascii=False, indent=1) + "\n")
             self.disk_etag = self.etag()

@@ -106,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
 
         items = ({item.id: item for item in first}, {item.id: item for item in second})
         sources = tuple(source_record(path, j.annotator) for path, j in zip(paths, judgments))
-        q = queue_adjudication(Session(args.queue), result, items, names, corpus, args.adjudicator, sources,
+        session = Session(args.queue)
+        session.corpus = lambda: corpus  # the settled items' documents recorded as they read now
+        q = queue_adjudication(session, result, items, names, corpus, args.adjudicator, sources,
                                first.name or args.first.stem)
         print(f"{args.queue}: {q.settled} items both gave alike (settled), {q.disagreements} disagreements and "
               f"{q.differing} smaller differences queued ({q.units} passages to judge, neither side preselected)"

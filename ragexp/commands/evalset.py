@@ -5,8 +5,15 @@
     empty text included. Exit 0 clean (warnings allowed), 1 on lint errors, 2 on unusable input.
 ``ragexp evalset resolve EVALSET --corpus PATH [--output FILE]``
     Load the eval set exactly as a run does (the first error stops it, exit 2) and write it back
-    with every evidence resolved to a whole document or an explicit ``start``/``end`` span — e.g.
-    to turn ``gold_chunk_ids`` into spans before the chunking they refer to is changed.
+    with every evidence resolved to a whole document or an explicit ``start``/``end`` span with the
+    ``quote`` it reads, the header recording each gold document's text — e.g. to turn
+    ``gold_chunk_ids`` into spans before the chunking they refer to is changed. Bare spans take
+    the text this corpus holds there as what they read, and the command says so (right only on
+    the corpus version they were marked on).
+``ragexp evalset reanchor EVALSET --corpus NEW [--old-corpus OLD] [--output FILE] [--report FILE]``
+    The gold moved to a new corpus version with the black box's locator, as a new eval-set version
+    with its lineage, and a report: moved, re-found fuzzily, changed and vanished (for a person,
+    in the annotation page's stale view) (:mod:`ragexp.commands._evalset_reanchor`).
 ``ragexp evalset queries LOG... --sample N --out FILE [--field F] [--threshold T]``
     Candidate questions from query logs (:mod:`ragexp.candidates.from_logs`): counts of every step
     printed, the candidates written as JSONL. Exit 0, or 2 on unusable input.
@@ -38,6 +45,7 @@ from ragexp.commands import (
     _evalset_diff,
     _evalset_draft,
     _evalset_queries,
+    _evalset_reanchor,
 )
 from ragexp.data.lint import lint_evalset
 from ragexp.data.loaders.corpus import load_corpus
@@ -45,7 +53,7 @@ from ragexp.data.loaders.evalset import evalset_to_jsonl, load_evalset
 
 #: Sub-actions that live in their own modules (``add_arguments(parser)``, ``run(args)``, ``HELP``).
 EVALSET_TOOLS = {"queries": _evalset_queries, "diff": _evalset_diff, "draft": _evalset_draft,
-                 "annotate": _evalset_annotate, "agreement": _evalset_agreement}
+                 "annotate": _evalset_annotate, "agreement": _evalset_agreement, "reanchor": _evalset_reanchor}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         return report.exit_code
     corpus = load_corpus(args.corpus)
     evalset = load_evalset(args.evalset, corpus)
-    text = evalset_to_jsonl(evalset)
+    text = evalset_to_jsonl(evalset, corpus)
     if args.output is None:
         sys.stdout.write(text)
     else:
@@ -84,5 +92,12 @@ def run(args: argparse.Namespace) -> int:
     n_spans = sum(e.is_span for item in evalset for e in item.evidence)
     n_docs = sum(not e.is_span for item in evalset for e in item.evidence)
     print(f"resolved {len(evalset)} items: {n_spans} span and {n_docs} whole-document evidence", file=sys.stderr)
+    if evalset.meta["gold"]["unverifiable"]:
+        print(f"warning: {evalset.meta['gold']['unverifiable']} bare span(s) or chunk id(s) were given the text "
+              f"{args.corpus} holds there as the text they read: right only if they were marked on this corpus "
+              "version; else resolve them on that one, or ragexp evalset reanchor --old-corpus", file=sys.stderr)
+    for warning in evalset.meta.get("warnings", []):
+        if warning.startswith("gold moved"):
+            print(f"warning: {warning}", file=sys.stderr)
     return 0
 

@@ -4,8 +4,9 @@
 run id whose results artifact is downloaded. ``--budget 'cost/latency_p95_ms <= 250'`` (repeatable)
 adds a limit the candidate must keep. Exit codes: 0 pass, 1 regression (a metric, a cost, or a
 budget broken; or an unverified judge metric under ``--unverified fail``), 2 usage or data error
-(bad reference, different eval sets without ``--force``, too few paired queries, a budget on a
-metric the candidate did not measure).
+(bad reference, different eval sets without ``--force``, runs on different corpora whose gold held
+bare offsets nobody could verify without ``--force`` (docs/living-evalset.md), too few paired
+queries, a budget on a metric the candidate did not measure).
 
 Judge metrics: each run's human labels (the run's ``judge_review/labels.csv`` artifact for a run
 id, and the rows of ``--labels FILE`` that label its claims) give its PPI estimates

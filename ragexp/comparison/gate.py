@@ -1,7 +1,9 @@
 """The regression gate: is the candidate run worse than the baseline, beyond eval-set noise?
 
 Both runs must have been scored on the same eval set (equal ``evalset_fingerprint``; ``force``
-overrides) and are paired by ``query_id``; queries present in only one run are counted, not used.
+overrides), and runs on different corpora must have gold that was verified against each
+(``meta.gold.unverifiable`` 0: no bare offsets nobody could check; ``force`` overrides); they are
+paired by ``query_id``; queries present in only one run are counted, not used.
 For each metric of the :class:`GateSpec`, over the queries where both runs have a value:
 
 - ``delta = mean(candidate) - mean(baseline)``; ``worse = -delta`` for higher-is-better metrics,
@@ -438,6 +440,26 @@ def check_fingerprints(baseline: RunResults, candidate: RunResults, force: bool)
         notes.append(message + " (compared anyway: --force)")
     if baseline.meta.get("corpus_fingerprint") != candidate.meta.get("corpus_fingerprint"):
         notes.append("corpus fingerprints differ: the runs searched different corpora")
+        notes += _check_gold(baseline, candidate, force)
+    return notes
+
+
+def _check_gold(baseline: RunResults, candidate: RunResults, force: bool) -> list[str]:
+    """Runs on different corpora: refuse (unless ``force``) when either run's gold held bare spans
+    nobody could verify against its corpus (``meta.gold.unverifiable``, docs/living-evalset.md), since
+    a difference may then be stale gold rather than the system; note spans a run re-anchored."""
+    gold = {label: run.meta.get("gold") or {} for label, run in (("baseline", baseline), ("candidate", candidate))}
+    notes = [f"the {label} run re-anchored {record['moved']} gold span(s) that had moved in its corpus "
+             "(meta.gold.moves)" for label, record in gold.items() if record.get("moved")]
+    unverified = {label: record["unverifiable"] for label, record in gold.items() if record.get("unverifiable")}
+    if unverified:
+        named = " and ".join(f"the {label}'s {n}" for label, n in unverified.items())
+        message = (f"the runs searched different corpora and {named} gold span(s) are bare offsets nobody can verify "
+                   "against them: a difference may be stale gold, not the system; give the eval set its text "
+                   "(ragexp evalset reanchor EVALSET --corpus NEW --old-corpus OLD) and re-run")
+        if not force:
+            raise RagexpInputError(message + " (or pass --force to compare anyway)", field="meta.gold")
+        notes.append(message + " (compared anyway: --force)")
     return notes
 
 

@@ -4,9 +4,12 @@ Every program that reads or writes the eval-set format (the loader, the annotati
 the page's queue) goes through this module, so a line one of them accepts the others accept too.
 
 Records (field meanings: ``docs/evalset-format.md``)
-    :class:`HeaderRecord` ``{"ragexp_evalset": 1, "name", "description", "chunking", "adjudication"}``
-    (``adjudication``: :class:`AdjudicationRecord` ``{"adjudicator", "sources": [{"file", "annotator",
-    "sha256"}, {...}]}``, set on a set adjudicated from two annotators' files);
+    :class:`HeaderRecord` ``{"ragexp_evalset": 1, "name", "description", "chunking", "adjudication",
+    "documents", "lineage"}`` (``adjudication``: :class:`AdjudicationRecord` ``{"adjudicator", "sources":
+    [{"file", "annotator", "sha256"}, {...}]}``, set on a set adjudicated from two annotators' files;
+    ``documents``: ``{doc_id: sha256}``, the SHA-256 of each gold document's text when its gold was
+    marked (:func:`~ragexp.datamodel.text_sha256`); ``lineage``: :class:`LineageRecord` ``{"file",
+    "sha256", "corpus"}``, the eval set this one was re-anchored from);
     :class:`ItemRecord` ``{"id", "query", "evidence", "gold_chunk_ids", "gold_answer", "answers",
     "key_facts", "tags", "category", "answerable", "source", "added", "annotator"}``;
     :class:`EvidenceRecord` ``{"doc_id", "start", "end", "quote", "occurrence", "grade"}``.
@@ -45,7 +48,8 @@ from ragexp.stored import limits
 
 FORMAT_VERSION = 1
 VERSION_KEY = "ragexp_evalset"
-HEADER_FIELDS = (VERSION_KEY, "name", "description", "chunking", "adjudication")
+HEADER_FIELDS = (VERSION_KEY, "name", "description", "chunking", "adjudication", "documents", "lineage")
+LINEAGE_FIELDS = ("file", "sha256", "corpus")
 ADJUDICATION_FIELDS = ("adjudicator", "sources")
 SOURCE_FIELDS = ("file", "annotator", "sha256")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -120,13 +124,26 @@ class AdjudicationRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class LineageRecord:
+    """The eval-set file a re-anchored set came from (its name and SHA-256 then) and the corpus
+    it was moved to (its :meth:`~ragexp.datamodel.Corpus.fingerprint`)."""
+
+    file: str
+    sha256: str
+    corpus: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class HeaderRecord:
-    """The optional first line; ``chunking`` is the chunker options ``gold_chunk_ids`` refer to."""
+    """The optional first line; ``chunking`` is the chunker options ``gold_chunk_ids`` refer to;
+    ``documents`` the SHA-256 of each gold document's text its gold was marked against."""
 
     name: str | None = None
     description: str | None = None
     chunking: Mapping | None = None
     adjudication: AdjudicationRecord | None = None
+    documents: Mapping[str, str] | None = None
+    lineage: LineageRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,9 +232,26 @@ def header_from_json(obj: Mapping, *, file: Path | None = None, line: int | None
         fields.fail(VERSION_KEY, f"unsupported eval-set format version {version!r}; this ragexp reads version "
                                  f"{FORMAT_VERSION}")
     adjudication = fields.value("adjudication", dict)
+    documents = fields.value("documents", dict)
+    if documents is not None:
+        for doc_id, digest in documents.items():
+            if not isinstance(doc_id, str) or not doc_id or not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+                fields.fail(f"documents.{shorten(doc_id, 40)}", "each document id maps to the SHA-256 of its text "
+                                                                 "(64 lower-case hex digits)")
+    lineage = fields.value("lineage", dict)
     return HeaderRecord(name=fields.string("name"), description=fields.string("description"),
                         chunking=fields.value("chunking", dict),
-                        adjudication=None if adjudication is None else _adjudication(adjudication, file, line))
+                        adjudication=None if adjudication is None else _adjudication(adjudication, file, line),
+                        documents=documents, lineage=None if lineage is None else _lineage(lineage, file, line))
+
+
+def _lineage(obj: Mapping, file: Path | None, line: int | None) -> LineageRecord:
+    fields = Fields(obj, file, line, prefix="lineage")
+    fields.reject_unknown(LINEAGE_FIELDS, "lineage")
+    digest = fields.string("sha256", required=True)
+    if not _SHA256.fullmatch(digest):
+        fields.fail("sha256", "64 lower-case hex digits")
+    return LineageRecord(file=fields.string("file", required=True), sha256=digest, corpus=fields.string("corpus"))
 
 
 def _adjudication(obj: Mapping, file: Path | None, line: int | None) -> AdjudicationRecord:
@@ -316,6 +350,11 @@ def header_to_json(header: HeaderRecord) -> dict:
         obj["adjudication"] = {"adjudicator": header.adjudication.adjudicator, "sources": [
             {"file": s.file, **({"annotator": s.annotator} if s.annotator else {}), "sha256": s.sha256}
             for s in header.adjudication.sources]}
+    if header.documents:
+        obj["documents"] = dict(sorted(header.documents.items()))
+    if header.lineage is not None:
+        obj["lineage"] = {"file": header.lineage.file, "sha256": header.lineage.sha256,
+                          **({"corpus": header.lineage.corpus} if header.lineage.corpus else {})}
     return obj
 
 

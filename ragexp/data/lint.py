@@ -3,13 +3,17 @@
 Errors (exit 1) — the eval set would measure the wrong thing:
     every content problem of :func:`ragexp.data.loaders.evalset.read_evalset`, all at once: gold that
     no longer resolves in the live corpus (unknown document, quote gone or ambiguous, span out of
-    range, chunk index out of range — the method article's stale-export pitfall), duplicate item
+    range, chunk index out of range — the method article's stale-export pitfall; stale gold: a span
+    that no longer reads what it read, a recorded document changed under a bare span or gone,
+    docs/living-evalset.md), duplicate item
     ids, empty queries, evidence contradicting ``answerable``; plus evidence spans that hold only
     whitespace, items whose gold lies only in documents with neither text nor title, and
     unanswerable items with ``key_facts`` (facts an answer must contain, for a question the corpus
     does not answer: key-fact recall would score a correct refusal as wrong; the ``gold_answer`` of
     an unanswerable item is the reply expected instead, such as "The docs do not say ...").
 Warnings — the eval set is usable but weaker than it should be:
+    gold spans that moved within their documents (a run re-anchors them; ``ragexp evalset reanchor``
+    writes them), bare spans whose text cannot be verified (no quote, no document fingerprint),
     documents with neither text nor title (no run indexes them; their count is reported),
     duplicate or near-duplicate queries (equal after Unicode NFKC, case folding and collapsing
     punctuation and spacing), answerable items without ``gold_answer``/``answers``/``key_facts``
@@ -43,7 +47,7 @@ from os import PathLike
 from pathlib import Path
 
 from ragexp.data.loaders.corpus import load_corpus
-from ragexp.data.loaders.evalset import EvalSetReading, read_evalset
+from ragexp.data.loaders.evalset import EvalSetReading, gold_check_warnings, read_evalset
 from ragexp.datamodel import Corpus, EvalItem
 from ragexp.errors import RagexpInputError
 from ragexp.runtime.stage_cache import StageCache
@@ -170,6 +174,7 @@ def lint_evalset(
     items = reading.evalset.items
     findings = _corpus_file_findings(corpus, strict)
     findings += _problem_findings(reading)
+    findings += [LintFinding(WARNING, "gold-check", line, reading.evalset.source) for line in gold_check_warnings(reading)]
     findings += _whitespace_spans(reading, corpus)
     findings += _unindexable_documents(reading, corpus)
     findings += _duplicate_queries(reading)

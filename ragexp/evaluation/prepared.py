@@ -40,8 +40,11 @@ class PreparedData:
         return {chunk.id: chunk for chunk in self.chunks}
 
 
-def prepare_data(spec: JobSpec, cache: StageCache, progress: bool = True, chunked: bool = True) -> PreparedData:
-    """Load the dataset, chunk it (cached) and derive chunk- and document-level qrels.
+def prepare_data(spec: JobSpec, cache: StageCache, progress: bool = True, chunked: bool = True,
+                 loaded: tuple[Corpus, EvalSet] | None = None) -> PreparedData:
+    """Load the dataset (or take the one ``loaded`` by :func:`load_dataset` already: a job loads it,
+    and so checks its gold against today's corpus, before it builds any model), chunk it (cached)
+    and derive chunk- and document-level qrels.
     ``chunked=False`` (a black-box system, whose passages are its units: :mod:`ragexp.evaluation.system_step`)
     leaves the corpus unchunked: no chunks, no chunk qrels, nothing cached.
 
@@ -50,7 +53,7 @@ def prepare_data(spec: JobSpec, cache: StageCache, progress: bool = True, chunke
     can retrieve it, so an item whose gold lies there scores 0, as trec_eval scores every query
     with qrels, and is named in the run's warnings (:func:`blank_gold_warnings`)."""
     cfg, options = spec.config, spec.eval
-    corpus, evalset = load_dataset(cfg.dataset, cache)
+    corpus, evalset = loaded if loaded is not None else load_dataset(cfg.dataset, cache)
     persist_conversions(corpus, cache)  # only now: a refused eval set leaves no conversion behind
     corpus_warnings = corpus.conversion.warnings() if corpus.conversion is not None else []
     for warning in corpus_warnings:

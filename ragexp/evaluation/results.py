@@ -275,6 +275,11 @@ _META_READERS = {
     "evalset_fingerprint": _Check.text,
     "corpus_fingerprint": _Check.text,
     "warnings": _texts,
+    # the gold check (ragexp.data.loaders.evalset.gold_check_meta): the gate reads the counts
+    "gold": lambda check, v, path: {
+        "moved": check.integer(check.obj(v, path).get("moved", 0), f"{path}.moved"),
+        "unverifiable": check.integer(v.get("unverifiable", 0), f"{path}.unverifiable"),
+        "moves": [check.obj(m, f"{path}.moves[{i}]") for i, m in enumerate(check.array(v.get("moves", []), f"{path}.moves"))]},
 }
 
 

@@ -209,6 +209,7 @@ def execute(spec: JobSpec, *, cache: StageCache, data: PreparedData, pipeline: P
         "warnings": [*data.corpus_warnings, *retrieved.warnings, *(system_run.warnings if system_run else []),
                      *source_warnings(items)],
         "docs_not_indexed": data.not_indexed[:20],
+        "gold": data.evalset.meta.get("gold", {}),  # the gold check: spans re-anchored (each), spans unverifiable
         "ragexp_version": __version__,
     }
     if conversion is not None:

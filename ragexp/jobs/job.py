@@ -36,6 +36,7 @@ from omegaconf import DictConfig
 
 from ragexp.cost import memory
 from ragexp.cost.settings import settings_key
+from ragexp.data.dataset import load_dataset
 from ragexp.datamodel import EvalSet
 from ragexp.errors import RagexpInputError, TrackingUnavailable
 from ragexp.evaluation.job_spec import JobSpec
@@ -95,11 +96,14 @@ def run_job(spec: JobSpec, *, output_dir: Path, cache: StageCache | None = None,
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
     progress.set_enabled(cfg.progress)
     cache = cache or StageCache(Path(cfg.cache_dir))
+    started = time.perf_counter()
+    loaded = load_dataset(cfg.dataset, cache)  # stale gold refuses here, before any model is built
+    loading_s = time.perf_counter() - started
     pipeline = build_pipeline(spec, cache)
     started = time.perf_counter()
-    data = prepare_data(spec, cache, progress=cfg.progress, chunked=pipeline.system is None)
-    prepare_s = time.perf_counter() - started
-    # only now: a run refused for its data (a missing eval set) creates no store
+    data = prepare_data(spec, cache, progress=cfg.progress, chunked=pipeline.system is None, loaded=loaded)
+    prepare_s = loading_s + time.perf_counter() - started
+    # only now: a run refused for its data (a missing eval set, stale gold) creates no store
     client = store.connect(cfg.tracking.uri, cfg.tracking.connect_timeout_s) if log_to is not None else None
     # a black-box system is asked before anything is created in the store: when it fails, nothing is left behind
     responses = fetch_responses(spec, data, pipeline.system, cache) if pipeline.system is not None else None

@@ -42,7 +42,8 @@ def write_evalset(path: Path, *items: dict | str) -> Path:
 
 def item(**fields) -> dict:
     """A valid second item with ``fields`` replaced (``None`` removes a field)."""
-    base = {"id": "q2", "query": "How long may a delivery take?", "evidence": [{"doc_id": "webhooks", "start": 0, "end": 17}]}
+    base = {"id": "q2", "query": "How long may a delivery take?",
+            "evidence": [{"doc_id": "webhooks", "start": 0, "end": 17, "quote": "Failed deliveries"}]}
     return {key: value for key, value in (base | fields).items() if value is not None}
 
 

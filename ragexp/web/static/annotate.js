@@ -16,6 +16,9 @@
   const el = RagexpText.el;  // every value reaches the page as a text node (text.js)
 
   function entry() { return state.entries.find((e) => e.id === state.current) || null; }
+  /* Spans of an entry that no longer read their quote in the live corpus (after a corpus edit, or
+     what `ragexp evalset reanchor` could not move): a person re-marks them, so the page opens on them. */
+  function staleSpans(e) { return Object.keys(e.stale || {}).length; }
 
   /* A line under the question that says why a key did nothing, or what it also did. */
   function say(text) { $("page-message").textContent = text || ""; }
@@ -40,7 +43,7 @@
     state.adjudicator = data.adjudicator;
     $("file").textContent = data.evalset;
     const wanted = decodeURIComponent(location.hash.slice(1));
-    const first = state.entries.find((e) => e.id === wanted) ||
+    const first = state.entries.find((e) => e.id === wanted) || state.entries.find((e) => staleSpans(e)) ||
       state.entries.find((e) => e.status === "open" || e.status === "review") || state.entries[0];
     renderQueue();
     renderCoverage();
@@ -587,10 +590,14 @@
     $("queue").replaceChildren(...state.entries.map((e) => el("li", {dataset: {id: e.id}, className: e.id === state.current ? "current" : ""},
       el("span", {className: `badge ${e.status}`, title: e.pending ? `${e.pending} queued passages not judged yet` : ""},
         e.pending ? `${e.status} ${e.pending}` : e.status),
+      staleSpans(e) ? el("span", {className: "badge stale", title: "spans that no longer read their quote: re-mark them"},
+        `stale ${staleSpans(e)}`) : null,
       el("span", {}, e.query))));
     const done = state.entries.filter((e) => e.status === "done").length;
     const review = state.entries.filter((e) => e.status === "review").length;
-    $("queue-count").textContent = `${done} done of ${state.entries.length}` + (review ? ` · ${review} to review` : "");
+    const stale = state.entries.filter((e) => staleSpans(e)).length;
+    $("queue-count").textContent = `${done} done of ${state.entries.length}` + (review ? ` · ${review} to review` : "") +
+      (stale ? ` · ${stale} stale` : "");
   }
   $("queue").addEventListener("click", (event) => { const li = event.target.closest("li[data-id]"); if (li) open(li.dataset.id); });
 
