@@ -16,7 +16,14 @@ Passages. ``--sample`` fixed-512 windows (512 characters every 448, whitespace-t
 * ``html_stripped``: tags, ``**``, ``#`` removed and entities decoded (a system indexing rendered text);
 * ``truncated``: cut at a word boundary after 40-80 % of its characters, ``...`` appended;
 * ``title``: the page's title and a newline prepended;
-* ``noise_2pct``: 2 % of the characters edited (substituted, deleted or a letter inserted).
+* ``noise_2pct``: 2 % of the characters edited (substituted, deleted or a letter inserted);
+* ``llamaindex_header``: LlamaIndex's ``MetadataMode.ALL`` header (``title``, ``url``, ``product``,
+  ``file_name`` as ``key: value`` lines, a blank line) before the text;
+* ``source_content``: ``Source: <page>\nContent: <text>``.
+
+Placement time against passage length (``--lengths``): passages of 1k ... 200k characters made of
+the corpus's own words in a random order (in no page: the worst case, every stage runs and BM25
+finds windows to align), each placed text only; milliseconds per passage.
 
 Truth: the window's span (for ``truncated``, the span of the kept prefix). A placement is WRONG when
 it names another document or overlaps the true span by less than half of the shorter of the two;
@@ -47,7 +54,9 @@ from ragexp.datamodel import Document
 from ragexp.systems.locate import Locator
 
 WINDOW, STRIDE = 512, 448
-PERTURBATIONS = ("verbatim", "whitespace", "html_stripped", "truncated", "title", "noise_2pct")
+PERTURBATIONS = ("verbatim", "whitespace", "html_stripped", "truncated", "title", "noise_2pct", "llamaindex_header",
+                 "source_content")
+LENGTHS = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -128,6 +137,11 @@ def perturb(kind: str, document: Document, start: int, end: int, rng: random.Ran
         return kept + "...", start, start + len(kept)
     if kind == "title":
         return f"{document.title}\n{text}", start, end
+    if kind == "llamaindex_header":
+        return (f"title: {document.title}\nurl: https://help.example.com/{document.id}.html\nproduct: Acme\n"
+                f"file_name: {document.id.replace('/', '_')}.md\n\n{text}"), start, end
+    if kind == "source_content":
+        return f"Source: {document.id}\nContent: {text}", start, end
     if kind == "noise_2pct":
         out = []
         for char in text:
@@ -143,12 +157,31 @@ def perturb(kind: str, document: Document, start: int, end: int, rng: random.Ran
     return text, start, end
 
 
+def time_lengths(locator: Locator, corpus: dict[str, Document], lengths: list[int], per_length: int,
+                 rng: random.Random) -> None:
+    """Placement time of passages in no page, by length (module docstring)."""
+    words = [w for d in list(corpus.values())[:500] for w in d.text.split() if w.isalpha()]
+    print(f"\n| characters | ms/passage mean | max | ms per 1k characters | how |")
+    print("|---|---|---|---|---|")
+    for length in lengths:
+        costs, hows = [], Counter()
+        for _ in range(per_length):
+            text = " ".join(rng.choice(words) for _ in range(length // 4))[:length]
+            t0 = time.perf_counter()
+            hows[locator.locate(text).how] += 1
+            costs.append((time.perf_counter() - t0) * 1000)
+        print(f"| {length:,} | {statistics.mean(costs):.0f} | {max(costs):.0f} | {statistics.mean(costs) / length * 1000:.2f} "
+              f"| {dict(hows)} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--sample", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default=",".join(PERTURBATIONS), help="comma-separated perturbations to run")
+    parser.add_argument("--lengths", default="", help="comma-separated passage lengths to time instead (e.g. 1000,200000)")
+    parser.add_argument("--per-length", type=int, default=3, help="passages per length")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     load = os.getloadavg()[0]
@@ -161,6 +194,10 @@ def main() -> None:
     started = time.perf_counter()
     locator._index()  # noqa: SLF001 - timed on its own: the one-off cost per run
     print(f"index (BM25 over 1,000-character windows): {time.perf_counter() - started:.1f} s")
+    if args.lengths:
+        time_lengths(locator, corpus, [int(n) for n in args.lengths.split(",")], args.per_length, rng)
+        print(f"\nload {os.getloadavg()[0]:.1f} at the end")
+        return
     ids = list(corpus)
     picks = []
     while len(picks) < args.sample:

@@ -38,9 +38,11 @@ from ragexp.evaluation.retrieval_step import Retrieved
 from ragexp.metrics.ranking import doc_level
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.systems.answers import SystemAnswers
-from ragexp.systems.build import locate_options
+from ragexp.systems.build import locate_options, response_fields
 from ragexp.systems.fetch import Fetched, fetch_all
 from ragexp.systems.locate import HOW_LOCATED, Locator, Placement
+from ragexp.systems.located_floor import affected_documents, check_located_floor, named
+from ragexp.systems.passage_header import HeaderTemplate
 from ragexp.systems.scoring import pooled_qrels, ranked, unit_of
 
 RESPONSES_ARTIFACT = "system/responses.jsonl"
@@ -65,7 +67,9 @@ def fetch_responses(spec: JobSpec, data: PreparedData, system: Any, cache: Stage
     """Every eval query's response (:func:`~ragexp.systems.fetch.fetch_all`) and the seconds it took;
     a job asks before it creates anything in the store, so a failing system leaves nothing behind."""
     started = time.perf_counter()
-    fetched = fetch_all(system, data.evalset.items, cache, use_cache=bool(spec.config.system.get("cache", True)))
+    node = spec.config.system
+    fetched = fetch_all(system, data.evalset.items, cache, use_cache=bool(node.get("cache", True)),
+                        deadline_s=node.get("deadline_s"), max_failed_queries=node.get("max_failed_queries"))
     return fetched, time.perf_counter() - started
 
 
@@ -76,20 +80,25 @@ def system_step(spec: JobSpec, data: PreparedData, system: Any, cache: StageCach
     items = data.evalset.items
     fetched, fetch_s = responses if responses is not None else fetch_responses(spec, data, system, cache)
     started = time.perf_counter()
-    locator = Locator(data.corpus, locate_options(node))
+    options = locate_options(node)
+    template = response_fields(node).template
+    locator = Locator(data.corpus, options, template=HeaderTemplate.parse(template) if template else None)
     placed: dict[tuple, Placement] = {}
     per_item_units, per_item_placements = [], []
     for record in fetched:
-        units, placements = [], []
+        units, placements, seen = [], [], Counter()
         for passage in record.answer.passages:
             key = (passage.text, passage.doc_id, passage.path)
             if key not in placed:
                 placed[key] = locator.locate(passage.text, passage.doc_id, passage.path)
             placements.append(placed[key])
-            units.append(unit_of(passage, placed[key], data.corpus))
+            seen[key] += 1
+            units.append(unit_of(passage, placed[key], data.corpus, occurrence=seen[key]))
         per_item_units.append(ranked(units))
         per_item_placements.append(placements)
     locate_s = time.perf_counter() - started
+    check_located_floor([pair for f, ps in zip(fetched, per_item_placements) for pair in zip(f.answer.passages, ps)],
+                        locator, options.min_located_rate)
     pool = list({unit.id: unit for r in per_item_units for unit in r.units}.values())
     qrels, unreturned = pooled_qrels(items, pool, data.corpus, spec.eval.relevance, set(data.not_indexed))
     rankings = [r.ranking() for r in per_item_units]
@@ -151,13 +160,20 @@ def _warnings(fetched: list[Fetched], placements: list[list[Placement]], units: 
         distinct: dict[tuple[str, str], list[str]] = {}
         for f, rank, passage, p in unplaced:
             distinct.setdefault((passage.text[:60], p.reason), []).append(f"{f.query_id} #{rank}")
-        named = "; ".join(f"{text!r} ({reason}; {_listed(where, 5)})" for (text, reason), where in list(distinct.items())[:NAMED])
+        named_texts = "; ".join(f"{text!r} ({reason}; {_listed(where, 5)})"
+                                for (text, reason), where in list(distinct.items())[:NAMED])
         more = f" and {len(distinct) - NAMED} more" if len(distinct) > NAMED else ""
         out.append(
             f"{len(unplaced)} of {total} passages the system returned could not be placed in the corpus "
             f"({len(unplaced) - ambiguous} not found, {ambiguous} ambiguous) and count as not relevant; documents: "
-            f"{', '.join(f'{d} ({n})' for d, n in docs.most_common(NAMED))}; {len(distinct)} distinct: {named}{more} "
+            f"{named([f'{d} ({n})' for d, n in docs.most_common()])}; {len(distinct)} distinct: {named_texts}{more} "
             f"(all in the artifact {PLACEMENTS_ARTIFACT}); a stale or foreign index?")
+    pairs = [pair for f, ps in zip(fetched, placements) for pair in zip(f.answer.passages, ps)]
+    gone, fuzzy = affected_documents(pairs)
+    edited = [d for d in fuzzy if d not in gone]
+    if unplaced and edited:
+        out.append(f"{len(edited)} more documents were placed only fuzzily (edited since the system indexed them?): "
+                   f"{named(edited)}")
     duplicates = sum(r.duplicates for r in units)
     if duplicates:
         out.append(f"{duplicates} passages repeated a passage (same place or text) returned earlier for the same "

@@ -18,15 +18,17 @@ from typing import Any
 
 from ragexp.errors import RagexpInputError
 from ragexp.systems.locate import LocateOptions
+from ragexp.systems.passage_header import HeaderTemplate
 from ragexp.systems.response import ResponseFields
 
 REFERENCE = "reference"
 KINDS = ("http", "python", "recorded")
 COMMON = {"name", "response", "version", "locate", "cache"}
 KEYS = {
-    "http": COMMON | {"url", "request", "concurrency", "timeout_s", "max_retries", "backoff_base_s", "backoff_max_s",
-                      "rate_limit_per_s", "max_response_bytes", "secret_env", "auth_header", "auth_scheme"},
-    "python": COMMON | {"target", "options", "concurrency"},
+    "http": COMMON | {"url", "request", "concurrency", "timeout_s", "query_timeout_s", "max_retries", "backoff_base_s",
+                      "backoff_max_s", "rate_limit_per_s", "max_response_bytes", "secret_env", "auth_header", "auth_scheme",
+                      "deadline_s", "max_failed_queries"},
+    "python": COMMON | {"target", "options", "concurrency", "deadline_s", "max_failed_queries"},
     "recorded": COMMON | {"path", "id_field", "response_field"},
 }
 REQUIRED = {"http": "url", "python": "target", "recorded": "path"}
@@ -92,9 +94,13 @@ def check_system(config: Mapping[str, Any]) -> None:
                                field="generator")
     response_fields(node)
     locate_options(node)
+    if kind in ("http", "python"):
+        _number(node, "deadline_s", 0.001, 30 * 86400, optional=True)
+        _number(node, "max_failed_queries", 1, 10**9, integer=True, optional=True)
     if kind == "http":
         _number(node, "concurrency", 1, 256, integer=True)
         _number(node, "timeout_s", 0.001, 3600)
+        _number(node, "query_timeout_s", 0.001, 86400)
         _number(node, "max_retries", 0, 100, integer=True)
         _number(node, "backoff_base_s", 0, 600)
         _number(node, "backoff_max_s", 0, 3600)
@@ -134,6 +140,10 @@ def response_fields(node: Mapping[str, Any]) -> ResponseFields:
         raise RagexpInputError(f"the response fields are {', '.join(sorted(known))}",
                                field=f"system.response.{extra}" if extra else "system.response")
     for key, value in block.items():
+        if key == "template":
+            if value is not None:
+                HeaderTemplate.parse(value)
+            continue
         if value is not None and (not isinstance(value, str) or not value):
             raise RagexpInputError("is a dotted field path such as data.results, or null", field=f"system.response.{key}")
         if key in ("passages", "text") and value is None:
@@ -160,6 +170,7 @@ def build_system(node: Mapping[str, Any]) -> Any:
         request = node.get("request") or {}
         return HttpSystem(node["url"], fields, query_field=request.get("query_field", "query"), extra=request.get("extra"),
                           concurrency=node.get("concurrency", 4), timeout_s=node.get("timeout_s", 30.0),
+                          query_timeout_s=node.get("query_timeout_s", 60.0),
                           max_retries=node.get("max_retries", 3), backoff_base_s=node.get("backoff_base_s", 0.5),
                           backoff_max_s=node.get("backoff_max_s", 10.0), rate_limit_per_s=node.get("rate_limit_per_s"),
                           max_response_bytes=node.get("max_response_bytes", 8_000_000),

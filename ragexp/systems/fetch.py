@@ -8,7 +8,10 @@ again (and stores the new answers). A recorded system is read, not cached.
 
 A query the system does not answer usably (after the HTTP retries) fails the run after all the
 others were tried, with one line naming each failure kind, its count and its first example
-(:func:`failure_line`): no run is logged with missing queries.
+(:func:`failure_line`): no run is logged with missing queries. Two bounds stop asking early, the
+answers so far cached (the same command resumes): ``max_failed_queries`` failed queries (the line
+lists every one of them), and ``deadline_s`` seconds of asking (queries in flight are abandoned;
+an HTTP attempt ends within its own ``query_timeout_s``).
 """
 
 from __future__ import annotations
@@ -50,8 +53,10 @@ class Fetched:
                 "response": self.response}
 
 
-def fetch_all(system: Any, items: Sequence[EvalItem], cache: StageCache, *, use_cache: bool = True) -> list[Fetched]:
+def fetch_all(system: Any, items: Sequence[EvalItem], cache: StageCache, *, use_cache: bool = True,
+              deadline_s: float | None = None, max_failed_queries: int | None = None) -> list[Fetched]:
     """The responses for ``items``, in their order (module docstring)."""
+    deadline = None if deadline_s is None else time.monotonic() + deadline_s
     cacheable = use_cache and system.kind != "recorded"
     identity = system.identity()
     requests = [system.request(item) for item in items]
@@ -79,12 +84,17 @@ def fetch_all(system: Any, items: Sequence[EvalItem], cache: StageCache, *, use_
             ThreadPoolExecutor(max_workers=workers) as pool:
         pending: dict[Future, str] = {}
         queue = list(todo)
+        stopped = ""
         try:
-            while queue or pending:
+            while (queue or pending) and not stopped:
                 while queue and len(pending) < workers * 2:
                     key = queue.pop(0)
                     pending[pool.submit(one, key)] = key
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                done, _ = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
+                if not done:
+                    stopped = (f"system.deadline_s={deadline_s:g} passed with {len(queue) + len(pending)} of "
+                               f"{len(by_key)} queries unanswered")
                 for future in done:
                     key = pending.pop(future)
                     first = items[by_key[key][0]].id
@@ -98,11 +108,23 @@ def fetch_all(system: Any, items: Sequence[EvalItem], cache: StageCache, *, use_
                             cache.put_json(CACHE_STAGE, {"system": identity, "request": requests[by_key[key][0]]},
                                            {"response": payload, "latency_ms": latency_ms, "at": time.time()})
                     bar.update(1)
+                failed = sum(len(v) for v in failures.values())
+                if max_failed_queries is not None and failed >= max_failed_queries and (queue or pending):
+                    stopped = (f"stopped after {failed} failed queries (system.max_failed_queries={max_failed_queries}), "
+                               f"{len(queue) + len(pending)} left unanswered; failed: "
+                               + ", ".join(q for kind in FAILURE_KINDS for q, _ in failures.get(kind, [])))
+            if stopped:
+                pool.shutdown(wait=False, cancel_futures=True)
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         finally:
             system.close()
+    if stopped:
+        answered = sum(1 for key in todo if key in replies) + len(by_key) - len(todo)
+        detail = f"; {failure_line(failures, len(by_key), False)}" if failures else ""
+        kept = f"; the {answered} answered are cached, run the same command again to resume" if cacheable and answered else ""
+        raise RagexpInputError(f"the system was not asked to the end, no run logged: {stopped}{detail}{kept}", field="system")
     if failures:
         raise RagexpInputError(failure_line(failures, len(by_key), cacheable), field="system")
     out = []

@@ -1,9 +1,19 @@
 """``system=http``: one POST per eval query to the team's endpoint.
 
-Request body: ``{<query_field>: query, **extra}`` (``system.request``). Each request has a
-timeout (connect, read, write, pool: ``timeout_s`` each); timeouts, refused connections, 429 and
-5xx are retried with :class:`~ragexp.llm.retry.BackoffPolicy` (``max_retries``, jittered
-exponential backoff, ``Retry-After`` honoured up to ``backoff_max_s``); other 4xx fail at once.
+Request body: ``{<query_field>: query, **extra}`` (``system.request``). Time is bounded three ways:
+
+- ``timeout_s`` bounds each attempt WHOLE, from connecting to the last byte of the body: a
+  watchdog (:class:`_Watchdog`) shuts the attempt's socket down when it is up, so an endpoint
+  that drips its answer a byte at a time is cut off like a silent one (``timeout``); each
+  connection serves one request (no keep-alive), so the socket is the attempt's own;
+- ``query_timeout_s`` bounds one query's attempts and backoff waits together: no attempt starts
+  and none runs past it (a hung endpoint costs a query at most this);
+- the run's deadline and failure cap are :func:`ragexp.systems.fetch.fetch_all`'s.
+
+Timeouts, refused connections, 429 and 5xx are retried with
+:class:`~ragexp.llm.retry.BackoffPolicy` (``max_retries``, jittered exponential backoff,
+``Retry-After`` honoured up to ``backoff_max_s``); other 4xx fail at once, and a redirect (3xx) is
+never followed: it fails as ``redirect``, naming where it pointed.
 ``rate_limit_per_s`` spaces request starts across all concurrent workers. The body is read
 streaming and refused past ``max_response_bytes`` (``too_large``), decoded as UTF-8 and parsed
 within the JSON bounds of :mod:`ragexp.stored.limits` (``malformed`` otherwise).
@@ -19,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -40,7 +51,8 @@ class HttpSystem:
     kind = "http"
 
     def __init__(self, url: str, fields: ResponseFields, *, query_field: str = "query", extra: Mapping[str, Any] | None = None,
-                 concurrency: int = 4, timeout_s: float = 30.0, max_retries: int = 3, backoff_base_s: float = 0.5,
+                 concurrency: int = 4, timeout_s: float = 30.0, query_timeout_s: float = 60.0, max_retries: int = 3,
+                 backoff_base_s: float = 0.5,
                  backoff_max_s: float = 10.0, rate_limit_per_s: float | None = None,
                  max_response_bytes: int = 8_000_000, secret_env: str | None = None,
                  auth_header: str = "Authorization", auth_scheme: str = "Bearer", version: str | None = None) -> None:
@@ -52,6 +64,7 @@ class HttpSystem:
         self.url, self.fields, self.query_field, self.extra = url, fields, query_field, dict(extra or {})
         self.concurrency = concurrency
         self.timeout_s = timeout_s
+        self.query_timeout_s = query_timeout_s
         self.policy = BackoffPolicy(max_retries, backoff_base_s, backoff_max_s)
         self.rate_limit_per_s = rate_limit_per_s
         self.max_response_bytes = max_response_bytes
@@ -103,45 +116,72 @@ class HttpSystem:
 
     def call(self, request: dict) -> tuple[Any, float, int]:
         """``(parsed JSON body, latency in ms of the answered attempt, attempts)``; raises
-        :class:`SystemCallError` after the retries."""
+        :class:`SystemCallError` after the retries or when ``query_timeout_s`` is spent."""
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s))
+                self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s),
+                                            limits=httpx.Limits(max_keepalive_connections=0))
+        query_deadline = time.monotonic() + self.query_timeout_s
         attempts = 0
         while True:
             attempts += 1
             self._wait_for_slot()
             started = time.perf_counter()
             try:
-                payload = self._attempt(request)
+                payload = self._attempt(request, min(self.timeout_s, query_deadline - time.monotonic()))
                 return payload, (time.perf_counter() - started) * 1000.0, attempts
             except _Attempt as failure:
                 retry = attempts - 1
-                if not is_retryable(failure.kind, failure.status) or retry >= self.policy.max_retries:
-                    raise SystemCallError(failure.kind, f"{self._redact(str(failure))} after {attempts} attempt(s)",
+                delay = self.policy.delay(retry, failure.retry_after_s)
+                spent = time.monotonic() + delay >= query_deadline
+                if not is_retryable(failure.kind, failure.status) or retry >= self.policy.max_retries or spent:
+                    within = f" (system.query_timeout_s={self.query_timeout_s:g} spent)" if spent and \
+                        is_retryable(failure.kind, failure.status) and retry < self.policy.max_retries else ""
+                    raise SystemCallError(failure.kind, f"{self._redact(str(failure))} after {attempts} attempt(s){within}",
                                           attempts) from None
-                time.sleep(self.policy.delay(retry, failure.retry_after_s))
+                time.sleep(delay)
 
-    def _attempt(self, request: dict) -> Any:
+    def _attempt(self, request: dict, seconds: float) -> Any:
         headers = {self.auth_header: f"{self.auth_scheme} {self._secret}".strip()} if self._secret else {}
+        watchdog = _Watchdog(max(seconds, 0.001))
+        timed_out = _Attempt("timeout", f"{self.url} did not finish answering within {seconds:.3g}s (system.timeout_s bounds "
+                                        "the whole request)")
         try:
-            with self._client.stream("POST", self.url, json=request, headers=headers) as reply:
+            with self._client.stream("POST", self.url, json=request, headers=headers,
+                                     extensions={"trace": watchdog.trace}) as reply:
                 status = reply.status_code
+                if 300 <= status < 400:
+                    where = _printable(reply.headers.get("Location", ""))
+                    raise _Attempt("redirect", f"{self.url} answered HTTP {status}, a redirect to {where or '(no Location)'}, "
+                                               "which is never followed: set system.url to the endpoint itself", status)
                 if status >= 400:
                     detail = self._redact(reply.read()[:2000].decode("utf-8", "replace"))[:200].replace("\n", " ")
                     retry_after = parse_retry_after(reply.headers.get("Retry-After")) if status == 429 else None
                     kind = "http_5xx" if status >= 500 else "http_4xx"
-                    raise _Attempt(kind, f"{self.url} answered HTTP {status}: {detail}", status, retry_after)
+                    raise _Attempt(kind, f"{self.url} answered HTTP {status}: {_printable(detail)}", status, retry_after)
                 body = bytearray()
                 for chunk in reply.iter_bytes():
                     body += chunk
+                    if watchdog.expired:
+                        raise timed_out
                     if len(body) > self.max_response_bytes:
                         raise _Attempt("too_large", f"{self.url} sent more than {self.max_response_bytes:,} bytes "
                                                     "(system.max_response_bytes)")
         except httpx.TimeoutException as err:
             raise _Attempt("timeout", f"no answer from {self.url} within {self.timeout_s}s ({type(err).__name__})") from None
         except httpx.TransportError as err:
+            if watchdog.expired:
+                raise timed_out from None
+            if isinstance(err, httpx.RemoteProtocolError) and "location header" in str(err):
+                # httpx reads a redirect's Location even when it does not follow it, and refuses a bad one
+                raise _Attempt("redirect", f"{self.url} answered with a redirect to an invalid Location "
+                                           f"({_printable(str(err))}), which is never followed: set system.url to the "
+                                           "endpoint itself") from None
             raise _Attempt("connection", f"cannot reach {self.url} ({type(err).__name__}: {err})") from None
+        finally:
+            watchdog.cancel()
+        if watchdog.expired:
+            raise timed_out
         try:
             text = bytes(body).decode("utf-8")
         except UnicodeDecodeError:
@@ -150,6 +190,53 @@ class HttpSystem:
             return parse_json(text, source=self.url)
         except RagexpInputError as err:
             raise _Attempt("malformed", f"{self.url} sent a body that is not usable JSON ({err.message})") from None
+
+
+def _printable(text: str, limit: int = 200) -> str:
+    """Untrusted text for one terminal line: control characters (escape codes included) as ``?``, cut at ``limit``."""
+    cleaned = "".join(c if c.isprintable() else "?" for c in text[:limit])
+    return cleaned + ("..." if len(text) > limit else "")
+
+
+class _Watchdog:
+    """Shuts down the sockets of one attempt (seen through httpcore's ``trace`` extension as they
+    connect) once ``seconds`` have passed, which ends a read blocked on them at once."""
+
+    CONNECTED = ("connection.connect_tcp.complete", "connection.start_tls.complete")
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def trace(self, event: str, info: dict) -> None:
+        if event in self.CONNECTED:
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                with self._lock:
+                    self._sockets.append(sock)
+                    if self.expired:
+                        _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # closed already
 
 
 class _Attempt(Exception):

@@ -30,7 +30,7 @@ passage up to the stride lies whole in one.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urlsplit
 
@@ -40,6 +40,7 @@ from rapidfuzz import fuzz
 from ragexp.datamodel import Corpus
 from ragexp.errors import RagexpInputError
 from ragexp.systems.normalised_text import Comparable, comparable, has_markup, passage_forms
+from ragexp.systems.passage_header import HeaderTemplate, content_span
 from ragexp.text.bm25 import InvertedIndex, build_index
 from ragexp.text.tokenize import Tokenizer
 
@@ -54,17 +55,30 @@ DOC_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx")
 HOW_LOCATED = ("exact", "normalised", "fuzzy")
 #: Pads a region for alignment; no comparable text holds it.
 PAD = "\x00"
+#: A passage with more comparable characters than this is aligned by anchors and blocks
+#: (:meth:`Locator._fuzzy_long`), so fuzzy placement costs time linear in its length.
+ALIGN_CHARS = 2000
+#: The head and tail aligned to find a long passage's two ends; the block size its similarity is measured in.
+ANCHOR_CHARS = 500
+BLOCK_CHARS = 1000
+#: Characters at a fuzzy placement's ends looked up verbatim to refine its boundaries, and how far.
+EDGE_CHARS = 12
+EDGE_SLACK = 40
+#: Occurrences of one text kept per document (a document's count past it is shown as "at least").
+HITS_PER_DOC = 10
 
 
 @dataclass(frozen=True)
 class LocateOptions:
     """``min_similarity``: the least fuzzy similarity (0-1) placed; ``candidates``: BM25 windows
     aligned per passage; ``ambiguity_margin``: a second place within this of the best makes the
-    passage ambiguous."""
+    passage ambiguous; ``min_located_rate``: below this share of a run's passages placed, the run
+    refuses to log a result (:mod:`ragexp.systems.located_floor`)."""
 
     min_similarity: float = 0.9
     candidates: int = 10
     ambiguity_margin: float = 0.03
+    min_located_rate: float = 0.95
 
     def __post_init__(self) -> None:
         if not 0.5 <= self.min_similarity <= 1.0:
@@ -74,6 +88,9 @@ class LocateOptions:
         if not 0.0 <= self.ambiguity_margin < 0.5:
             raise RagexpInputError(f"must be in [0, 0.5), got {self.ambiguity_margin!r}",
                                    field="system.locate.ambiguity_margin")
+        rate = self.min_located_rate
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
+            raise RagexpInputError(f"must be a number in [0, 1], got {rate!r}", field="system.locate.min_located_rate")
 
 
 @dataclass(frozen=True)
@@ -130,9 +147,13 @@ class _Windows:
 class Locator:
     """Places passages in ``corpus`` (module docstring); the index is built on first use."""
 
-    def __init__(self, corpus: Corpus | Mapping, options: LocateOptions = LocateOptions()) -> None:
+    def __init__(self, corpus: Corpus | Mapping, options: LocateOptions = LocateOptions(), *,
+                 template: HeaderTemplate | None = None) -> None:
+        """``template``: the framework's passage template (``system.response.template``), else the
+        known metadata headers are recognised (:mod:`ragexp.systems.passage_header`)."""
         self.corpus = corpus
         self.options = options
+        self.template = template
         self.tokenize = Tokenizer()
         self._windows: _Windows | None = None
         self._comparable_cache: dict[tuple[str, int, int], Comparable] = {}
@@ -246,13 +267,35 @@ class Locator:
     # --- placing -------------------------------------------------------------------------------
 
     def locate(self, text: str, doc_id: str | None = None, path: str | None = None) -> Placement:
-        """Where ``text`` lies (module docstring); ``doc_id``/``path``: what the system says its document is."""
+        """Where ``text`` lies (module docstring); ``doc_id``/``path``: what the system says its document is.
+
+        A metadata header (:func:`~ragexp.systems.passage_header.content_span`) is cut before
+        placing unless the whole passage occurs verbatim; when the document holds the cut header
+        right before the placed text, the placement takes it back in."""
         named = doc_id or path
         document = None
         if named:
             document = self.resolve_document(named)
             if document is None:
                 return Placement("unlocated", doc_id=named, reason=f"document {named!r} is not in the corpus")
+        start, end = content_span(text, self.template)
+        if (start, end) == (0, len(text)) or not text[start:end].strip():
+            return self._place(text, document, named)
+        whole = text.strip()
+        filtered = [document] if document is not None else self._docs_with_words(self.tokenize(whole))
+        if whole and self._exact(whole, list(self.corpus) if filtered is None else filtered):
+            return self._place(text, document, named)
+        placed = self._place(text[start:end], document, named)
+        header = text[:start].strip()
+        if placed.located and header:
+            body = self.corpus[placed.doc_id].text
+            before = body[max(0, placed.start - start - EDGE_SLACK):placed.start]
+            at = before.rfind(header)
+            if at >= 0 and not before[at + len(header):].strip():
+                return replace(placed, start=placed.start - len(before) + at)
+        return placed
+
+    def _place(self, text: str, document: str | None, named: str | None) -> Placement:
         stripped = text.strip()
         if not stripped:
             return Placement("unlocated", doc_id=named, reason="the passage is empty")
@@ -282,9 +325,10 @@ class Locator:
         hits = []
         for doc_id in doc_ids:
             body = self.corpus[doc_id].text
-            at = body.find(text)
-            while at >= 0 and len(hits) < 10:
+            at, found = body.find(text), 0
+            while at >= 0 and found < HITS_PER_DOC:
                 hits.append(_Hit(doc_id, at, at + len(text), 1.0))
+                found += 1
                 at = body.find(text, at + 1)
         return hits
 
@@ -296,7 +340,7 @@ class Locator:
             for form in [*forms, *self._untitled_forms(text, forms, doc_id)]:
                 found = len(hits)
                 at = body.form.find(form)
-                while at >= 0 and len(hits) < 10:
+                while at >= 0 and len(hits) - found < HITS_PER_DOC:
                     hits.append(_Hit(doc_id, *body.span(at, at + len(form)), 1.0))
                     at = body.form.find(form, at + 1)
                 if len(hits) > found:
@@ -319,7 +363,9 @@ class Locator:
         cutoff = self.options.min_similarity * 100
         hits = []
         best_seen = 0.0
-        for w in self._best_windows(tokens, document):
+        if len(form) > ALIGN_CHARS:
+            hits, best_seen = self._fuzzy_long(form, tokens, document)
+        for w in self._best_windows(tokens, document) if len(form) <= ALIGN_CHARS else ():
             doc_id = windows.doc_ids[int(windows.window_doc[w])]
             length = len(self.corpus[doc_id].text)
             start = max(0, int(windows.window_start[w]) - len(form))
@@ -334,12 +380,94 @@ class Locator:
             best_seen = max(best_seen, aligned.score)
             low, high = max(aligned.dest_start - pad, 0), min(aligned.dest_end - pad, len(region.form))
             if aligned.score >= cutoff and high > low:
+                low, high = _refined(form, region.form, low, high)
                 hits.append(_Hit(doc_id, *region.span(low, high), aligned.score / 100))
         placed = _decide(_merged(hits), "fuzzy", self.options.ambiguity_margin)
         if placed is not None:
             return placed
         return Placement("unlocated", doc_id=named,
                          reason=f"not found{where} (best fuzzy similarity {best_seen / 100:.2f} < {self.options.min_similarity})")
+
+    def _fuzzy_long(self, form: str, tokens: Sequence[str], document: str | None) -> tuple[list[_Hit], float]:
+        """A passage longer than :data:`ALIGN_CHARS`, in each document of its best windows: its
+        head (:data:`ANCHOR_CHARS`) aligned within one passage length before the window, its tail
+        within a quarter length of where the head says it ends, and the span between scored block
+        by block: each :data:`BLOCK_CHARS` of the passage against the span's piece at the same
+        proportional place (Indel similarity), the length-weighted mean of those less the length
+        difference ``100 |span - passage| / (span + passage)`` (what an Indel distance charges for
+        it). A head or tail below ``min_similarity`` ends the document's try, and the block
+        measure stops once the cutoff is out of reach. Work: O(passage length x block) per
+        document, at most ``candidates`` documents; ``best_seen`` is the best head similarity."""
+        windows = self._index()
+        size = len(form)
+        head, tail = form[:ANCHOR_CHARS], form[-ANCHOR_CHARS:]
+        hits, best_seen, seen = [], 0.0, set()
+        cutoff = self.options.min_similarity * 100
+        for w in self._best_windows(tokens, document):
+            doc_id = windows.doc_ids[int(windows.window_doc[w])]
+            body = self._comparable(doc_id)
+            centre = int(np.searchsorted(body.offsets, int(windows.window_start[w])))
+            low = max(0, centre - size - ANCHOR_CHARS)
+            first = fuzz.partial_ratio_alignment(head, body.form[low:centre + WINDOW_CHARS], score_cutoff=cutoff)
+            best_seen = max(best_seen, first.score if first is not None else 0.0)
+            if first is None:
+                continue
+            start = low + first.dest_start
+            if (doc_id, start) in seen:
+                continue
+            seen.add((doc_id, start))
+            tail_low = start + size * 3 // 4 - ANCHOR_CHARS
+            last = fuzz.partial_ratio_alignment(tail, body.form[max(tail_low, start):start + size * 5 // 4 + ANCHOR_CHARS],
+                                                score_cutoff=cutoff)
+            if last is None:
+                continue
+            end = max(tail_low, start) + last.dest_end
+            if end - start < ANCHOR_CHARS:
+                continue
+            score = _blockwise(form, body.form[start:end], cutoff)
+            if score >= cutoff:
+                hits.append(_Hit(doc_id, *body.span(start, end), score / 100))
+        return hits, best_seen
+
+
+def _blockwise(form: str, span: str, cutoff: float) -> float:
+    """Similarity (0-100) of a long passage's comparable form and a span (:meth:`Locator._fuzzy_long`);
+    0 as soon as the blocks measured so far leave ``cutoff`` out of reach."""
+    total, lost = 0.0, 0.0
+    scale = len(span) / len(form)
+    penalty = 100 * abs(len(span) - len(form)) / (len(span) + len(form))
+    budget = (100 - cutoff - penalty) * len(form)
+    for at in range(0, len(form), BLOCK_CHARS):
+        block = form[at:at + BLOCK_CHARS]
+        where = int(at * scale)
+        score = fuzz.ratio(block, span[where:where + max(1, round(len(block) * scale))])
+        total += score * len(block)
+        lost += (100 - score) * len(block)
+        if lost > budget:
+            return 0.0
+    return max(0.0, total / len(form) - penalty)
+
+
+def _refined(form: str, region: str, low: int, high: int) -> tuple[int, int]:
+    """A fuzzy alignment's ``[low, high)`` in ``region`` with each end moved to where the passage's
+    first (last) :data:`EDGE_CHARS` characters occur verbatim within :data:`EDGE_SLACK` of it, the
+    nearest such place; an end whose characters were edited stays where the alignment put it."""
+    if len(form) < 2 * EDGE_CHARS:
+        return low, high
+    head, tail = form[:EDGE_CHARS], form[-EDGE_CHARS:]
+    starts = [i for i in _occurrences(region, head, max(0, low - EDGE_SLACK), low + EDGE_SLACK + EDGE_CHARS)]
+    ends = [i + EDGE_CHARS for i in _occurrences(region, tail, max(0, high - EDGE_SLACK - EDGE_CHARS), high + EDGE_SLACK)]
+    new_low = min(starts, key=lambda i: abs(i - low)) if starts else low
+    new_high = min(ends, key=lambda i: abs(i - high)) if ends else high
+    return (new_low, new_high) if new_high > new_low else (low, high)
+
+
+def _occurrences(text: str, piece: str, start: int, end: int) -> list[int]:
+    out, at = [], text.find(piece, start, end)
+    while at >= 0:
+        out.append(at)
+        at = text.find(piece, at + 1, end)
+    return out
 
 
 def _merged(hits: list[_Hit]) -> list[_Hit]:
@@ -360,8 +488,14 @@ def _decide(hits: list[_Hit], how: str, margin: float) -> Placement | None:
     rivals = [h for h in hits[1:] if h.score >= best.score - margin]
     if rivals:
         docs = tuple(dict.fromkeys(h.doc_id for h in [best, *rivals]))
-        where = (f"{len(rivals) + 1} places in document {docs[0]!r}" if len(docs) == 1
-                 else f"{len(docs)} documents ({', '.join(docs[:5])})")
+        places = len(rivals) + 1
+        if len(docs) == 1:
+            where = f"{'at least ' if places >= HITS_PER_DOC else ''}{places} places in document {docs[0]!r}"
+        else:
+            named = ", ".join(docs[:5]) + (f" and {len(docs) - 5} more" if len(docs) > 5 else "")
+            where = f"{len(docs)} documents ({named})"
+        if how == "fuzzy":
+            where += " (among the best BM25 windows aligned)"
         return Placement("ambiguous", reason=f"{how} match in {where}", candidates=docs)
     return Placement(how, best.doc_id, best.start, best.end, round(best.score, 6))
 

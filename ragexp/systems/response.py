@@ -21,7 +21,7 @@ MAX_PASSAGE_CHARS = 200_000
 MAX_ANSWER_CHARS = 200_000
 
 #: Failure kinds of a system call, each reported on one line (:func:`ragexp.systems.fetch.failure_line`).
-FAILURE_KINDS = ("connection", "timeout", "http_4xx", "http_5xx", "too_large", "malformed", "raised", "missing")
+FAILURE_KINDS = ("connection", "timeout", "redirect", "http_4xx", "http_5xx", "too_large", "malformed", "raised", "missing")
 
 
 class SystemCallError(Exception):
@@ -43,6 +43,10 @@ class ResponseFields:
     title: str | None = "title"
     score: str | None = "score"
     answer: str | None = "answer"
+    #: Not a field path: how the system wraps each passage's text with its metadata, e.g.
+    #: ``"Title: {title}\n\n{content}"`` (:mod:`ragexp.systems.passage_header`); ``None``: the
+    #: known headers are recognised.
+    template: str | None = None
 
 
 @dataclass(frozen=True)

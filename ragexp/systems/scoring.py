@@ -2,8 +2,10 @@
 
 Units. A placed passage is the unit ``<doc_id>#chunk_<start>-<end>`` (its document is the part
 before ``#chunk_``, as for a ragexp chunk, so document-level metrics collapse it the same way) with
-``[start, end)`` its place; a passage that could not be placed is ``unlocated:<hash of its text>``,
-a unit no evidence matches, so it keeps its rank and counts as not relevant at both levels. A
+``[start, end)`` its place; a passage that could not be placed is ``unlocated:<hash of its text, document and path>`` (``.n``
+appended for its n-th occurrence in one query), a unit no evidence matches and no other passage
+shares, so it keeps its own rank and counts as not relevant at both levels: two identical passages
+from two documents (ambiguous text-only) are two units at their two ranks, never merged. A
 query's ranking is its units in the order the system returned them (a unit repeated within a query
 is kept once, at its first rank), scored ``n - rank`` so trec_eval keeps that order.
 
@@ -44,14 +46,17 @@ UNLOCATED_PREFIX = "unlocated:"
 UNRETURNED_PREFIX = "unreturned:"
 
 
-def unit_of(passage: Passage, placement: Placement, corpus: Corpus | Mapping) -> Chunk:
-    """The unit a passage is scored as (module docstring)."""
+def unit_of(passage: Passage, placement: Placement, corpus: Corpus | Mapping, occurrence: int = 1) -> Chunk:
+    """The unit a passage is scored as (module docstring); ``occurrence``: how many times this
+    unplaced passage (text, document and path) has come so far in its query's list, this one included."""
     if placement.located:
         document = corpus[placement.doc_id]
         return Chunk(id=f"{placement.doc_id}#chunk_{placement.start}-{placement.end}", doc_id=placement.doc_id, index=-1,
                      start=placement.start, end=placement.end, text=document.text[placement.start:placement.end],
                      title=document.title)
-    return Chunk(id=f"{UNLOCATED_PREFIX}{stable_hash(passage.text)[:16]}", doc_id=placement.doc_id or "", index=-1,
+    name = stable_hash([passage.text, passage.doc_id, passage.path])[:16]
+    suffix = f".{occurrence}" if occurrence > 1 else ""
+    return Chunk(id=f"{UNLOCATED_PREFIX}{name}{suffix}", doc_id=placement.doc_id or "", index=-1,
                  start=0, end=0, text=passage.text, title=passage.title or "")
 
 

@@ -2,24 +2,25 @@
 
 ``serve(answer)`` runs a FastAPI app whose ``POST /search`` calls ``answer(body)`` (or
 ``answer(body, headers)``) with the JSON body and sends what it returns: a JSON value (status 200), or a :class:`Raw` reply (any status,
-raw bytes, a delay before answering) for the bad-input cases. Every request is counted
+raw bytes, a delay before answering, a body dripped a byte at a time, extra headers) for the bad-input cases. Every request is counted
 (``server.hits``, ``server.bodies``), so a test can assert exactly how many reached the system.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class Raw:
     status: int = 200
     delay_s: float = 0.0
     content_type: str = "application/json"
+    drip_s: float = 0.0  # > 0: the body is sent one byte every drip_s seconds (a slow-drip endpoint)
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -53,8 +56,16 @@ def _app(answer: Callable[[dict], Any], server: SystemServer) -> FastAPI:
         reply = answer(body) if takes_body_only else answer(body, dict(request.headers))
         if isinstance(reply, Raw):
             if reply.delay_s:
-                time.sleep(reply.delay_s)  # blocks this worker: the client's timeout fires first
-            return Response(reply.body, status_code=reply.status, media_type=reply.content_type)
+                await asyncio.sleep(reply.delay_s)  # the client's timeout fires first
+            if reply.drip_s:
+                async def drip() -> AsyncIterator[bytes]:
+                    for byte in reply.body:
+                        yield bytes([byte])
+                        await asyncio.sleep(reply.drip_s)
+
+                return StreamingResponse(drip(), status_code=reply.status, media_type=reply.content_type,
+                                         headers=dict(reply.headers))
+            return Response(reply.body, status_code=reply.status, media_type=reply.content_type, headers=dict(reply.headers))
         return JSONResponse(reply)
 
     return app
