@@ -15,6 +15,7 @@ without closing it (SIGKILL) is closed KILLED when the same sweep is launched ag
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 from collections.abc import Mapping
@@ -30,7 +31,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from ragexp import __version__
-from ragexp.errors import RagexpInputError
+from ragexp.errors import RagexpInputError, SweepRefused
 from ragexp.runtime import interrupt
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.config.schema import TraceMode
@@ -41,7 +42,22 @@ AXES_ENV = "RAGEXP_SWEEP_AXES"
 log = logging.getLogger(__name__)
 
 
+def _refused_on_bad_input(hook):
+    """``hook`` with its :class:`RagexpInputError` (an unreachable store, a bad experiment) raised as
+    :class:`SweepRefused`: Hydra would print its own ``UserWarning`` and launch the jobs anyway."""
+
+    @functools.wraps(hook)
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return hook(*args, **kwargs)
+        except RagexpInputError as err:
+            raise SweepRefused(err) from None
+
+    return refusing
+
+
 class MlflowSweepCallback(Callback):
+    @_refused_on_bad_input
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra sets its global config only per job; the launching process needs it here so that
         # ``${hydra:...}`` interpolations (``cache_dir``) resolve while the experiment is chosen.
@@ -109,11 +125,6 @@ def _validate_sweep(config: DictConfig) -> None:
         check_job(task, overrides, skip=swept)
     except RagexpInputError as err:
         raise SweepRefused(err) from None
-
-
-class SweepRefused(BaseException):
-    """Bad input found before a sweep starts (its ``args[0]`` is the :class:`RagexpInputError`).
-    A ``BaseException``: Hydra turns a callback's ``Exception`` into a warning and sweeps on."""
 
 
 @dataclass(frozen=True)
