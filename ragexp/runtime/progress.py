@@ -10,6 +10,10 @@ one query batch drew a bar per call: 966 of them in the demo's latency probe), a
 :func:`suppressed` turns every bar off for a block that calls the pipeline over and over (the
 latency probe's passes, which draw their own one bar).
 
+A bar over batches of model calls moves per item: work inside :func:`ticking` reports each item it
+finishes through :func:`tick` (a local model, each answer as its row of the decoded batch ends), so
+the answers' bar advances per question instead of jumping once a batch of 32 is done.
+
 ``transformers`` is switched only once something imported it: the code that imports it to load a
 model calls :func:`apply_to_libraries` right after, so a job whose stages are all cached never
 imports it just to switch its bars.
@@ -19,13 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from tqdm import tqdm
 
 T = TypeVar("T")
 _enabled = True
+_advance: Callable[[int], None] | None = None  # where tick() reports, inside ticking()
 
 
 def set_enabled(flag: bool) -> None:
@@ -62,6 +67,24 @@ def suppressed() -> Iterator[None]:
         yield
     finally:
         set_enabled(before)
+
+
+@contextlib.contextmanager
+def ticking(advance: Callable[[int], None]) -> Iterator[None]:
+    """Items finished inside the block are reported to ``advance`` (a bar's ``update``) by
+    :func:`tick`; the reporter before the block is restored afterwards."""
+    global _advance
+    before, _advance = _advance, advance
+    try:
+        yield
+    finally:
+        _advance = before
+
+
+def tick(items: int = 1) -> None:
+    """``items`` more finished: counted by the innermost :func:`ticking` block, if any."""
+    if _advance is not None:
+        _advance(items)
 
 
 def bar(iterable: Iterable[T], *, disable: bool | None = False, **options: Any) -> Iterable[T]:
