@@ -9,16 +9,23 @@ print for the newest sweep's experiment (cost columns included), and writes the 
 verbatim, to the page together with the sweep parent's ``best.<metric>`` tags (the winner and how
 many runs are tied with it), which runs have traces, and where the numbers came from: the code
 version, the embedding backend and the packages the runs recorded, and the date they finished. The
-page names no path of the machine that ran it: overrides naming the store or a cache are left out.
+page names no path of the machine that ran it: overrides naming the store or a cache are left out,
+other absolute paths cut to their last name.
 Numbers are never retyped, so the page cannot drift from the output it quotes
 (tests/test_demo_report.py).
+
+``--check`` writes nothing: it regenerates the page from the store and exits 1, with a diff, when
+it differs from ``--out`` other than in what changes from run to run (:func:`modulo_times`: run
+ids, the sweep's name and date, the code version, the served-latency and memory columns).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import difflib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +41,37 @@ COMMANDS = (
 )
 #: Overrides that name this machine's files, left out of the page.
 MACHINE_KEYS = ("tracking.uri", "cache_dir", "hydra.")
+
+
+#: Columns of ``ragexp compare`` measured in time or memory: they change from run to run.
+RUN_TO_RUN_COLUMNS = ("p95 ms", "peak RSS MB")
+RUN_TO_RUN = (
+    (re.compile(r"\b[0-9a-f]{8}\b(?=\]|\))"), "<run>"),  # [c4b8e6b6], (run c4b8e6b6)
+    (re.compile(r"sweep `sweep [^`]*`"), "sweep `<name>`"),
+    (re.compile(r"finished \d{4}-\d\d-\d\d \d\d:\d\d UTC"), "finished <date>"),
+    (re.compile(r"code `[^`]*`"), "code `<version>`"),
+)
+
+
+def modulo_times(page: str) -> str:
+    """``page`` with what changes from one demo run to the next masked (:data:`RUN_TO_RUN`, and the
+    cells of the :data:`RUN_TO_RUN_COLUMNS` of every table, found by the table's dashed rule)."""
+    lines = page.splitlines()
+    masked_spans: list[tuple[int, int]] = []
+    for i, line in enumerate(lines):
+        if re.fullmatch(r"-+(  -+)*", line) and i > 0:  # a table's rule: its header is the line above
+            spans = [m.span() for m in re.finditer(r"-+", line)]
+            masked_spans = [(a, b + 1) for a, b in spans if lines[i - 1][a:b].strip() in RUN_TO_RUN_COLUMNS]  # + its marker (*)
+            continue
+        if not line.strip() or line.startswith(("```", "#", "≈", "at n=", "cost:")):
+            masked_spans = []
+        for a, b in masked_spans:
+            line = line[:a] + "~" * (b - a) + line[b:]
+        lines[i] = line
+    text = "\n".join(lines)
+    for pattern, replacement in RUN_TO_RUN:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def ragexp(*args: str) -> str:
@@ -52,8 +90,15 @@ def newest_sweep(client: MlflowClient):
 
 
 def shown_overrides(overrides: str) -> str:
-    """The sweep's overrides without those that name this machine's files (:data:`MACHINE_KEYS`)."""
-    return " ".join(o for o in overrides.split() if not o.lstrip("+~").startswith(MACHINE_KEYS)) or "(none)"
+    """The sweep's overrides without those that name this machine's store or caches
+    (:data:`MACHINE_KEYS`), and any other absolute path cut to ``…/<its last name>``."""
+    shown = []
+    for override in overrides.split():
+        key, _, value = override.partition("=")
+        if key.lstrip("+~").startswith(MACHINE_KEYS):
+            continue
+        shown.append(f"{key}=…/{Path(value).name}" if value.startswith(("/", "~", "file:")) else override)
+    return " ".join(shown) or "(none)"
 
 
 def report(uri: str) -> tuple[list[tuple[str, str]], str]:
@@ -96,8 +141,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "demo-results.md")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 when --out differs from the store's page other than in times")
     args = parser.parse_args()
     printed, page = report(args.tracking_uri)
+    if args.check:
+        have, want = modulo_times(args.out.read_text(encoding="utf-8")), modulo_times(page)
+        if have != want:
+            sys.stdout.writelines(difflib.unified_diff(have.splitlines(True), want.splitlines(True), str(args.out), "the store"))
+            raise SystemExit(1)
+        print(f"{args.out} is the store's newest sweep, other than in run ids, times and memory")
+        return
     for heading, output in printed:
         print(f"\n== {heading} ==\n{output}")
     args.out.write_text(page, encoding="utf-8")
