@@ -45,3 +45,10 @@ def _escaped(text: str) -> str:
 
 class TrackingUnavailable(RuntimeError):
     """The run was computed and saved locally, but MLflow could not be written (exit code 1)."""
+
+
+class SweepRefused(BaseException):
+    """Bad input found before a sweep starts (its ``args[0]`` is the :class:`RagexpInputError`),
+    printed by ``ragexp run`` as its one line with :data:`USAGE_EXIT_CODE`. A ``BaseException``:
+    Hydra turns a sweep callback's ``Exception`` into a ``UserWarning`` and sweeps on. Defined
+    here, not with the sweep callback, so that ``ragexp run --help`` does not import MLflow."""

@@ -11,7 +11,8 @@ probe measures that (``cost.latency_queries`` > 0):
 3. ``repeats`` timed passes; in each, every query goes alone through retrieval, the reranker, the
    generator (and, apart, the judge) with every query-dependent cache bypassed
    (:func:`ragexp.runtime.uncached.uncached`: query embeddings, rerank scores, model calls made
-   afresh); passage vectors are the warm index and stay in memory;
+   afresh); passage vectors are the warm index and stay in memory; no progress bar is drawn inside
+   a pass (:func:`ragexp.runtime.progress.suppressed`), the probe's own bar counts the passes;
 4. stages: the retriever's ``search`` call is split by the marks its components make
    (:mod:`ragexp.runtime.stage_clock`: ``query_encoding``, ``fusion``; the rest is ``search``);
    ``rerank``, ``generation`` and ``judging`` are the calls themselves;
@@ -142,12 +143,12 @@ def served_latency(data: Any, pipeline: Any, *, depth: int, context_k: int, quer
     retriever's index must be in memory."""
     items = sample_queries(data.evalset.items, queries)
     report = LatencyReport(repeats)
-    with uncached():
+    passes = progress.bar(range(repeats), desc="cost: served latency", unit="pass", leave=False,
+                          disable=not show_progress)
+    with uncached(), progress.suppressed():  # the probe's one bar: none drawn inside a timed query
         for item in items:  # warm-up: models loaded, lazy state built; not timed
             _one_query(item, data, pipeline, depth, context_k)
         report.load_1min.append(os.getloadavg()[0])
-        passes = progress.bar(range(repeats), desc="cost: served latency", unit="pass", leave=False,
-                              disable=not show_progress)
         for _ in passes:
             for item in items:
                 times = _one_query(item, data, pipeline, depth, context_k)

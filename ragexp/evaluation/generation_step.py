@@ -18,7 +18,10 @@ re-generates and a re-run never re-judges.
 Items go through in rounds of :data:`ROUND` questions: the round's answers are generated in one
 batch call (``generator.generate_batch`` where the generator has it), then all their claims are
 judged in one call and all their relevance questions written in one call, so local models work
-on batches instead of single prompts. Speed is reported by
+on batches instead of single prompts. The ``generate+judge`` bar counts answered questions: a
+local model moves it as each answer's row of a decoded batch ends
+(:func:`ragexp.runtime.progress.ticking`), other generators once their round is answered; it says
+``judging N answers`` while the round is judged. Speed is reported by
 :mod:`ragexp.evaluation.generation_speed`; ``gen.threads`` is the torch thread count that local
 models set (:mod:`ragexp.runtime.threads`).
 """
@@ -60,6 +63,7 @@ from ragexp.judging.judges import warn_if_self_judging
 from ragexp.llm.answer_end import degeneration_start, most_repeated_sentence
 from ragexp.llm.usage import TokenUsage, metered
 from ragexp.metrics.per_tag import per_source_means, per_tag_means
+from ragexp.runtime import progress
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.threads import configured_threads
 
@@ -158,10 +162,12 @@ def generation_step(
             round_items, round_rows = items[start : start + ROUND], per_query[start : start + ROUND]
             contexts = [[chunks_by_id[cid] for cid in row.top_ids(spec.eval.context_k)] for row in round_rows]
             t0 = time.perf_counter()
-            with metered(usage.get("generation")) as counted:
+            with metered(usage.get("generation")) as counted, progress.ticking(bar.update):
                 counted.queries += len(round_items)
                 round_generations = _generate_all(generator, [(item.query, ctx) for item, ctx in zip(round_items, contexts)])
             generate_s += time.perf_counter() - t0
+            bar.update(start + len(round_items) - bar.n)  # answers no model ticked (cached, a remote or extractive generator)
+            bar.set_postfix_str(f"judging {len(round_items)} answers" if judge is not None else "")
             context_texts = [format_context(ctx) for ctx in contexts]
             stripped = [strip_label_copies(g.answer, text) for g, text in zip(round_generations, context_texts)]
             round_generations = [replace(g, answer=answer) if removed else g
@@ -207,7 +213,7 @@ def generation_step(
                 )
                 classes.append(failure)
                 rows.append(replace(row, **fields, failure_class=failure.value, metrics={**row.metrics, **scores}))
-            bar.update(len(round_items))
+            bar.set_postfix_str("")
 
     answerable_rows = [r for r, item in zip(rows, items) if item.answerable]
     aggregates: dict[str, float] = {}

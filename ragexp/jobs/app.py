@@ -26,7 +26,7 @@ from ragexp.config.hydra_errors import CONFIG_ERRORS, config_error_line
 from ragexp.config.schema import register_schema
 from ragexp.config.secrets import screen_overrides
 from ragexp.config.untrusted import gated_primary_config, local_hydra_overrides, screen_config_dirs
-from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, TrackingUnavailable
+from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, SweepRefused, TrackingUnavailable
 from ragexp.runtime import interrupt
 
 log = logging.getLogger("ragexp")
@@ -168,8 +168,6 @@ def _run_composed(command: RunCommandLine) -> int:
     """Hydra on ``command``'s canonical argv (checked by :func:`run_app`); the exit code."""
     sys.argv = ["ragexp run", *command.hydra_argv(), *local_hydra_overrides(command)]
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    from ragexp.tracking.sweep import SweepRefused
-
     try:
         _run_hydra()
     except SweepRefused as refused:  # the whole sweep's bad input: nothing was opened or written

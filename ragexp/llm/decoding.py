@@ -80,8 +80,11 @@ def decode_batch(
     temperature: float = 0.0,
     stop_hit: Callable[[list[int]], bool] | None = None,
     device: str = "cpu",
+    row_done: Callable[[int], None] | None = None,
 ) -> DecodedBatch:
-    """Continue every prompt (see the module docstring); ``prompts`` must be non-empty token lists."""
+    """Continue every prompt (see the module docstring); ``prompts`` must be non-empty token lists.
+    ``row_done(i)`` is called once per prompt, as soon as row ``i`` has ended (for progress only:
+    it cannot change what is decoded)."""
     cache_name = cache_argument(model)
     input_ids, attention = left_pad(prompts, pad_id)
     input_ids, attention = input_ids.to(device), attention.to(device)
@@ -119,6 +122,10 @@ def decode_batch(
                     reasons[row] = "length"
                 else:
                     keep.append(batch_row)
+            if row_done is not None:
+                for row in active:
+                    if reasons[row] is not None:
+                        row_done(row)
             if not keep:
                 break
             if len(keep) < len(active):
@@ -134,5 +141,8 @@ def decode_batch(
             cache = getattr(output, cache_name)
             next_position = next_position + 1
     decode_s = time.perf_counter() - started - prefill_s
+    if row_done is not None:  # rows cut by max_new_tokens == 0 never entered the loop
+        for row in (row for row, reason in enumerate(reasons) if reason is None):
+            row_done(row)
     rows = [DecodedRow(tokens, reason or "length") for tokens, reason in zip(generated, reasons)]
     return DecodedBatch(rows, prefill_s, decode_s)

@@ -316,7 +316,7 @@ class LocalHFModel:
                     self.weights.model, [encoded[i] for i in batch], max_new_tokens=max_tokens, eos_ids=eos_ids,
                     pad_id=self._pad_id, temperature=temperature,
                     stop_hit=stop_hit if markers or repeat_ngram is not None else None,
-                    device=self.device,
+                    device=self.device, row_done=lambda _row: progress.tick(),
                 )  # fmt: skip
             prompt_total = sum(len(encoded[i]) for i in batch)
             decode_total = decoded.decode_tokens

@@ -5,6 +5,15 @@ so the pipelines ask here instead: :func:`bar` wraps tqdm, :func:`enabled` is wh
 libraries that draw their own bars (sentence-transformers' ``show_progress_bar``), and
 :func:`set_enabled` also switches the bars of Hugging Face downloads and model loading.
 
+One line per stage: :func:`bar` draws nothing for an iterable of one step or none (a search of
+one query batch drew a bar per call: 966 of them in the demo's latency probe), and
+:func:`suppressed` turns every bar off for a block that calls the pipeline over and over (the
+latency probe's passes, which draw their own one bar).
+
+A bar over batches of model calls moves per item: work inside :func:`ticking` reports each item it
+finishes through :func:`tick` (a local model, each answer as its row of the decoded batch ends), so
+the answers' bar advances per question instead of jumping once a batch of 32 is done.
+
 ``transformers`` is switched only once something imported it: the code that imports it to load a
 model calls :func:`apply_to_libraries` right after, so a job whose stages are all cached never
 imports it just to switch its bars.
@@ -12,14 +21,16 @@ imports it just to switch its bars.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from tqdm import tqdm
 
 T = TypeVar("T")
 _enabled = True
+_advance: Callable[[int], None] | None = None  # where tick() reports, inside ticking()
 
 
 def set_enabled(flag: bool) -> None:
@@ -46,7 +57,39 @@ def enabled() -> bool:
     return _enabled
 
 
+@contextlib.contextmanager
+def suppressed() -> Iterator[None]:
+    """No bar of ragexp or the libraries it switches while the block runs; the setting before it
+    is restored afterwards."""
+    before = _enabled
+    set_enabled(False)
+    try:
+        yield
+    finally:
+        set_enabled(before)
+
+
+@contextlib.contextmanager
+def ticking(advance: Callable[[int], None]) -> Iterator[None]:
+    """Items finished inside the block are reported to ``advance`` (a bar's ``update``) by
+    :func:`tick`; the reporter before the block is restored afterwards."""
+    global _advance
+    before, _advance = _advance, advance
+    try:
+        yield
+    finally:
+        _advance = before
+
+
+def tick(items: int = 1) -> None:
+    """``items`` more finished: counted by the innermost :func:`ticking` block, if any."""
+    if _advance is not None:
+        _advance(items)
+
+
 def bar(iterable: Iterable[T], *, disable: bool | None = False, **options: Any) -> Iterable[T]:
-    """``tqdm(iterable, disable=disable, **options)`` while bars are enabled, else no bar
+    """``tqdm(iterable, disable=disable, **options)`` while bars are enabled and ``iterable`` has
+    more than one step (a sized one; an unsized one always gets its bar), else no bar
     (``disable=None`` is tqdm's "only on a terminal")."""
-    return tqdm(iterable, disable=True if not _enabled else disable, **options)
+    single_step = hasattr(iterable, "__len__") and len(iterable) <= 1  # type: ignore[arg-type]
+    return tqdm(iterable, disable=True if not _enabled or single_step else disable, **options)

@@ -21,6 +21,7 @@ without closing it (SIGKILL) is closed KILLED when the same sweep is launched ag
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 from collections.abc import Mapping, Sequence
@@ -36,7 +37,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from ragexp import __version__
-from ragexp.errors import RagexpInputError
+from ragexp.errors import RagexpInputError, SweepRefused
 from ragexp.runtime import interrupt
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.config.schema import TraceMode
@@ -47,7 +48,22 @@ AXES_ENV = "RAGEXP_SWEEP_AXES"
 log = logging.getLogger(__name__)
 
 
+def _refused_on_bad_input(hook):
+    """``hook`` with its :class:`RagexpInputError` (an unreachable store, a bad experiment) raised as
+    :class:`SweepRefused`: Hydra would print its own ``UserWarning`` and launch the jobs anyway."""
+
+    @functools.wraps(hook)
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return hook(*args, **kwargs)
+        except RagexpInputError as err:
+            raise SweepRefused(err) from None
+
+    return refusing
+
+
 class MlflowSweepCallback(Callback):
+    @_refused_on_bad_input
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Hydra sets its global config only per job; the launching process needs it here so that
         # ``${hydra:...}`` interpolations (``cache_dir``) resolve while the jobs are checked.
@@ -56,6 +72,7 @@ class MlflowSweepCallback(Callback):
         if config.hydra.sweeper.get("_target_") != RAGEXP_SWEEPER:  # no on_sweep_composed: open the parent now
             _open_parent_run(config)
 
+    @_refused_on_bad_input
     def on_sweep_composed(self, config: DictConfig, jobs: Sequence[tuple[Sequence[str], DictConfig]]) -> None:
         """Every job's config through the job-spec gate, then the store and the parent run, whose
         id every job's config is given (ragexp's sweeper calls this before the first job starts)."""
@@ -152,11 +169,6 @@ def _validate_sweep(config: DictConfig) -> None:
         check_job(task, overrides, skip=swept)
     except RagexpInputError as err:
         raise SweepRefused(err) from None
-
-
-class SweepRefused(BaseException):
-    """Bad input found before a sweep starts (its ``args[0]``: the :class:`RagexpInputError` or the line to print).
-    A ``BaseException``: Hydra turns a callback's ``Exception`` into a warning and sweeps on."""
 
 
 @dataclass(frozen=True)
