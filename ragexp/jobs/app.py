@@ -81,7 +81,6 @@ _started = False
 def _hydra_main(cfg: DictConfig) -> None:
     global _started
     _started = True
-    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # its INFO lines report CPU features
     try:
         run_one_job(cfg)
     except RagexpInputError as err:
@@ -147,6 +146,9 @@ def run_app(argv: list[str]) -> int:
     re-raises its config errors here (``HYDRA_FULL_ERROR``), which prints each as one line with
     exit code 2 (:mod:`ragexp.config.hydra_errors`), like every other input error.
     """
+    # faiss's INFO lines report CPU features; they would print (through Hydra's logging) before a
+    # sweep's own refusal, from the launching process that checks every job's config
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
     register_schema()
     interrupt.install(signal.SIGTERM)
     with contextlib.ExitStack() as stack:

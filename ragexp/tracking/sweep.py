@@ -166,6 +166,7 @@ def _validate_sweep(config: DictConfig) -> None:
     axes = run_names.sweep_axes(overrides, config.hydra.sweeper.get("params"))
     swept = frozenset(axis.replace("/", ".").split(".")[0] for axis in axes)
     try:
+        store.check_tracking_uri(config.tracking.uri)  # before any job is composed: a refused store starts nothing
         check_job(task, overrides, skip=swept)
     except RagexpInputError as err:
         raise SweepRefused(err) from None
