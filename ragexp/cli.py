@@ -18,6 +18,7 @@ import os
 import sys
 
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError
+from ragexp.runtime import terminal
 
 DESCRIPTION = (
     "ragexp: a declarative experiment runner for RAG pipelines. Sweep chunking x retrieval x reranker x k\n"
@@ -107,6 +108,7 @@ def _command_module(name: str):
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    terminal.install()  # untrusted text (a system's doc id, a stored field) prints as text, not as escape sequences
     # MLflow draws a progress bar per downloaded artifact; ragexp fetches one small file at a time.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     if argv and argv[0] == "run":
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(_command_module(args.command).run(args) or 0)
     except RagexpInputError as err:
-        print(f"ragexp {args.command}: error: {err}", file=sys.stderr)
+        print(f"ragexp {args.command}: error: {terminal.escaped(str(err))}", file=sys.stderr)
         return USAGE_EXIT_CODE
 
 
