@@ -388,6 +388,12 @@ for _tag in _REFUSED_TAGS:
     _BoundedLoader.add_constructor(_tag, _BoundedLoader.construct_refused)
 
 
+def yaml_loader(text: str) -> yaml.SafeLoader:
+    """A loader of :func:`parse_yaml`'s closed set of types (no timestamps, the same bounds), for a
+    reader that walks the composed nodes itself (to name lines); dispose of it after use."""
+    return _BoundedLoader(text)
+
+
 def parse_yaml(text: str, *, source: str | os.PathLike[str] | None = None, max_depth: int = MAX_DEPTH,
                max_nodes: int = MAX_YAML_NODES) -> Any:
     """One YAML document within the module's bounds (no aliases; the closed set of types)."""
