@@ -109,6 +109,11 @@ def _command_module(name: str):
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     terminal.install()  # untrusted text (a system's doc id, a stored field) prints as text, not as escape sequences
+    for position, arg in enumerate(argv, 1):  # bytes that are not UTF-8 arrive as lone surrogates
+        if any("\ud800" <= ch <= "\udfff" for ch in arg):
+            print(f"ragexp: error: argument {position} ({terminal.escaped(arg.encode('utf-8', 'backslashreplace').decode())}) "
+                  "is not valid UTF-8 text; retype it", file=sys.stderr)
+            return USAGE_EXIT_CODE
     # MLflow draws a progress bar per downloaded artifact; ragexp fetches one small file at a time.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     if argv and argv[0] == "run":

@@ -9,8 +9,9 @@
 - :func:`parse_json` refuses nesting deeper than ``max_depth`` and more than ``max_values``
   values (counted before parsing, by a linear scan in C: a file of empty objects ``[{},{},...]``
   would otherwise build tens of millions of dicts from a file within its byte cap), a key twice
-  in one object (JSON would keep the last silently), ``NaN``/``Infinity`` and integers beyond a
-  float's range (``10**400`` would overflow later, far from the file).
+  in one object (JSON would keep the last silently), ``NaN``/``Infinity``, integers beyond a
+  float's range (``10**400`` would overflow later, far from the file) and a string holding a lone
+  surrogate (``"\\ud800"``: no UTF-8 output can hold it).
 - :func:`iter_lines` splits a file's bytes on ``\\n`` and decodes each line on its own;
   :class:`JsonLinesBudget` bounds what all the JSON lines of one file produce together (values
   and bytes of Python objects, measured with :func:`produced_size` as each line is parsed).
@@ -235,7 +236,31 @@ def parse_json(text: str, *, source: str | os.PathLike[str] | None = None, line:
         where = line if line is not None else err.lineno
         raise RagexpInputError(f"malformed JSON at column {err.colno}: {err.msg}", file=source, line=where) from None
     _check_numbers(value, source, line, allow_nan=allow_nan)
+    if _SURROGATE_ESCAPE.search(text):
+        _check_no_lone_surrogate(value, source, line)
     return value
+
+
+#: A JSON escape of a UTF-16 surrogate (``\\ud800``-``\\udfff``): the only way a lone one gets into
+#: a parsed string (strict UTF-8 text holds none).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_no_lone_surrogate(value: Any, source: str | os.PathLike[str] | None, line: int | None) -> None:
+    """Refuse a string holding half of a surrogate pair (``"\\ud800"`` alone): no UTF-8 file,
+    database or terminal can hold it, so it would fail far from the file, after work."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str) and _LONE_SURROGATE.search(node):
+            raise RagexpInputError("a string holds half of a UTF-16 surrogate pair (an escape like \\ud800 alone), "
+                                   "which is no character; fix the text", file=source, line=line)
+        if isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def _nan_or_refused(name: str) -> float:
@@ -413,4 +438,6 @@ def parse_yaml(text: str, *, source: str | os.PathLike[str] | None = None, max_d
         if loader is not None:
             loader.dispose()
     _check_numbers(value, source, None)
+    if "\\u" in text or "\\U" in text:  # YAML's double-quoted escapes are the only way to a lone surrogate
+        _check_no_lone_surrogate(value, source, None)
     return value
