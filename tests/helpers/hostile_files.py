@@ -1,4 +1,6 @@
-"""Small files that parse into a lot: the hostile inputs of issue #40's root 3.
+"""Small files that parse into a lot: the hostile inputs of issue #40's root 3 and issue #52's
+root 4 (the same bombs in every spelling the format allows: :data:`PDF_FILTER_SPELLINGS`,
+:data:`DOCX_MAIN_PARTS`; recorded outputs bounded only over all their lines).
 
 Each writer takes the size of what parsing would produce (elements, values, decoded bytes) and
 writes a file far smaller than its byte cap. Shared by ``tests/security/test_parse_bounds.py`` and
@@ -112,6 +114,16 @@ def html_many_elements(path: Path, elements: int) -> Path:
 def results_empty_objects(path: Path, values: int) -> Path:
     """A results file whose ``per_query`` is ``values`` empty objects."""
     path.write_text('{"format": "ragexp-results/1", "per_query": [' + ",".join(["{}"] * values) + "]}", encoding="utf-8")
+    return path
+
+
+def recorded_empty_objects(path: Path, values: int, lines: int = 100) -> Path:
+    """A recorded-output JSONL file of ``lines`` responses holding ``values`` empty objects in all
+    (each line within one parse's bound, the file not)."""
+    per_line = "[" + ",".join(["{}"] * (values // lines)) + "]"
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(lines):
+            handle.write('{"query_id": "q%d", "response": %s}\n' % (i, per_line))
     return path
 
 
