@@ -10,10 +10,13 @@ command uses. PDF and DOCX run in a child process of their own with a 2 GiB addr
 code before the fix fails these tests (a MemoryError or a crash instead of a refusal) without
 taking the machine's memory.
 
-Fails before (``bd8562d``): the PDF spellings the old count did not recognise (name escape,
-escaped abbreviation, comment, indirect name, indirect array, a dictionary longer than 4 KiB), the
-DOCX part names outside ``*.xml``/``*.rels``, every recorded-output shape (no bound over lines),
-the digest is unchanged (passes before), and the annotate FIFO and oversized eval set.
+Fails before (``bd8562d``), 40 of the 58 cases here: 6 of the 10 PDF bombs (name escape,
+escaped abbreviation in an array, comment, indirect name, indirect array, a dictionary longer than
+the 4 KiB look-back; the four spellings the old count knew pass), all 10 small PDFs (no bounded
+child; and the old count looped forever on a stream ending on a 1 MiB boundary), the child test,
+7 of the 10 DOCX arrangements (all but the ``*.xml`` names), all 8 recorded-output cases (no bound
+over lines), the digest test (the old reader split lines on U+2028 inside a JSON string), and 7 of
+the 8 annotate cases (the sidecar's value bound held before).
 """
 
 from __future__ import annotations
@@ -59,11 +62,15 @@ def convert_in_child(suffix: str, path: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+class _Blocked(BaseException):
+    """Raised by the alarm: no reader's ``except OSError`` or ``except Exception`` catches it."""
+
+
 @pytest.fixture
 def alarm():
     """A read that blocks (a FIFO on the code before) fails the test instead of hanging it."""
     def on_alarm(*_):
-        raise TimeoutError("the read blocked")
+        raise _Blocked("the read blocked")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(20)
@@ -214,3 +221,6 @@ def test_annotate_reads_its_files_like_every_other_command(tmp_path, alarm, whic
         Session(evalset)
     message = str(raised.value)
     assert "\n" not in message and target.name in message, message
+    expected = {"FIFO": "is not a regular file", "larger than the cap": "allowed here", "folder": "is a folder",
+                "too many values": "JSON values"}[shape]
+    assert expected in message, message  # the checked reader's refusal, not a failure further on
