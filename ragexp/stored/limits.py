@@ -24,7 +24,7 @@
   (``!!binary``, ``!!timestamp``, ``!!set``, ``!!omap``, ``!!pairs``) are refused.
 
 Every bound is a documented constant here or in the reader that passes its own (the table of
-hostile files and what they cost is docs/bad-input.md's "Bounds" section, measured by
+hostile files and what they cost is in docs/scale.md, measured by
 ``benchmarks/bench_hostile_files.py``).
 
 Every refusal is a :class:`~ragexp.errors.RagexpInputError`: one line naming the file and, where
