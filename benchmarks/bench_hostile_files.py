@@ -1,9 +1,10 @@
-"""Hostile files and configs: peak RSS and time to refusal, before and after the parse bounds (issue #40).
+"""Hostile files and configs: peak RSS and time to refusal, before and after the parse bounds (issues #40, #52).
 
 Each case writes a small file that parses into a lot (``tests/helpers/hostile_files.py``), then
 runs the reader a command runs on it in a fresh process, once with the code of ``--before`` (a
 checkout of the commit before the bounds) and once with this checkout, and reports the process's
-peak RSS (``ru_maxrss``), its RSS after importing the reader (the baseline), the time from the
+peak RSS (``ru_maxrss``; of the process or of the child it ran a document library in, whichever
+is larger), its RSS after importing the reader (the baseline), the time from the
 start of the read to its end, and what it ended with. Each case also reads the largest file
 within its bound ("at the cap") with this checkout, and the table checks that the hostile file's
 peak stays within 2x what the cap costs (measured at the cap, or the cap itself where it is stated
@@ -12,6 +13,8 @@ in bytes of what parsing produces: PDF streams, DOCX parts) plus the baseline. A
 
     git archive a39e7ac | tar -x -C /tmp/before
     nice -n 10 python benchmarks/bench_hostile_files.py --before /tmp/before > table.md
+    git archive bd8562d | tar -x -C /tmp/before52   # issue #52's rows, named "(#52)"
+    nice -n 10 python benchmarks/bench_hostile_files.py --before /tmp/before52 --only "(#52)"
 """
 
 from __future__ import annotations
@@ -50,8 +53,9 @@ except MemoryError:
     outcome = "MemoryError"
 except BaseException as err:
     outcome = type(err).__name__ + ": " + str(err).splitlines()[0][:90] if str(err) else type(err).__name__
-print(json.dumps({"seconds": time.perf_counter() - started, "baseline": baseline,
-                  "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "outcome": outcome}))
+peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+print(json.dumps({"seconds": time.perf_counter() - started, "baseline": baseline, "peak": peak * 1024,
+                  "outcome": outcome}))
 """
 
 
@@ -71,6 +75,18 @@ CASES = [
          "from ragexp.data.convert import converter_for\nfrom ragexp.data.convert.base import ConvertOptions",
          "converter_for('.pdf').convert(open({path!r},'rb').read(), ConvertOptions())",
          "pdf_bomb(Path({path!r}), 1024 * MIB)", "pdf_bomb(Path({path!r}), 16 * MIB)", 256 * MIB),
+    Case("PDF whose stream inflates to 1.2 GiB, filter spelled /Fl#61teDecode (1.2 MB) (#52)",
+         "1 GiB address space for PDFium",
+         "from ragexp.data.convert import converter_for\nfrom ragexp.data.convert.base import ConvertOptions",
+         "converter_for('.pdf').convert(open({path!r},'rb').read(), ConvertOptions())",
+         "pdf_bomb(Path({path!r}), 1200 * MIB, 'name escape')", "pdf_bomb(Path({path!r}), 2 * MIB, 'name escape')",
+         1024 * MIB),
+    Case("PDF whose stream inflates to 1.2 GiB, filter held in an indirect array (2.6 KB) (#52)",
+         "1 GiB address space for PDFium",
+         "from ragexp.data.convert import converter_for\nfrom ragexp.data.convert.base import ConvertOptions",
+         "converter_for('.pdf').convert(open({path!r},'rb').read(), ConvertOptions())",
+         "pdf_bomb(Path({path!r}), 1200 * MIB, 'indirect array')", "pdf_bomb(Path({path!r}), 2 * MIB, 'indirect array')",
+         1024 * MIB),
     Case("HTML page of 2.5M tiny elements (20 MB)", "200,000 tags",
          "from ragexp.data.convert import converter_for\nfrom ragexp.data.convert.base import ConvertOptions",
          "converter_for('.html').convert(open({path!r},'rb').read(), ConvertOptions())",
@@ -79,6 +95,18 @@ CASES = [
          "from ragexp.data.convert import converter_for\nfrom ragexp.data.convert.base import ConvertOptions",
          "converter_for('.docx').convert(open({path!r},'rb').read(), ConvertOptions())",
          "docx_many_elements(Path({path!r}), 10_000_000)", "docx_many_elements(Path({path!r}), 100_000)", 64 * MIB),
+    Case("DOCX of 10M empty paragraphs, main part named word/main.bin (#52)", "500,000 tags in any XML part",
+         "from ragexp.data.convert import converter_for\nfrom ragexp.data.convert.base import ConvertOptions",
+         "converter_for('.docx').convert(open({path!r},'rb').read(), ConvertOptions())",
+         "docx_many_elements(Path({path!r}), 10_000_000, 'a .bin suffix')",
+         "docx_many_elements(Path({path!r}), 100_000, 'a .bin suffix')", 64 * MIB),
+    Case("recorded outputs of 20M empty objects over 100 lines (60 MB) (#52)", "8M values, 1 GiB produced",
+         "from ragexp.systems.recorded import RecordedSystem\nfrom ragexp.systems.response import ResponseFields",
+         "RecordedSystem({path!r}, ResponseFields(), response_field='response')",
+         "recorded_empty_objects(Path({path!r}), 20_000_000)", "recorded_empty_objects(Path({path!r}), 7_900_000)"),
+    Case("annotate's JSONL eval set of 4M tags (28 MB) (#52)", "2M JSON values",
+         "from ragexp.annotation.session import Session", "Session(__import__('pathlib').Path({path!r}))",
+         "jsonl_many_values(Path({path!r}), 4_000_000)", "jsonl_many_values(Path({path!r}), 1_950_000)"),
     Case("results file of 21M empty objects (64 MiB)", "4M JSON values",
          "from ragexp.evaluation.results import RunResults", "RunResults.load({path!r})",
          "results_empty_objects(Path({path!r}), 21_000_000)", "results_empty_objects(Path({path!r}), 1_999_000)"),
@@ -174,7 +202,7 @@ def main() -> None:
 
 
 def _suffix(case: Case) -> str:
-    for word, suffix in (("PDF", ".pdf"), ("HTML", ".html"), ("DOCX", ".docx"), ("results", ".json"), ("YAML", ".yaml"),
+    for word, suffix in (("PDF", ".pdf"), ("HTML", ".html"), ("DOCX", ".docx"), ("results", ".json"), ("recorded", ".jsonl"), ("annotate", ".jsonl"), ("YAML", ".yaml"),
                          ("JSONL", ".jsonl"), ("resolved", ".yaml"), ("gzip", ".log.gz"), ("distinct", ".log")):
         if word in case.name:
             return suffix

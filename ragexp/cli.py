@@ -18,6 +18,7 @@ import os
 import sys
 
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError
+from ragexp.runtime import terminal
 
 DESCRIPTION = (
     "ragexp: a declarative experiment runner for RAG pipelines. Sweep chunking x retrieval x reranker x k\n"
@@ -107,6 +108,12 @@ def _command_module(name: str):
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    terminal.install()  # untrusted text (a system's doc id, a stored field) prints as text, not as escape sequences
+    for position, arg in enumerate(argv, 1):  # bytes that are not UTF-8 arrive as lone surrogates
+        if any("\ud800" <= ch <= "\udfff" for ch in arg):
+            print(f"ragexp: error: argument {position} ({terminal.escaped(arg.encode('utf-8', 'backslashreplace').decode())}) "
+                  "is not valid UTF-8 text; retype it", file=sys.stderr)
+            return USAGE_EXIT_CODE
     # MLflow draws a progress bar per downloaded artifact; ragexp fetches one small file at a time.
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     if argv and argv[0] == "run":
@@ -125,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.resolve_run_refs(args)  # a run id or a unique prefix of one -> the run's id
         return int(_command_module(args.command).run(args) or 0)
     except RagexpInputError as err:
-        print(f"ragexp {args.command}: error: {err}", file=sys.stderr)
+        print(f"ragexp {args.command}: error: {terminal.escaped(str(err))}", file=sys.stderr)
         return USAGE_EXIT_CODE
 
 

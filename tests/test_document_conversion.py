@@ -198,7 +198,7 @@ def test_a_new_converter_version_is_a_new_corpus_and_says_so(demo_forms, tmp_pat
     assert [d.text for d in after.values()] == [d.text for d in before.values()]  # same text, new corpus all the same
     assert after.conversion.cache_hits == 0
     assert after.conversion.warnings()[0] == (
-        f"corpus changed because converter pdf went from {before.conversion.converters['pdf']!r} to 'pdf/2 pypdfium2 99.0'")
+        f"corpus changed because converter pdf went from {before.conversion.converters['pdf']!r} to 'pdf/3 pypdfium2 99.0'")
 
 
 def test_markdown_only_corpus_keeps_its_fingerprint(tmp_path: Path) -> None:

@@ -39,6 +39,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -48,6 +50,7 @@ from ragexp.data.lint import normalise_query
 from ragexp.data.loaders.evalset import gold_header
 from ragexp.datamodel import ITEM_SOURCES, is_relevant
 from ragexp.errors import RagexpInputError
+from ragexp.stored import limits
 from ragexp.stored.limits import parse_json
 from ragexp.web.edit_session import EditLock, atomic_write, compare_and_set
 
@@ -63,13 +66,12 @@ DEFAULTS = {"evidence": [], "gold_answer": "", "key_facts": [], "tags": [], "ans
 
 
 def _bytes_of(path: Path) -> bytes | None:
-    """The file's bytes, ``None`` when it does not exist."""
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
+    """The file's bytes, ``None`` when nothing is there; read like every other input
+    (:func:`ragexp.stored.limits.read_bytes`: a regular file, a FIFO or device refused without
+    blocking, at most :data:`~ragexp.stored.limits.MAX_BYTES`)."""
+    if not os.path.lexists(path):
         return None
-    except OSError as err:
-        raise RagexpInputError(f"cannot read it: {err.strerror or err}", file=path) from None
+    return limits.read_bytes(path)
 
 
 def _etag_of(*contents: bytes | None) -> str:
@@ -301,11 +303,9 @@ class Session:
         if raw is None:
             return []
         rows = []
-        try:
-            lines = raw.decode("utf-8").split("\n")  # not splitlines(): U+2028 in a string is no line break
-        except UnicodeDecodeError as err:
-            raise RagexpInputError(f"not UTF-8 text: {err}", file=self.evalset) from None
-        for number, line in enumerate(lines, 1):
+        text = limits.decode_utf8(raw, self.evalset)
+        limits.check_json_depth(text, source=self.evalset, max_depth=sys.maxsize)  # values in all, as evalset lint
+        for number, line in enumerate(text.split("\n"), 1):  # not splitlines(): U+2028 in a string is no line break
             if not line.strip():
                 continue
             obj = parse_json(line, source=self.evalset, line=number)

@@ -185,6 +185,13 @@ def _validate_eval(cfg: DictConfig) -> None:
     if cfg.eval.bootstrap_resamples < 1:
         raise RagexpInputError("must be a positive integer (resamples of the confidence intervals)",
                                field="eval.bootstrap_resamples")
+    for name, value in cfg.eval.failure.items():  # NaN fails the comparison: a threshold no score reaches or all do
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise RagexpInputError(f"must be a number in [0, 1] (the score an answer must reach), got {value!r}",
+                                   field=f"eval.failure.{name}")
+    seed = cfg.eval.get("sample_seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise RagexpInputError(f"must be an integer >= 0 (the sample's seed), got {seed!r}", field="eval.sample_seed")
     _validate_eval_bounds(cfg)
 
 

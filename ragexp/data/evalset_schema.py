@@ -195,7 +195,7 @@ def parse_yaml(text: str, path: Path) -> EvalSetFile:
     except RagexpInputError as err:
         if not err.message.startswith("not valid YAML"):
             raise  # else the walk below names the line
-    loader = yaml.SafeLoader(text)
+    loader = limits.yaml_loader(text)  # the same closed set of types: a date stays the text it is
     try:
         root = loader.get_single_node()
         data = loader.construct_document(root) if root is not None else None

@@ -27,7 +27,7 @@ from ragexp.config.schema import register_schema
 from ragexp.config.secrets import screen_overrides
 from ragexp.config.untrusted import gated_primary_config, local_hydra_overrides, screen_config_dirs
 from ragexp.errors import USAGE_EXIT_CODE, RagexpInputError, SweepRefused, TrackingUnavailable
-from ragexp.runtime import interrupt
+from ragexp.runtime import interrupt, terminal
 
 log = logging.getLogger("ragexp")
 
@@ -87,11 +87,11 @@ def _hydra_main(cfg: DictConfig) -> None:
         interrupt.check()  # an error a termination signal caused is the interrupt, not bad input
         if HydraConfig.initialized():
             discard_output_dir(Path(HydraConfig.get().runtime.output_dir))
-        print(f"ragexp run: error: {err}", file=sys.stderr)
+        print(f"ragexp run: error: {terminal.escaped(str(err))}", file=sys.stderr)
         raise SystemExit(USAGE_EXIT_CODE) from None
     except TrackingUnavailable as err:
         interrupt.check()
-        print(f"ragexp run: error: {err}", file=sys.stderr)
+        print(f"ragexp run: error: {terminal.escaped(str(err))}", file=sys.stderr)
         raise SystemExit(1) from None
 
 
@@ -158,7 +158,7 @@ def run_app(argv: list[str]) -> int:
             screen_config_dirs(command)
             command = stack.enter_context(gated_primary_config(command))  # removed on leaving, also on an interrupt
         except RagexpInputError as err:
-            print(f"ragexp run: error: {err}", file=sys.stderr)
+            print(f"ragexp run: error: {terminal.escaped(str(err))}", file=sys.stderr)
             return USAGE_EXIT_CODE
         if command.allowed_endpoints:  # passed on as the allow-list variable: the sweep's workers inherit it
             os.environ[ALLOWED_ENDPOINTS_ENV] = ",".join(filter(None, [os.environ.get(ALLOWED_ENDPOINTS_ENV),
@@ -173,7 +173,7 @@ def _run_composed(command: RunCommandLine) -> int:
     try:
         _run_hydra()
     except SweepRefused as refused:  # the whole sweep's bad input: nothing was opened or written
-        print(f"ragexp run: error: {refused.args[0]}", file=sys.stderr)
+        print(f"ragexp run: error: {terminal.escaped(str(refused.args[0]))}", file=sys.stderr)
         return USAGE_EXIT_CODE
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM via ragexp.runtime.interrupt
         from ragexp.tracking.store import terminal_status
@@ -187,7 +187,7 @@ def _run_composed(command: RunCommandLine) -> int:
         return 128 + int(signum)
     except RagexpInputError as err:  # raised outside a job: the sweep callback's store checks
         _fail_open_parent()
-        print(f"ragexp run: error: {err}", file=sys.stderr)
+        print(f"ragexp run: error: {terminal.escaped(str(err))}", file=sys.stderr)
         return USAGE_EXIT_CODE
     except CONFIG_ERRORS as err:  # also a sweep value the sweeper could not compose, after the parent opened
         _fail_open_parent()

@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ragexp.errors import RagexpInputError
-from ragexp.judging.calibration.labels import labels_csv
+from ragexp.judging.calibration.labels import csv_header, csv_records, labels_csv
 from ragexp.judging.failure import ANSWERABLE_CLASSES
 from ragexp.runtime.atomic_file import atomic_write
 from ragexp.stored.limits import read_text
@@ -63,12 +63,12 @@ def read_answer_labels(path: str | Path) -> list[AnswerLabel]:
     known = {f.name for f in fields(AnswerLabel)}
     rows = []
     reader = csv.DictReader(handle)
-    header = reader.fieldnames or []
+    header = csv_header(reader, path)
     for column in REQUIRED:
         if column not in header:
             raise RagexpInputError(f"missing column (have: {', '.join(header) or 'none'})", file=path, line=1, field=column)
-    for record in reader:
-        values = {k: (v or "").strip() if k != "answer" else (v or "") for k, v in record.items() if k in known}
+    for record in csv_records(reader, path):
+        values = {k: v.strip() if k != "answer" else v for k, v in record.items() if k in known}
         for column in ("judge_class", "human_class"):
             if values.get(column, "") not in ("", *CLASSES):
                 raise RagexpInputError(f"{values[column]!r} is not a class (expected {', '.join(CLASSES)}, or empty)",

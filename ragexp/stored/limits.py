@@ -9,8 +9,12 @@
 - :func:`parse_json` refuses nesting deeper than ``max_depth`` and more than ``max_values``
   values (counted before parsing, by a linear scan in C: a file of empty objects ``[{},{},...]``
   would otherwise build tens of millions of dicts from a file within its byte cap), a key twice
-  in one object (JSON would keep the last silently), ``NaN``/``Infinity`` and integers beyond a
-  float's range (``10**400`` would overflow later, far from the file).
+  in one object (JSON would keep the last silently), ``NaN``/``Infinity``, integers beyond a
+  float's range (``10**400`` would overflow later, far from the file) and a string holding a lone
+  surrogate (``"\\ud800"``: no UTF-8 output can hold it).
+- :func:`iter_lines` splits a file's bytes on ``\\n`` and decodes each line on its own;
+  :class:`JsonLinesBudget` bounds what all the JSON lines of one file produce together (values
+  and bytes of Python objects, measured with :func:`produced_size` as each line is parsed).
 - :func:`parse_yaml` is YAML's safe loader without aliases (a 500-byte alias bomb expands to
   gigabytes), with the same depth bound, at most ``max_nodes`` nodes (composed one by one, so the
   refusal comes before the tree grows), duplicate-key and number checks, and a closed set of
@@ -20,7 +24,7 @@
   (``!!binary``, ``!!timestamp``, ``!!set``, ``!!omap``, ``!!pairs``) are refused.
 
 Every bound is a documented constant here or in the reader that passes its own (the table of
-hostile files and what they cost is docs/bad-input.md's "Bounds" section, measured by
+hostile files and what they cost is in docs/scale.md, measured by
 ``benchmarks/bench_hostile_files.py``).
 
 Every refusal is a :class:`~ragexp.errors.RagexpInputError`: one line naming the file and, where
@@ -35,6 +39,7 @@ import math
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -231,7 +236,31 @@ def parse_json(text: str, *, source: str | os.PathLike[str] | None = None, line:
         where = line if line is not None else err.lineno
         raise RagexpInputError(f"malformed JSON at column {err.colno}: {err.msg}", file=source, line=where) from None
     _check_numbers(value, source, line, allow_nan=allow_nan)
+    if _SURROGATE_ESCAPE.search(text):
+        _check_no_lone_surrogate(value, source, line)
     return value
+
+
+#: A JSON escape of a UTF-16 surrogate (``\\ud800``-``\\udfff``): the only way a lone one gets into
+#: a parsed string (strict UTF-8 text holds none).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_no_lone_surrogate(value: Any, source: str | os.PathLike[str] | None, line: int | None) -> None:
+    """Refuse a string holding half of a surrogate pair (``"\\ud800"`` alone): no UTF-8 file,
+    database or terminal can hold it, so it would fail far from the file, after work."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str) and _LONE_SURROGATE.search(node):
+            raise RagexpInputError("a string holds half of a UTF-16 surrogate pair (an escape like \\ud800 alone), "
+                                   "which is no character; fix the text", file=source, line=line)
+        if isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def _nan_or_refused(name: str) -> float:
@@ -252,6 +281,61 @@ def _check_numbers(value: Any, source: str | os.PathLike[str] | None, line: int 
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
+
+
+def iter_lines(data: bytes, source: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
+    """Every line of ``data`` (split on ``\\n`` only: JSON strings may hold U+2028) with its 1-based
+    number, each decoded as strict UTF-8 on its own (a file is never held as one string: a single
+    character outside Latin-1 would make Python store the whole text at 4 bytes per character)."""
+    start, number = 0, 0
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        number += 1
+        try:
+            yield number, data[start:end].decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise RagexpInputError(f"not valid UTF-8 (byte 0x{data[start + err.start]:02x} at offset {start + err.start}); "
+                                   "re-save the file as UTF-8", file=source, line=number) from None
+        start = end + 1
+
+
+def produced_size(value: Any) -> tuple[int, int]:
+    """The values a parse built (containers, keys and scalars) and the bytes Python holds for them
+    (``sys.getsizeof`` of each, summed: what parsing produced, measured, not estimated from the text)."""
+    count, size, stack = 0, 0, [value]
+    while stack:
+        node = stack.pop()
+        count += 1
+        size += sys.getsizeof(node)
+        if isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count, size
+
+
+class JsonLinesBudget:
+    """Bounds on what the JSON lines of one file produce together (a line's own bounds are
+    :func:`parse_json`'s): at most ``max_values`` values and ``max_bytes`` bytes of Python objects
+    in all, measured by :func:`produced_size` as each line is parsed, so the refusal comes at most
+    one line past the bound (a line is itself within ``max_values``)."""
+
+    def __init__(self, source: str | os.PathLike[str], *, max_values: int, max_bytes: int) -> None:
+        self.source, self.max_values, self.max_bytes = source, max_values, max_bytes
+        self.values = self.bytes = 0
+
+    def parse(self, line: str, number: int, *, max_depth: int = MAX_DEPTH) -> Any:
+        """``line`` parsed by :func:`parse_json` and added to the totals; refused once past them."""
+        value = parse_json(line, source=self.source, line=number, max_depth=max_depth, max_values=self.max_values)
+        count, size = produced_size(value)
+        self.values, self.bytes = self.values + count, self.bytes + size
+        if self.values > self.max_values or self.bytes > self.max_bytes:
+            raise RagexpInputError(f"its lines up to this one parse into {self.values:,} JSON values taking "
+                                   f"{self.bytes / 2**20:,.0f} MiB, more than the {self.max_values:,} values and "
+                                   f"{self.max_bytes // 2**20:,} MiB allowed in all here", file=self.source, line=number)
+        return value
 
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
@@ -329,6 +413,12 @@ for _tag in _REFUSED_TAGS:
     _BoundedLoader.add_constructor(_tag, _BoundedLoader.construct_refused)
 
 
+def yaml_loader(text: str) -> yaml.SafeLoader:
+    """A loader of :func:`parse_yaml`'s closed set of types (no timestamps, the same bounds), for a
+    reader that walks the composed nodes itself (to name lines); dispose of it after use."""
+    return _BoundedLoader(text)
+
+
 def parse_yaml(text: str, *, source: str | os.PathLike[str] | None = None, max_depth: int = MAX_DEPTH,
                max_nodes: int = MAX_YAML_NODES) -> Any:
     """One YAML document within the module's bounds (no aliases; the closed set of types)."""
@@ -348,4 +438,6 @@ def parse_yaml(text: str, *, source: str | os.PathLike[str] | None = None, max_d
         if loader is not None:
             loader.dispose()
     _check_numbers(value, source, None)
+    if "\\u" in text or "\\U" in text:  # YAML's double-quoted escapes are the only way to a lone surrogate
+        _check_no_lone_surrogate(value, source, None)
     return value

@@ -1,4 +1,6 @@
-"""Small files that parse into a lot: the hostile inputs of issue #40's root 3.
+"""Small files that parse into a lot: the hostile inputs of issue #40's root 3 and issue #52's
+root 4 (the same bombs in every spelling the format allows: :data:`PDF_FILTER_SPELLINGS`,
+:data:`DOCX_MAIN_PARTS`; recorded outputs bounded only over all their lines).
 
 Each writer takes the size of what parsing would produce (elements, values, decoded bytes) and
 writes a file far smaller than its byte cap. Shared by ``tests/security/test_parse_bounds.py`` and
@@ -7,6 +9,7 @@ writes a file far smaller than its byte cap. Shared by ``tests/security/test_par
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import json
@@ -15,14 +18,41 @@ import zlib
 from pathlib import Path
 
 
-def pdf_bomb(path: Path, decoded_bytes: int) -> Path:
-    """A one-page PDF whose content stream (FlateDecode) inflates to ``decoded_bytes`` of spaces."""
+#: The spellings of a stream's Flate filter a PDF may use (issue #52: each hid the stream from a
+#: check that recognised spellings): name -> (the ``/Filter`` entry, extra objects, times deflated).
+PDF_FILTER_SPELLINGS = {
+    "name": (b"/Filter /FlateDecode", [], 1),
+    "abbreviation": (b"/Filter /Fl", [], 1),
+    "array": (b"/Filter [/FlateDecode]", [], 1),
+    "name escape": (b"/Filter /Fl#61teDecode", [], 1),
+    "escaped abbreviation in an array": (b"/Filter [ /F#6c ]", [], 1),
+    "comment before the name": (b"/Filter %x\n/FlateDecode", [], 1),
+    "indirect name": (b"/Filter 5 0 R", [b"/FlateDecode"], 1),
+    "indirect array": (b"/Filter 5 0 R", [b"[/FlateDecode /FlateDecode]"], 2),
+    "twice in an array": (b"/Filter [/FlateDecode /Fl]", [], 2),
+    "far before stream": (b"/Filter /FlateDecode /Pad (" + b"x" * 8192 + b")", [], 1),
+}
+
+
+@functools.lru_cache(maxsize=4)
+def _deflated_spaces(decoded_bytes: int, layers: int) -> bytes:
+    """``decoded_bytes`` spaces deflated ``layers`` times."""
     inflater = zlib.compressobj(9)
     chunk = b" " * (1 << 20)
     body = b"".join(inflater.compress(chunk) for _ in range(decoded_bytes // len(chunk))) + inflater.flush()
+    for _ in range(layers - 1):
+        body = zlib.compress(body, 9)
+    return body
+
+
+def pdf_bomb(path: Path, decoded_bytes: int, spelling: str = "name") -> Path:
+    """A one-page PDF whose content stream inflates to ``decoded_bytes`` of spaces, its filter
+    written as :data:`PDF_FILTER_SPELLINGS` ``[spelling]`` says."""
+    filter_entry, extra, layers = PDF_FILTER_SPELLINGS[spelling]
+    body = _deflated_spaces(decoded_bytes, layers)
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
                b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-               b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(body) + body + b"\nendstream"]
+               b"<< /Length %d %s >>\nstream\n" % (len(body), filter_entry) + body + b"\nendstream", *extra]
     out, offsets = io.BytesIO(), []
     out.write(b"%PDF-1.4\n")
     for number, obj in enumerate(objects, 1):
@@ -36,18 +66,42 @@ def pdf_bomb(path: Path, decoded_bytes: int) -> Path:
     return path
 
 
-def docx_many_elements(path: Path, elements: int) -> Path:
-    """A DOCX whose ``word/document.xml`` holds ``elements`` empty paragraphs."""
-    document = ('<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/'
-                'wordprocessingml/2006/main"><w:body>' + "<w:p/>" * elements + "</w:body></w:document>")
+#: Where a DOCX may keep its main document (issue #52: a name outside ``*.xml`` skipped the tag
+#: count): name -> (the part's path, how its XML is encoded, the relationship's target).
+DOCX_MAIN_PARTS = {
+    "word/document.xml": ("word/document.xml", "utf-8", "word/document.xml"),
+    "another .xml name": ("word/body.xml", "utf-8", "word/body.xml"),
+    "no suffix": ("word/document", "utf-8", "word/document"),
+    "a .bin suffix": ("word/main.bin", "utf-8", "word/main.bin"),
+    "an image's name": ("word/media/image1.png", "utf-8", "word/media/image1.png"),
+    "upper case suffix": ("word/Document.XML", "utf-8", "word/Document.XML"),
+    "absolute target": ("content/main.dat", "utf-8", "/content/main.dat"),
+    "UTF-16 with a byte-order mark": ("word/main.bin", "utf-16", "word/main.bin"),
+    "UTF-16 without a byte-order mark": ("word/main.bin", "utf-16-le", "word/main.bin"),
+    "white space before the XML": ("word/main.txt", "utf-8-sig", "word/main.txt"),
+}
+
+
+def docx_many_elements(path: Path, elements: int, main_part: str = "word/document.xml", text: str = "") -> Path:
+    """A DOCX whose main document holds ``elements`` empty paragraphs (and one of ``text``), kept where
+    :data:`DOCX_MAIN_PARTS` ``[main_part]`` says (``[Content_Types].xml`` and ``_rels/.rels``
+    point at it as Word's packaging rules allow)."""
+    name, encoding, target = DOCX_MAIN_PARTS[main_part]
+    document = ('<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/'
+                'wordprocessingml/2006/main"><w:body>' + "<w:p/>" * elements
+                + (f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>" if text else "") + "</w:body></w:document>")
+    if encoding == "utf-8-sig":
+        document = "\n" * 300 + document.removeprefix('<?xml version="1.0"?>')
+    main_type = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/'
-                         'package/2006/content-types"><Override PartName="/word/document.xml" ContentType="application/'
-                         'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>')
+                         'package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.'
+                         'openxmlformats-package.relationships+xml"/><Override PartName="/' + name + '" ContentType="'
+                         + main_type + '"/></Types>')
         archive.writestr("_rels/.rels", '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/'
                          'package/2006/relationships"><Relationship Id="r1" Type="http://schemas.openxmlformats.org/'
-                         'officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>')
-        archive.writestr("word/document.xml", document)
+                         'officeDocument/2006/relationships/officeDocument" Target="' + target + '"/></Relationships>')
+        archive.writestr(name, document.encode(encoding))
     return path
 
 
@@ -60,6 +114,16 @@ def html_many_elements(path: Path, elements: int) -> Path:
 def results_empty_objects(path: Path, values: int) -> Path:
     """A results file whose ``per_query`` is ``values`` empty objects."""
     path.write_text('{"format": "ragexp-results/1", "per_query": [' + ",".join(["{}"] * values) + "]}", encoding="utf-8")
+    return path
+
+
+def recorded_empty_objects(path: Path, values: int, lines: int = 100) -> Path:
+    """A recorded-output JSONL file of ``lines`` responses holding ``values`` empty objects in all
+    (each line within one parse's bound, the file not)."""
+    per_line = "[" + ",".join(["{}"] * (values // lines)) + "]"
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(lines):
+            handle.write('{"query_id": "q%d", "response": %s}\n' % (i, per_line))
     return path
 
 

@@ -7,22 +7,28 @@ Word's ``HTML Preformatted``/``HTML Code``). Dropped: images, headers and footer
 layout, comments, tracked deletions, text boxes mammoth does not read, fonts and colours (so
 code set only in a monospaced font becomes plain text).
 
-Refused, one line each: a file that is not a ZIP archive (truncated, damaged, or an encrypted or
+mammoth reads the file in a child process bounded in memory, time and output
+(:mod:`ragexp.data.convert.isolated`): whatever the main document part is called (the package's
+relationships may point anywhere) and whatever parts it pulls in, mammoth's tree stays within that
+child's address space, and a DOCX that needs more is refused. Refused earlier, one line each,
+before mammoth starts: a file that is not a ZIP archive (truncated, damaged, or an encrypted or
 legacy ``.doc`` OLE file), a ZIP without a Word document in it, one that would unpack to more
 than :data:`MAX_UNPACKED_BYTES` (a ZIP bomb: Python's ``zipfile`` stops every part at its declared
-size, so the declared sizes bound what is unpacked), and one whose XML parts hold more than
-:data:`MAX_XML_ELEMENTS` tags (``<`` counted in the unpacked parts before any XML parser runs:
-every element costs mammoth's tree about 1 KB). The HTML mammoth writes is bounded like any HTML
+size, so the declared sizes bound what is unpacked), and one whose parts hold more than
+:data:`MAX_XML_ELEMENTS` tags (``<`` counted in every unpacked part that reads as XML, whatever its
+name, before any XML parser runs: every element costs mammoth's tree about 1 KB). The HTML mammoth writes is bounded like any HTML
 page (:func:`ragexp.data.convert.html.check_element_count`).
 """
 
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 
 from ragexp.data.convert.base import Converted, ConvertOptions, Unconvertible
 from ragexp.data.convert.html import check_element_count, markdown_of
+from ragexp.data.convert.isolated import run_isolated
 
 #: A Word document's text and styles unpack to a few MiB; 64 MiB allows large embedded images too, and the
 #: XML parsers' memory (several times the unpacked size) stays bounded (a 0.7 MB file unpacking to 200 MiB is refused).
@@ -39,17 +45,26 @@ r[style-name='HTML Code'] => code
 
 
 def convert_docx(data: bytes, options: ConvertOptions) -> Converted:
-    import mammoth
     from bs4 import BeautifulSoup
 
     _check_archive(data)
+    html = run_isolated(mammoth_html, data, "mammoth")
+    check_element_count(html)
+    return Converted(text=markdown_of(BeautifulSoup(html, "lxml")))
+
+
+def mammoth_html(data: bytes) -> str:
+    """The HTML mammoth writes for the DOCX ``data`` (run in the bounded child of
+    :mod:`ragexp.data.convert.isolated`)."""
+    import mammoth
+
     try:
-        html = mammoth.convert_to_html(io.BytesIO(data), style_map=STYLE_MAP).value
+        return mammoth.convert_to_html(io.BytesIO(data), style_map=STYLE_MAP).value
+    except MemoryError:
+        raise
     except Exception as err:  # mammoth raises what its ZIP and XML readers raise on a damaged file
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise Unconvertible(f"damaged DOCX, mammoth cannot read it: {first}") from None
-    check_element_count(html)
-    return Converted(text=markdown_of(BeautifulSoup(html, "lxml")))
 
 
 def _check_archive(data: bytes) -> None:
@@ -74,13 +89,24 @@ def _check_archive(data: bytes) -> None:
 
 
 def _xml_tags(data: bytes) -> int:
-    """``<`` in the archive's XML parts, each part unpacked (to its declared size) in turn."""
+    """``<`` in the archive's parts that read as XML (:func:`_reads_as_xml`, whatever their names), each
+    part unpacked (to its declared size) in turn."""
     tags = 0
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             for info in archive.infolist():
-                if info.filename.lower().endswith((".xml", ".rels")):
-                    tags += archive.read(info).count(b"<")
+                part = archive.read(info)
+                if _reads_as_xml(part):
+                    tags += part.count(b"<")
     except Exception as err:  # noqa: BLE001 - zipfile and zlib raise several types on a damaged part
         raise Unconvertible(f"damaged DOCX, a part cannot be unpacked: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
     return tags
+
+
+_XML_START = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*(?:<|\x00<)|\xff\xfe|\xfe\xff")
+
+
+def _reads_as_xml(part: bytes) -> bool:
+    """Whether an XML parser could read ``part``: UTF-16 (with or without its byte-order mark), or
+    ``<`` first after a UTF-8 byte-order mark and white space (an image never begins so)."""
+    return _XML_START.match(part) is not None

@@ -13,9 +13,12 @@
   lists (with their bullet characters), code. Not recovered: paragraph breaks within a page,
   columns whose lines the page interleaves, hyphenation at line ends, text in images.
 
-Refused, one line each: a PDF whose streams decode to more than
-:data:`~ragexp.data.convert.pdf_streams.MAX_DECODED_BYTES` (counted before PDFium reads the file,
-:mod:`ragexp.data.convert.pdf_streams`), a PDF with a password to open it (an owner password that only restricts
+PDFium reads the file in a child process bounded in memory, time and output
+(:mod:`ragexp.data.convert.isolated`): whatever spelling of a filter, name or object a PDF uses,
+what PDFium decodes stays within that child's address space. Refused, one line each: a PDF that
+needs more than that (a "PDF bomb"), one whose streams decode to more than
+:data:`~ragexp.data.convert.pdf_streams.MAX_DECODED_BYTES` as the standard filter spellings count
+them (an early refusal before PDFium starts, :mod:`ragexp.data.convert.pdf_streams`), a PDF with a password to open it (an owner password that only restricts
 printing or copying does not stop reading), a damaged file, a PDF without pages, and a scanned
 PDF (no page has a text layer: OCR it first). Pages without text in an otherwise readable PDF are
 listed in a note.
@@ -27,6 +30,7 @@ import re
 from collections import Counter
 
 from ragexp.data.convert.base import Converted, ConvertOptions, Unconvertible
+from ragexp.data.convert.isolated import run_isolated
 from ragexp.data.convert.pdf_streams import check_decoded_size
 
 HEADING_SCALE = 1.15
@@ -41,7 +45,7 @@ Line = tuple[str, float]  # text, largest font size of its first, middle and las
 
 def convert_pdf(data: bytes, options: ConvertOptions) -> Converted:
     check_decoded_size(data)
-    pages = read_pages(data)
+    pages = [[(text, size) for text, size in lines] for lines in run_isolated(read_pages, data, "PDFium")]
     if not pages:
         raise Unconvertible("a PDF without pages")
     empty = [number for number, lines in enumerate(pages, 1) if not any(text.strip() for text, _ in lines)]

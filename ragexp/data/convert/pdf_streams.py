@@ -81,7 +81,7 @@ def _decoded_size(raw: bytes, filters: list[str], budget: int) -> int:
 def _inflated_size(data: bytes, budget: int) -> int:
     inflater, size, pending = zlib.decompressobj(), 0, data
     try:
-        while pending:
+        while pending and not inflater.eof:  # past the end, zlib keeps what follows as a tail that never shrinks
             size += len(inflater.decompress(pending, _CHUNK))
             if size > budget:
                 raise _Over

@@ -22,7 +22,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -74,13 +74,13 @@ def read_labels(path: str | Path) -> list[LabelledClaim]:
     rows: list[LabelledClaim] = []
     with handle:
         reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
+        header = csv_header(reader, path)
         for column in REQUIRED_COLUMNS:
             if column not in header:
                 raise RagexpInputError(f"missing column (have: {', '.join(header) or 'none'})", file=path, line=1, field=column)
-        for record in reader:
+        for record in csv_records(reader, path):
             line = reader.line_num
-            values = {k: (v or "").strip() for k, v in record.items() if k in known}
+            values = {k: v.strip() for k, v in record.items() if k in known}
             for column in ("human_label", "judge_label"):
                 if values.get(column, "") not in ("", *LABELS):
                     raise RagexpInputError(
@@ -94,18 +94,61 @@ def read_labels(path: str | Path) -> list[LabelledClaim]:
     return rows
 
 
+#: First characters that make a spreadsheet read a cell as a formula (OWASP's CSV injection list:
+#: ``=``, ``+``, ``-``, ``@``, tab, carriage return), and the quote that marks a cell as text.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+TEXT_MARK = "'"
+
+
+def spreadsheet_cell(value: str) -> str:
+    """``value`` as a cell a spreadsheet shows as text: ``'`` before a value that starts with a
+    :data:`FORMULA_START` character or with ``'`` itself (so :func:`cell_value` takes exactly
+    one off and every value comes back as it was)."""
+    return TEXT_MARK + value if value.startswith((*FORMULA_START, TEXT_MARK)) else value
+
+
+def cell_value(cell: str) -> str:
+    """The value of a cell :func:`spreadsheet_cell` wrote (one leading ``'`` taken off). A
+    spreadsheet that saves a cell typed as ``'=x`` writes ``=x``, which reads as ``=x``."""
+    return cell.removeprefix(TEXT_MARK)
+
+
 def labels_csv(rows: Iterable[object], columns: Sequence[str] = COLUMNS) -> str:
     """The CSV text of dataclass ``rows`` with a header of ``columns``, one row per item in that
     column order; every field of a row must be one of ``columns`` (else ``ValueError``). The one
     writer of a person's label files: claims (:data:`COLUMNS`, the format :func:`read_labels`
     reads) and whole answers (:mod:`ragexp.judging.answer_labels`). The csv module's ``excel``
     dialect: CRLF row ends, a cell quoted only when it holds a comma, quote or line break, quotes
-    doubled; every cell verbatim (a formula too: ragexp reads these files back as written)."""
+    doubled; every value through :func:`spreadsheet_cell` (an answer starting with ``=`` is no
+    formula when the file is opened in a spreadsheet), which the readers undo with :func:`cell_value`."""
     out = io.StringIO(newline="")
     writer = csv.DictWriter(out, fieldnames=columns)
     writer.writeheader()
-    writer.writerows(asdict(row) for row in rows)
+    writer.writerows({key: spreadsheet_cell(value) if isinstance(value, str) else value
+                      for key, value in asdict(row).items()} for row in rows)
     return out.getvalue()
+
+
+def csv_header(reader: csv.DictReader, path: Path) -> list[str]:
+    """The header row of ``reader`` (refused in one line like :func:`csv_records`' rows)."""
+    try:
+        return list(reader.fieldnames or [])
+    except csv.Error as err:
+        raise RagexpInputError(f"not a readable CSV header ({err})", file=path, line=reader.line_num + 1) from None
+
+
+def csv_records(reader: csv.DictReader, path: Path) -> Iterator[dict[str, str]]:
+    """Each record of ``reader`` with every cell through :func:`cell_value`; a malformed row or a
+    cell longer than the csv module's limit (131,072 characters) is one line naming the file and line."""
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise RagexpInputError(f"not a readable CSV row ({err}); a cell holds at most "
+                                   f"{csv.field_size_limit():,} characters", file=path, line=reader.line_num + 1) from None
+        yield {key: cell_value(value or "") for key, value in record.items() if isinstance(key, str)}
 
 
 def write_labels(path: str | Path, rows: Iterable[LabelledClaim]) -> Path:
