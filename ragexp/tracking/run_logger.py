@@ -32,6 +32,7 @@ import mlflow
 import pandas as pd
 from mlflow.tracking import MlflowClient
 from mlflow.tracking.fluent import _create_dataset_input
+from mlflow.utils.mlflow_tags import MLFLOW_LOGGED_ARTIFACTS
 from omegaconf import DictConfig, OmegaConf
 
 from ragexp.chunking import make_chunker
@@ -318,8 +319,12 @@ def _log_run(
             (tmp_path / "plots").mkdir()
             (tmp_path / "plots" / "recall_at_k.svg").write_text(
                 recall_curve_svg(results.aggregates, results.meta["ks"], output.run_name), encoding="utf-8")
+            # the per-query table as MLflow's log_table writes it (pandas' split orientation), but
+            # through the checked location: log_table would read the run's location from the store again
+            pd.DataFrame(per_query_table(output)).to_json(tmp_path / store.PER_QUERY_TABLE, orient="split",
+                                                          index=False, date_format="iso")
             store.run_artifacts(client, run_id).log_artifacts(str(tmp_path))
-        client.log_table(run_id, pd.DataFrame(per_query_table(output)), store.PER_QUERY_TABLE)
+        client.set_tag(run_id, MLFLOW_LOGGED_ARTIFACTS, json.dumps([{"path": store.PER_QUERY_TABLE, "type": "table"}]))
         store.log_batched(client, run_id, params=params, metrics=metrics)
         documents = passages.documents if passages is not None else {}
         dataset = (evalset_input(client, experiment_id, evalset, documents)

@@ -403,7 +403,7 @@ def log_vs_best(client: MlflowClient, children: Sequence[ChildRun], ties: Ties, 
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / "per_query.html").write_text(format_html(diff), encoding="utf-8")
             (Path(tmp) / "per_query.json").write_text(diff.to_json(), encoding="utf-8")
-            client.log_artifacts(child.run_id, tmp, artifact_path=VS_BEST_DIR)
+            store.run_artifacts(client, child.run_id).log_artifacts(tmp, artifact_path=VS_BEST_DIR)
 
 
 def winners(children: Sequence[ChildRun], ties: Ties) -> list[ChildRun]:
@@ -495,7 +495,7 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str, experiment_id: s
             image = f"{SUMMARY_DIR}/heatmap_{metrics[0]}.png" if metrics else None
         (folder / "compare.md").write_text(compare_markdown(children, axes, metrics, experiment_id, ties), encoding="utf-8")
         (folder / "compare.html").write_text(compare_html(children, axes, metrics, ties), encoding="utf-8")
-        client.log_artifacts(parent_run_id, str(folder), artifact_path=SUMMARY_DIR)
+        store.run_artifacts(client, parent_run_id).log_artifacts(str(folder), artifact_path=SUMMARY_DIR)
     tags = {}
     for metric, run in best.items():
         tied = len(vs_best.tie_set(ties.standings.get(metric, {}))) - 1

@@ -449,3 +449,30 @@ def test_the_experiment_description_shows_an_eval_set_name_inert():
 
     description = describe(Corpus([]), EvalSet(items=[], name="![x](http://evil/p.png)"), "1")
     assert "![" not in description and "&#33;[x](http://evil/p.png)" in description
+
+
+#: MlflowClient/mlflow methods that write a run's artifacts by reading its location from the store
+#: again (between ragexp's check and the write, a planted location would be used unchecked).
+_UNCHECKED_WRITES = ("log_artifact", "log_artifacts", "log_table", "log_dict", "log_text", "log_image",
+                     "log_figure")
+
+
+def test_every_artifact_write_goes_through_the_checked_location():
+    """Only ragexp.tracking.store touches an artifact repository; every other module writes through
+    store.run_artifacts / store.log_artifact_text (the checked string handed to MLflow), never
+    through a client method that looks the location up again. Found on the merged branch:
+    sweep_summary's two log_artifacts calls and run_logger's log_table."""
+    import ast
+
+    root = Path(store.__file__).resolve().parents[1]
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        if path == Path(store.__file__).resolve():
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in _UNCHECKED_WRITES):
+                receiver = ast.unparse(node.func.value)
+                if not receiver.startswith("store.run_artifacts(") and receiver != "repository":
+                    offenders.append(f"{path.relative_to(root.parent)}:{node.lineno}: {ast.unparse(node.func)}")
+    assert offenders == []
