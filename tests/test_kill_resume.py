@@ -179,11 +179,12 @@ def test_killed_sweep_leaves_no_partial_run_and_relaunch_runs_only_the_rest(tiny
 @pytest.fixture(scope="module")
 def sigterm_in_open_run(tmp_path_factory) -> tuple[subprocess.Popen, str, MlflowClient, Path]:
     """A sweep sent SIGTERM while its first job run is open (RUNNING: created, its artifact upload
-    held); returns the ended process, its stderr, a client on its store and its folder."""
+    held at store.run_artifacts, through which every artifact write goes); returns the ended
+    process, its stderr, a client on its store and its folder."""
     tmp_path = tmp_path_factory.mktemp("sigterm")
     client = open_store(tmp_path)
     process, hold = start_held_sweep(write_tiny_dataset(tmp_path), tmp_path,
-                                     "mlflow.tracking.client:MlflowClient.log_artifacts")
+                                     "ragexp.tracking.store:run_artifacts")
     stderr, exit_s = signal_when_held(process, hold, signal.SIGTERM)
     print(f"SIGTERM in an open run: exited {exit_s:.1f} s later with {process.returncode}\n{stderr[-6000:]}")
     return process, stderr, client, tmp_path
