@@ -11,6 +11,9 @@ rankings. Each stage goes through the stage cache, keyed by exactly what determi
 - The retriever and reranker configs in the keys name the backend each encoder block actually
   encodes with (:func:`~ragexp.models.encoders.with_effective_backends`): a model configured
   ``onnx`` that ONNX could not export runs on torch and shares a ``backend: torch`` run's entries.
+- The retrieval key names the stemming library (:func:`~ragexp.text.tokenize.stemmer_library`):
+  a config spells ``stemmer: snowball-english``, but PyStemmer 2 and 3 stem some words apart, so
+  rankings cached under one are not handed to a run under the other.
 - Warnings the retriever raises about its index (``retriever.warnings``, e.g. BM25 where no term
   has a positive weight) are cached with the rankings, so a cached run records them too.
 - Rankings are cached as arrays (:func:`_to_arrays`: unit ids as one UTF-8 text with their
@@ -37,6 +40,7 @@ from ragexp.metrics.ranking import Ranking, doc_level, trec_order
 from ragexp.models.encoders import with_effective_backends
 from ragexp.runtime.fingerprint import stable_hash
 from ragexp.runtime.stage_cache import StageCache
+from ragexp.text.tokenize import stemmer_library
 
 
 @dataclass
@@ -78,6 +82,7 @@ class _Search:
             "corpus": self.data.corpus.fingerprint(),
             "queries": stable_hash(queries),
             "depth": depth,
+            "stemmer_library": stemmer_library(),
             "payload": "rankings+warnings as arrays",
         }
 

@@ -42,6 +42,7 @@ from ragexp.runtime.fingerprint import file_hash, stable_hash
 from ragexp.runtime.stage_cache import StageCache
 from ragexp.runtime.text_vectors import encoding_counts, encodings_since
 from ragexp.systems.build import is_black_box, unused_groups
+from ragexp.text.tokenize import stemmer_library
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +74,14 @@ def semantic_config(cfg: DictConfig) -> dict:
 
 def config_hash(cfg: DictConfig, data: PreparedData) -> str:
     """Identity of a run's work: semantic config (chunking as the chunker's effective options) +
-    corpus and eval-set fingerprints, + the content of a judge calibration file or a system's
-    recording the config names (only by path)."""
+    corpus and eval-set fingerprints + the stemming library (BM25 and the lexical judge stem with
+    it, and Snowball releases stem some words apart: :func:`~ragexp.text.tokenize.stemmer_library`),
+    + the content of a judge calibration file or a system's recording the config names (only by path)."""
     config = semantic_config(cfg)
     if "chunking" in config:
         config["chunking"] = data.chunking_config
-    parts = {"config": config, "corpus": data.corpus.fingerprint(), "evalset": data.evalset.fingerprint()}
+    parts = {"config": config, "corpus": data.corpus.fingerprint(), "evalset": data.evalset.fingerprint(),
+             "stemmer_library": stemmer_library()}
     recorded = cfg.system.get("path") if cfg.get("system") is not None and is_black_box(config) else None
     if recorded and Path(recorded).is_file():
         parts["system_recording"] = file_hash(recorded)

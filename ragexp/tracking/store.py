@@ -61,6 +61,7 @@ PER_QUERY_TABLE = "per_query.json"
 BATCH_PARAMS, BATCH_TAGS, BATCH_TOTAL = 100, 100, 1000
 TRACKED_PACKAGES = (
     "mlflow", "torch", "sentence-transformers", "transformers", "faiss-cpu", "rank-bm25", "numpy", "hydra-core",
+    "PyStemmer",
 )
 
 
