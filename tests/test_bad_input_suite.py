@@ -196,7 +196,6 @@ def test_gold_chunk_id_past_the_last_chunk_resolves_nowhere(tmp_path: Path, corp
         pytest.param("items:\n\t- id: q1\n", 2, None, "malformed YAML", id="tab-indent"),
         pytest.param("- id: q1\n", None, "items", "a YAML eval set is a mapping", id="list-root"),
         pytest.param("items:\n  - q1\n", 2, "items", "each item must be a mapping, got string", id="scalar-item"),
-        pytest.param("items:\n  - id: q1\n    query: 2024-05-01\n", 2, "query", 'got date "2024-05-01"', id="date-query"),
         pytest.param("items:\n  - !!python/object:os.system {}\n", 2, None, "could not determine a constructor", id="tag"),
         pytest.param("ragexp_evalset: 2\nitems: []\n", 1, "ragexp_evalset", "unsupported eval-set format", id="version"),
     ],

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from ragexp.annotation.pool import DEFAULT_DEPTH, DEFAULT_PIPELINES
-from ragexp.commands._runs import run_ref
+from ragexp.commands._runs import run_or_file_ref
 from ragexp.data.evalset_schema import MAX_ANNOTATOR, valid_annotator
 from ragexp.errors import RagexpInputError
 
@@ -35,8 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", required=True, type=Path, help="corpus folder or corpus .jsonl")
     parser.add_argument("--queries", type=Path, help="candidates (ragexp evalset queries) or drafts (ragexp evalset draft) to queue")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}); a taken port fails at once")
-    parser.add_argument("--from-run", metavar="RUN_ID", type=run_ref,
-                        help="queue this run's unjudged top-k units (pool extension); its id or a unique prefix")
+    parser.add_argument("--from-run", metavar="RUN_ID", type=run_or_file_ref,
+                        help="queue this run's unjudged top-k units (pool extension); its id, a unique prefix, "
+                             "or its results file")
     parser.add_argument("--failures", action="store_true", help="with --from-run: queue the run's retrieval failures and hallucinations")
     parser.add_argument("--depth", type=int, metavar="K", help="with --from-run: the top k to judge (default: the run's context_k)")
     parser.add_argument("--tracking-uri", default=None, help="store holding --from-run (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)")

@@ -30,7 +30,6 @@ unverifiable, 2 on unusable input.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -39,6 +38,7 @@ from ragexp.data.evalset_schema import EvalSetFile, EvidenceRecord, LineageRecor
 from ragexp.data.loaders.evalset import gold_header
 from ragexp.datamodel import CHUNK_SEPARATOR, Corpus, text_sha256
 from ragexp.errors import RagexpInputError
+from ragexp.stored import limits
 from ragexp.systems.locate import LocateOptions, Locator
 
 HELP = "move an eval set's gold to a new corpus version: moved, re-found fuzzily, changed (re-mark), vanished"
@@ -150,7 +150,7 @@ def reanchor(source: EvalSetFile, path: Path, corpus: Corpus, old_corpus: Corpus
             outcomes.append(mover.chunk_outcome(item.id, f"gold_chunk_ids[{i}]", doc_id))
         items.append((line, replace(item, evidence=tuple(evidence))))
     records = [record for _, record in items]
-    lineage = LineageRecord(file=path.name, sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+    lineage = LineageRecord(file=path.name, sha256=limits.file_sha256(path),
                             corpus=corpus.fingerprint())
     header = gold_header(replace(source.header, lineage=lineage), records, corpus)
     return Reanchored(EvalSetFile(header, source.header_line, tuple(items)), tuple(outcomes))

@@ -78,7 +78,8 @@ def resolve_run_refs(args: argparse.Namespace) -> None:
     """Replace every :class:`RunRef` in ``args`` (one value or a list) by the full id of the run
     it names in the store of ``args.tracking_uri`` (else the default one); a
     :class:`RunOrFileRef` naming an existing path, or one that cannot be a run id, stays as given
-    (the results loader reads it, or says "no such file")."""
+    (the results loader reads it, or says "no such file"), and so does a whole 32-digit id: the
+    command checks its other arguments before it opens the store, and names a missing run itself."""
     from ragexp.tracking import store
 
     client = None
@@ -89,6 +90,9 @@ def resolve_run_refs(args: argparse.Namespace) -> None:
         resolved = []
         for ref in refs:
             if isinstance(ref, RunOrFileRef) and (Path(ref).exists() or not RUN_ID_PREFIX.fullmatch(ref)):
+                resolved.append(str(ref))
+                continue
+            if RUN_ID.fullmatch(ref):  # a whole id needs no store here: the command checks its own input first
                 resolved.append(str(ref))
                 continue
             if client is None:

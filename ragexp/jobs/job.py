@@ -96,6 +96,8 @@ def run_job(spec: JobSpec, *, output_dir: Path, cache: StageCache | None = None,
     interrupt.check()  # a SIGTERM whose raise was lost still stops the sweep before its next job
     progress.set_enabled(cfg.progress)
     cache = cache or StageCache(Path(cfg.cache_dir))
+    if log_to is not None:  # a store refused before the data load writes anything to the cache
+        store.check_store(cfg.tracking.uri)
     started = time.perf_counter()
     loaded = load_dataset(cfg.dataset, cache)  # stale gold refuses here, before any model is built
     loading_s = time.perf_counter() - started

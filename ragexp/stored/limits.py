@@ -33,6 +33,7 @@ known, the line and field.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
@@ -105,6 +106,11 @@ def read_bytes(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> b
     if len(data) > max_bytes:  # grew since fstat
         raise RagexpInputError(f"is more than the {max_bytes:,} bytes allowed here", file=path)
     return data
+
+
+def file_sha256(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> str:
+    """The SHA-256 (hex) of what :func:`read_bytes` reads from ``path``: how a lineage record names a file."""
+    return hashlib.sha256(read_bytes(path, max_bytes=max_bytes)).hexdigest()
 
 
 def decode_utf8(data: bytes, path: str | os.PathLike[str]) -> str:

@@ -84,6 +84,19 @@ def _http_limits(timeout_s: float) -> Iterator[None]:
 _connected: set[str] = set()  # URIs this process has connected to (the store exists and answered)
 
 
+def check_store(uri: str) -> None:
+    """What :func:`connect` (``create=True``) checks without touching the store: the URI, and an
+    existing sqlite file being a store this process can write. A run calls it before it loads data
+    (which fills the stage cache) and connects only after the data passed, so neither a bad store nor
+    bad data leaves anything behind."""
+    if uri in _connected:
+        return
+    database = check_tracking_uri(uri)
+    if database is not None and database.exists():
+        _check_is_a_store(database, uri)
+        _check_writable(database, uri)
+
+
 def connect(uri: str, timeout_s: float = 10.0, *, create: bool = True) -> MlflowClient:
     """Point MLflow at ``uri`` and prove the store answers, or fail with one line naming the URI.
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
+from ragexp.stored.limits import parse_json
 from ragexp.tracking import store
 from ragexp.tracking.run_names import AXIS_TAG_PREFIX
 from ragexp.tracking.sweep_summary import children_of
@@ -47,7 +48,7 @@ def covered_runs(client: MlflowClient, parent_run_id: str) -> tuple[list[Run], l
         if run_id in seen:
             continue
         run = client.get_run(run_id)
-        values = json.loads(parent.data.tags[f"{TAG_REUSED_PREFIX}{run_id}"] or "{}")
+        values = parse_json(parent.data.tags[f"{TAG_REUSED_PREFIX}{run_id}"] or "{}", max_depth=2)
         for axis, value in values.items():
             run.data.tags.setdefault(f"{AXIS_TAG_PREFIX}{axis}", str(value))
         runs.append(run)

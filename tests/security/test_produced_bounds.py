@@ -48,7 +48,10 @@ try:
     outcome = {"accepted": converted.text[:200]}
 except Unconvertible as err:
     outcome = {"refused": str(err)}
-print(json.dumps({**outcome, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over an exec, so a child of a large pytest worker
+# would report the worker's peak (1095 MiB under xdist in a full run)
+peak_kib = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({**outcome, "peak_mib": peak_kib // 1024}))
 """
 
 
