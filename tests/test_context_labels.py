@@ -93,6 +93,16 @@ def _context(label_paths: list[list[str]], headings: list[str]) -> str:
     return format_context(chunks)
 
 
+def test_a_long_label_with_a_statement_after_it_is_kept() -> None:
+    """Found by the property test below in a full run: a 72-character label path followed by a
+    25-character statement was difflib-similar (ratio 0.85) to the label and the line was dropped."""
+    path = ["AAA", "AAA AAA AAAAAAAA AAAAAAAAA", "AAAAAAA AAAAAAAA AAAAAAAAA AAAAAAAAA"]
+    context = _context([path, ["AAA"]], [])
+    line = f"{' > '.join(path)} It is done in two steps."
+    assert strip_label_copies(line, context) == (line, 0)
+    assert strip_label_copies(" > ".join(path), context)[1] == 1
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(_title, min_size=1, max_size=3), min_size=1, max_size=3), st.lists(_title, max_size=3),
        st.sampled_from(LISTINGS), st.data())

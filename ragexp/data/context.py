@@ -27,7 +27,7 @@ TITLE_PARTS = re.compile(r"\s+[>›»]\s+")
 _NUMBER_MARK = re.compile(r"^\[(\d{1,3})\]\s*")
 _ANSWER_LIST_MARK = re.compile(r"^\s*(?:[-*•–]|\d{1,3}[.)])\s+")
 _EMPHASIS = re.compile(r"^[*_`]+|[*_`]+$")
-COPY_RULES_VERSION = 2
+COPY_RULES_VERSION = 3
 """Part of a run's judge-cache key (:mod:`ragexp.evaluation.generation_step`): verdicts on answers
 and claims cleaned by older rules are not reused (2: section titles however listed, claims that are
 titles). Stripping runs after the model call, so the model's call cache holds uncleaned answers."""
@@ -41,7 +41,12 @@ def _key(text: str) -> str:
 
 
 def _similar(a: str, b: str) -> bool:
-    return difflib.SequenceMatcher(None, _key(a), _key(b), autojunk=False).ratio() >= SAME_LABEL
+    """At least :data:`SAME_LABEL` of the LONGER text matches the other (a copy with a typo), not
+    ``difflib``'s ratio ``2M / (len a + len b)``: that passed a long label with a short statement
+    after it (``<72-character path> It is done in two steps.``, ratio 0.85) as a copy."""
+    left, right = _key(a), _key(b)
+    matched = sum(block.size for block in difflib.SequenceMatcher(None, left, right, autojunk=False).get_matching_blocks())
+    return matched >= SAME_LABEL * max(len(left), len(right), 1)
 
 
 def _title_parts(title: str) -> list[str]:
