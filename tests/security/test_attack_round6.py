@@ -34,7 +34,7 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -48,23 +48,13 @@ from mlflow.utils.uri import append_to_uri_path
 from ragexp.errors import RagexpInputError
 from ragexp.tracking import store
 from tests.helpers.bad_input_cases import ENV
+from tests.helpers.recording_server import recording_handler
 from tests.helpers.tiny_dataset import write_tiny_dataset
 
 CREDENTIALS = {"MLFLOW_TRACKING_USERNAME": "alice", "MLFLOW_TRACKING_PASSWORD": "s3cret-pw", "MLFLOW_TRACKING_TOKEN": ""}
 
 
-class _Recorder(BaseHTTPRequestHandler):
-    seen: list[str] = []
-
-    def do_GET(self):  # noqa: N802 - http.server's name
-        type(self).seen.append(f"{self.command} {self.path} {self.headers.get('Authorization') or ''}")
-        self.send_response(404)
-        self.end_headers()
-
-    do_PUT = do_POST = do_GET  # noqa: N815
-
-    def log_message(self, *args):  # noqa: ANN002 - silence
-        pass
+_Recorder = recording_handler()
 
 
 @pytest.fixture(scope="module")

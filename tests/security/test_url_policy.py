@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -40,6 +40,7 @@ from ragexp.evaluation.checks import check_base_urls
 from ragexp.stored.urls import canonical_url
 from ragexp.tracking.store import check_artifact_location, check_tracking_uri
 from tests.helpers.bad_input_cases import ENV
+from tests.helpers.recording_server import recording_handler
 
 #: Characters that parsers are known to treat differently, mixed into otherwise plain URLs.
 TRICKY = ["\\", "@", "#", "?", "%2e", "%2f", "%40", "%5c", ":", ";", "[", "]", ".", "..", "/", "//", " ", "\t", "\n",
@@ -205,18 +206,7 @@ def test_the_refusal_shows_the_canonical_spelling_where_there_is_one():
         canonical_url("HTTP://MLflow:5000/x", field="tracking.uri")
 
 
-class _Recorder(BaseHTTPRequestHandler):
-    seen: list[str] = []
-
-    def do_GET(self):  # noqa: N802 - http.server's name
-        _Recorder.seen.append(f"{self.command} {self.path} {self.headers.get('Authorization', '')}")
-        self.send_response(404)
-        self.end_headers()
-
-    do_PUT = do_POST = do_GET  # noqa: N815
-
-    def log_message(self, *args):  # noqa: ANN002 - silence
-        pass
+_Recorder = recording_handler()
 
 
 @pytest.fixture(scope="module")
